@@ -1,0 +1,57 @@
+# attnbook: the two commands of the README are `make book` and `make test`.
+#   make book     create .venv, install, execute every chapter (quick profile) into book/, render _build/html
+#   make test     create .venv, install, run the test suite
+#   make bench    speed and memory benchmarks (ratios measured in one run) -> benchmarks/results/
+# Variables: PROFILE (smoke|quick|paper), ATTNBOOK_DATA (data directory), PYTHON (interpreter for the venv).
+
+PYTHON ?= python3
+VENV ?= .venv
+PROFILE ?= quick
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# The data directory: $ATTNBOOK_DATA if set; else ./data (where `attnbook fetch` puts it);
+# else a shared/data folder beside the checkout (as on the project's own machines and CI).
+ifeq ($(strip $(ATTNBOOK_DATA)),)
+  ATTNBOOK_DATA := $(if $(wildcard data/wiki),$(CURDIR)/data,$(if $(wildcard ../shared/data/wiki),$(abspath ../shared/data),$(CURDIR)/data))
+endif
+export ATTNBOOK_DATA
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+export PYDEVD_DISABLE_FILE_VALIDATION ?= 1
+
+.PHONY: install book test bench chapter constraints clean lab
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
+	$(BIN)/pip install --disable-pip-version-check -q -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attnbook)" >/dev/null
+	touch $(STAMP)
+
+book: install
+	@echo "[make] data directory: $(ATTNBOOK_DATA)"
+	$(BIN)/attnbook build --profile $(PROFILE) --times-json book/results/_times-$(PROFILE).json
+
+test: install
+	@echo "[make] data directory: $(ATTNBOOK_DATA)"
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+# one chapter: make chapter CH=01 PROFILE=quick
+chapter: install
+	$(BIN)/attnbook run $(CH) --profile $(PROFILE)
+
+lab: install
+	$(BIN)/jupyter lab notebooks/
+
+constraints:
+	$(BIN)/pip freeze --exclude-editable | grep -v '^attnbook' | sed 's/^torch==.*/torch==2.13.0/' > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+clean:
+	rm -rf _build book/_failed book/results book/0*.ipynb

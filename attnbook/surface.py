@@ -1,0 +1,290 @@
+"""Surface-level patterns of attention heads (Clark et al. §3).
+
+:class:`SurfaceStats` is a streaming reducer. For every head it measures, per
+segment, the average over query tokens of
+
+* the attention to the **current**, **previous** and **next** token (§3.1);
+* the attention to ``[CLS]``, to ``[SEP]`` and to ``.`` or ``,`` (§3.2, Fig. 2 top);
+* the attention from ``[SEP]`` to ``[SEP]`` and from every other token to ``[SEP]``
+  (§3.2, Fig. 2 bottom);
+* the entropy of the attention distribution, and the entropy from ``[CLS]`` only (§3.3, Fig. 4);
+* the largest single attention weight (how "broad" a head is);
+
+and then averages the per-segment values over segments, as Clark et al. do (a
+segment counts once whatever its length). Positions: "previous" is
+``attn[q, q-1]``; the first token has no previous token and the last no next
+one, and they count as 0 (the denominators are the segment length).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .extract import Batch
+
+#: the statistics a :class:`SurfaceStats` returns, each ``values[layer, head]``
+STAT_NAMES = (
+    "self", "prev", "next", "cls", "sep", "punct", "sep_sep", "rest_sep", "entropy", "entropy_cls", "max_weight",
+)
+PUNCT_TOKENS = (".", ",")
+
+
+class SurfaceStats:
+    """Streaming reducer of Clark §3 statistics; ``result()`` maps name -> ``values[layer, head]``.
+
+    ``cls_id``, ``sep_id`` and ``punct_ids`` are vocabulary ids. ``result()`` also has
+    ``uniform_entropy`` (the mean over segments of ``log(n_tokens)``, the entropy of
+    uniform attention) and ``n_segments``.
+    """
+
+    def __init__(self, cls_id: int, sep_id: int, punct_ids: list[int]):
+        self.cls_id, self.sep_id, self.punct_ids = cls_id, sep_id, list(punct_ids)
+        self.sums: dict[str, torch.Tensor] = {}
+        self.uniform_entropy = 0.0
+        self.n_segments = 0
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer) -> "SurfaceStats":
+        return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.convert_tokens_to_ids(list(PUNCT_TOKENS)))
+
+    def _add(self, name: str, per_segment: torch.Tensor) -> None:
+        total = per_segment.sum(0).to(torch.float64)
+        self.sums[name] = self.sums[name] + total if name in self.sums else total
+
+    def update(self, attn: torch.Tensor, batch: Batch) -> None:
+        attn = attn.float()
+        q_mask = batch.query_mask  # [batch, query]
+        n = q_mask.sum(1)  # [batch]
+        ids = batch.input_ids
+        sep = (ids == self.sep_id).float() * q_mask
+        cls_ = (ids == self.cls_id).float() * q_mask
+        punct = batch.id_mask(self.punct_ids)
+        keys = torch.stack([cls_, sep, punct], dim=-1)  # [batch, key, 3]
+        mass = torch.einsum("blhqk,bkc->blhqc", attn, keys)  # [batch, layer, head, query, 3]
+        qm = q_mask[:, None, None, :]
+        denom = n[:, None, None]
+
+        def per_segment_mean(values: torch.Tensor, weights: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+            return (values * weights).sum(-1) / count.clamp(min=1)
+
+        for c, name in enumerate(("cls", "sep", "punct")):
+            self._add(name, per_segment_mean(mass[..., c], qm, denom))
+        n_sep = sep.sum(1)[:, None, None]
+        self._add("sep_sep", per_segment_mean(mass[..., 1], sep[:, None, None, :], n_sep))
+        self._add("rest_sep", per_segment_mean(mass[..., 1], (q_mask - sep)[:, None, None, :], denom - n_sep))
+
+        diag = torch.diagonal(attn, offset=0, dim1=-2, dim2=-1)  # attn[q, q]
+        prev = torch.diagonal(attn, offset=-1, dim1=-2, dim2=-1)  # attn[q, q-1] for q = 1..
+        nxt = torch.diagonal(attn, offset=1, dim1=-2, dim2=-1)  # attn[q, q+1] for q = 0..
+        pair_mask = (q_mask[:, 1:] * q_mask[:, :-1])[:, None, None, :]
+        self._add("self", per_segment_mean(diag, qm, denom))
+        self._add("prev", per_segment_mean(prev, pair_mask, denom))
+        self._add("next", per_segment_mean(nxt, pair_mask, denom))
+
+        entropy = -torch.special.xlogy(attn, attn).sum(-1)  # [batch, layer, head, query]
+        self._add("entropy", per_segment_mean(entropy, qm, denom))
+        self._add("entropy_cls", entropy[..., 0])
+        self._add("max_weight", per_segment_mean(attn.amax(-1), qm, denom))
+        self.uniform_entropy += float(torch.log(n).sum())
+        self.n_segments += int(n.shape[0])
+
+    def result(self) -> dict[str, np.ndarray]:
+        if self.n_segments == 0:
+            raise ValueError("SurfaceStats saw no segments")
+        out = {name: (self.sums[name] / self.n_segments).numpy() for name in STAT_NAMES}
+        out["uniform_entropy"] = np.array(self.uniform_entropy / self.n_segments)
+        out["n_segments"] = np.array(self.n_segments)
+        return out
+
+
+def surface_stats_reference(maps: list[np.ndarray], tokens: list[list[str]]) -> dict[str, np.ndarray]:
+    """Slow, loop-based reference of :class:`SurfaceStats` on full unpadded maps ``attn[layer, head, q, k]``.
+
+    Used by the tests (and the benchmark's naive baseline); the definitions are the same.
+    """
+    n_layers, n_heads = maps[0].shape[:2]
+    acc = {name: np.zeros((n_layers, n_heads)) for name in STAT_NAMES}
+    uniform = 0.0
+    for attn, toks in zip(maps, tokens):
+        n = len(toks)
+        sep = [i for i, t in enumerate(toks) if t == "[SEP]"]
+        cls_ = [i for i, t in enumerate(toks) if t == "[CLS]"]
+        punct = [i for i, t in enumerate(toks) if t in PUNCT_TOKENS]
+        rest = [i for i in range(n) if i not in sep]
+        for layer in range(n_layers):
+            for head in range(n_heads):
+                a = attn[layer, head].astype(np.float64)
+                acc["self"][layer, head] += np.mean([a[i, i] for i in range(n)])
+                acc["prev"][layer, head] += sum(a[i, i - 1] for i in range(1, n)) / n
+                acc["next"][layer, head] += sum(a[i, i + 1] for i in range(n - 1)) / n
+                acc["cls"][layer, head] += a[:, cls_].sum() / n
+                acc["sep"][layer, head] += a[:, sep].sum() / n
+                acc["punct"][layer, head] += a[:, punct].sum() / n
+                acc["sep_sep"][layer, head] += a[np.ix_(sep, sep)].sum() / max(len(sep), 1)
+                acc["rest_sep"][layer, head] += a[np.ix_(rest, sep)].sum() / max(len(rest), 1)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ent = -np.nansum(np.where(a > 0, a * np.log(a), 0.0), axis=-1)
+                acc["entropy"][layer, head] += ent.mean()
+                acc["entropy_cls"][layer, head] += ent[0]
+                acc["max_weight"][layer, head] += a.max(-1).mean()
+        uniform += np.log(n)
+    out = {k: v / len(maps) for k, v in acc.items()}
+    out["uniform_entropy"] = np.array(uniform / len(maps))
+    out["n_segments"] = np.array(len(maps))
+    return out
+
+
+@dataclass
+class PositionalHeads:
+    """Heads that put more than ``threshold`` of their attention on the previous / next token (§3.1)."""
+
+    previous: list[tuple[int, int]]
+    next: list[tuple[int, int]]
+
+
+def positional_heads(stats: dict[str, np.ndarray], threshold: float = 0.5) -> PositionalHeads:
+    """The (layer, head) pairs, 0-based, whose average attention to prev/next exceeds ``threshold``."""
+    prev = [tuple(map(int, x)) for x in np.argwhere(stats["prev"] > threshold)]
+    nxt = [tuple(map(int, x)) for x in np.argwhere(stats["next"] > threshold)]
+    return PositionalHeads(prev, nxt)
+
+
+def layer_means(values: np.ndarray) -> np.ndarray:
+    """Average of ``values[layer, head]`` over each layer's heads."""
+    return np.asarray(values).mean(axis=1)
+
+
+def pick_example_heads(stats: dict[str, np.ndarray]) -> dict[str, tuple[int, int]]:
+    """Heads to draw as examples (Clark Fig. 1), chosen from the measurements:
+
+    * ``broad`` - the highest average entropy;
+    * ``next token`` - the largest average attention to the next token;
+    * ``[SEP]`` - the largest average attention to [SEP];
+    * ``punctuation`` - the largest average attention to "." or ",".
+    """
+    def argmax(a: np.ndarray) -> tuple[int, int]:
+        idx = np.unravel_index(int(np.argmax(a)), a.shape)
+        return int(idx[0]), int(idx[1])
+
+    return {
+        "broad": argmax(stats["entropy"]),
+        "next token": argmax(stats["next"]),
+        "[SEP]": argmax(stats["sep"]),
+        "punctuation": argmax(stats["punct"]),
+    }
+
+
+# ---- paper vs this run --------------------------------------------------------------------------
+
+#: Clark et al. §3 numbers for bert-base (12 layers x 12 heads), 1-based layers.
+PAPER = {
+    "prev_heads_layers": [2, 4, 7, 8],
+    "next_heads_layers": [1, 2, 2, 3, 6],
+    "sep_majority_layers": [6, 7, 8, 9, 10],
+    "sep_sep_share": 0.9,
+    "cls_entropy_last_layer": 3.89,
+    "grad_sep_small_from_layer": 5,
+    "n_layers": 12,
+}
+
+
+def relative_depth(layer: int, n_layers: int) -> float:
+    """Position of a 1-based layer in the network, 0 (first) to 1 (last), to compare 6- and 12-layer models."""
+    return (layer - 1) / max(n_layers - 1, 1)
+
+
+def _closeness_verdict(ours: float, paper: float, tol_agree: float = 0.1, tol_partly: float = 0.25) -> str:
+    rel = abs(ours - paper) / abs(paper)
+    return "agrees" if rel <= tol_agree else "partly agrees" if rel <= tol_partly else "disagrees"
+
+
+def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] | None = None) -> list[dict]:
+    """Rows of "paper vs this run" for Clark §3, each with a verdict computed from the numbers.
+
+    Layers are compared by relative depth when the model's depth differs from bert-base's 12.
+    """
+    n_layers = stats["sep"].shape[0]
+    rows: list[dict] = []
+    pos = positional_heads(stats)
+    for kind, heads in (("previous", pos.previous), ("next", pos.next)):
+        paper_layers = PAPER[f"{'prev' if kind == 'previous' else 'next'}_heads_layers"]
+        ours_layers = sorted(l + 1 for l, _ in heads)
+        rows.append(dict(
+            experiment="§3.1 relative position", quantity=f"heads with >50% attention to the {kind} token (layers)",
+            paper=f"{len(paper_layers)} (layers {', '.join(map(str, paper_layers))})",
+            ours=f"{len(ours_layers)} (layers {', '.join(map(str, ours_layers)) or '-'})",
+            verdict="agrees" if ours_layers else "disagrees",
+            note="a few specialised positional heads exist" if ours_layers else "no head passes 50%",
+        ))
+    means = {k: layer_means(stats[k]) for k in ("cls", "sep", "punct")}
+    peak = {k: int(np.argmax(v)) + 1 for k, v in means.items()}
+    order_ok = peak["cls"] <= peak["sep"] <= peak["punct"]
+    rows.append(dict(
+        experiment="§3.2 special tokens", quantity="layer where mean attention peaks: [CLS] / [SEP] / . or ,",
+        paper="early / middle / deep",
+        ours=f"{peak['cls']} / {peak['sep']} / {peak['punct']} of {n_layers}",
+        verdict="agrees" if order_ok and peak["cls"] < peak["punct"] else ("partly agrees" if order_ok else "disagrees"),
+        note="order of the peaks through the layers",
+    ))
+    sep_layers = [i + 1 for i, v in enumerate(means["sep"]) if v > 0.5]
+    rows.append(dict(
+        experiment="§3.2 special tokens", quantity="layers where over half of the attention goes to [SEP]",
+        paper="6-10 of 12", ours=(f"{', '.join(map(str, sep_layers))} of {n_layers}" if sep_layers
+                                  else f"none (max {means['sep'].max():.2f} in layer {peak['sep']})"),
+        verdict="agrees" if sep_layers else ("partly agrees" if means["sep"].max() > 0.25 else "disagrees"),
+        note="mean over the layer's heads",
+    ))
+    sep_heads = stats["sep"] > 0.5
+    if sep_heads.any():
+        share = float(stats["sep_sep"][sep_heads].mean())
+        rows.append(dict(
+            experiment="§3.2 special tokens", quantity="[SEP]->[SEP] share in heads that attend mostly to [SEP]",
+            paper="> 0.90", ours=round(share, 3), verdict="agrees" if share > 0.9 else
+            "partly agrees" if share > 0.5 else "disagrees",
+            note="attention from [SEP] stays on the [SEP] tokens",
+        ))
+    if grads is not None:
+        ratio = layer_means(grads["grad_sep"]) / layer_means(grads["grad_other"])
+        high_sep = means["sep"] >= np.median(means["sep"])
+        low = float(ratio[high_sep].mean()) < float(ratio[~high_sep].mean()) if (~high_sep).any() else False
+        rows.append(dict(
+            experiment="§3.2 gradients", quantity="|dL/d attn| to [SEP] relative to other tokens, "
+                                                  "layers with much vs little [SEP] attention",
+            paper="small where [SEP] attention is high (layer 5 on)",
+            ours=f"{ratio[high_sep].mean():.2f} vs {ratio[~high_sep].mean():.2f}" if (~high_sep).any() else "n/a",
+            verdict="agrees" if low else "disagrees",
+            note="no-op hypothesis: attending to [SEP] changes little",
+        ))
+    first = stats["entropy"][0]
+    rows.append(dict(
+        experiment="§3.3 entropy", quantity="highest head entropy in layer 1 / uniform entropy (nats)",
+        paper="close to uniform (broad heads in lower layers)",
+        ours=f"{first.max():.2f} / {float(stats['uniform_entropy']):.2f}",
+        verdict="agrees" if first.max() > 0.75 * float(stats["uniform_entropy"]) else "disagrees",
+        note="bag-of-vectors heads",
+    ))
+    last_cls = float(stats["entropy_cls"][-1].mean())
+    rows.append(dict(
+        experiment="§3.3 entropy", quantity="mean entropy from [CLS] in the last layer (nats)",
+        paper=PAPER["cls_entropy_last_layer"], ours=round(last_cls, 3),
+        verdict=_closeness_verdict(last_cls, PAPER["cls_entropy_last_layer"]),
+        note="bert-base's [CLS] fed next-sentence prediction; a model pooled differently need not agree",
+    ))
+    return rows
+
+
+def surface_statistics(loaded, segments, *, batch_size: int = 16, use_cache: bool = True,
+                       progress: bool = True) -> dict[str, np.ndarray]:
+    """Clark §3 statistics of ``loaded`` over ``segments`` (streamed, cached by model and input content)."""
+    from .cache import cached_arrays, examples_digest
+    from .extract import stream_attention
+
+    parts = {"model": loaded.fingerprint, "inputs": examples_digest(segments), "code": "surface-v1"}
+    return cached_arrays(
+        "surface", parts,
+        lambda: stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
+                                 batch_size=batch_size, progress=progress)[0],
+        enabled=use_cache,
+    )

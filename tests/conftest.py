@@ -1,0 +1,47 @@
+"""Shared fixtures: a tiny randomly initialised BERT built in the test (no download)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    """The bert-base-uncased WordPiece tokenizer shipped with the embedded model."""
+    from transformers import AutoTokenizer
+
+    from attnbook.models import embedded_model_path
+
+    return AutoTokenizer.from_pretrained(embedded_model_path())
+
+
+def make_tiny_bert(tokenizer, n_layers: int = 2, n_heads: int = 4, hidden: int = 32, seed: int = 0):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=n_layers,
+        num_attention_heads=n_heads,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=128,
+        attn_implementation="eager",
+    )
+    model = BertModel(config)
+    model.eval()
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tokenizer):
+    """A LoadedModel around a 2-layer, 4-head, hidden-32 random BERT."""
+    from attnbook.models import wrap_model
+
+    return wrap_model(make_tiny_bert(tokenizer), tokenizer, name="tiny-random-bert")
