@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .arct import ArctItem, labels_of, tokenize
+from .arct import PAPER, ArctItem, labels_of, tokenize  # noqa: F401  (PAPER re-exported)
 from .errors import EmptyDataError, ModelError, ParameterError
 
 #: Input variants of the probing experiments (Niven & Kao §5) and their labels in the paper's tables.
@@ -51,71 +51,6 @@ INPUTS: dict[str, str] = {"full": "C, R, W", "W": "W", "RW": "R, W", "CW": "C, W
 
 #: max_seq_length of the authors' code per input variant (WordPiece tokens, specials included).
 PAPER_MAX_LENGTH: dict[str, int] = {"full": 80, "W": 36, "RW": 60, "CW": 60}
-
-
-def _stats(mean: float, std: float | None = None, median: float | None = None, max_: float | None = None) -> dict:
-    return {k: v for k, v in (("mean", mean), ("std", std), ("median", median), ("max", max_)) if v is not None}
-
-
-#: Every number of Niven & Kao (2019) the chapter compares with (test accuracy unless the key says otherwise).
-#: Sources: Table 1 (baselines, BERT), §4 text (degenerate runs), Table 2 (the "not" cue),
-#: Table 3 (probes), Table 4 (adversarial test). 20 seeds per row (``n_seeds``).
-PAPER: dict[str, Any] = {
-    "n_seeds": 20,
-    "table1": {
-        "Human (trained)": _stats(0.909, 0.11),
-        "Human (untrained)": _stats(0.798, 0.16),
-        "BERT (Large)": {**_stats(0.671, 0.09, 0.712, 0.770), "dev_mean": 0.701, "dev_std": 0.05},
-        "GIST": {**_stats(0.711, 0.01), "dev_mean": 0.716, "dev_std": 0.01},
-        "BERT (Base)": {**_stats(0.623, 0.07, 0.651, 0.685), "dev_mean": 0.680, "dev_std": 0.02},
-        "World Knowledge": {**_stats(0.568, 0.03, None, 0.610), "dev_mean": 0.674, "dev_std": 0.01},
-        "BoV": {**_stats(0.564, 0.02, 0.569, 0.595), "dev_mean": 0.639, "dev_std": 0.02},
-        "BiLSTM": {**_stats(0.552, 0.02, 0.552, 0.592), "dev_mean": 0.658, "dev_std": 0.01},
-    },
-    # BERT Large failed to train in 5 of 20 runs (training accuracy < 80%); the other 15 runs:
-    "bert_large_non_degenerate": {**_stats(0.716, 0.04), "n_failed": 5, "n_runs": 20},
-    # Table 2: productivity and coverage of the cue "not"; the headline row is "all" (train+dev+test).
-    "not_cue": {
-        "train": {"productivity": 0.65, "coverage": 0.66},
-        "dev": {"productivity": 0.62, "coverage": 0.44},
-        "test": {"productivity": 0.52, "coverage": 0.77},
-        "all": {"productivity": 0.61, "coverage": 0.64},
-    },
-    # Table 3: probing with partial input (BERT = BERT Large).
-    "table3": {
-        "BERT": {
-            "full": _stats(0.671, 0.09, 0.712, 0.770),
-            "W": _stats(0.656, 0.05, 0.675, 0.712),
-            "RW": _stats(0.600, 0.10, 0.574, 0.750),
-            "CW": _stats(0.532, 0.09, 0.503, 0.732),
-        },
-        "BoV": {
-            "full": _stats(0.564, 0.02, 0.569, 0.595),
-            "W": _stats(0.567, 0.02, 0.572, 0.606),
-            "RW": _stats(0.554, 0.02, 0.557, 0.579),
-            "CW": _stats(0.545, 0.02, 0.544, 0.589),
-        },
-        "BiLSTM": {
-            "full": _stats(0.552, 0.02, 0.552, 0.592),
-            "W": _stats(0.550, 0.02, 0.547, 0.577),
-            "RW": _stats(0.547, 0.02, 0.551, 0.577),
-            "CW": _stats(0.552, 0.02, 0.550, 0.601),
-        },
-    },
-    # Table 4: adversarial test set (train on train-swapped, validate/test on *-adv-negated; README erratum).
-    "table4": {
-        "BERT": {
-            "full": _stats(0.504, 0.01, 0.505, 0.533),
-            "W": _stats(0.501, 0.00, 0.501, 0.502),
-            "RW": _stats(0.500, 0.00, 0.500, 0.502),
-            "CW": _stats(0.501, 0.01, 0.500, 0.518),
-        },
-        # not in the ACL paper's table; recomputed from the authors' per-seed results (reference note)
-        "BoV": {"full": _stats(0.499, 0.001, 0.499, 0.501)},
-        "BiLSTM": {"full": _stats(0.500, 0.001, 0.500, 0.503)},
-    },
-    "bert_recipe": {"lr": 2e-5, "epochs": 20, "batch_items": 8, "warmup": 0.1, "weight_decay": 0.01},
-}
 
 
 # ---- inputs ------------------------------------------------------------------------------------
@@ -530,11 +465,9 @@ def run_seeds(
         enc[name] = encode_pairs(tok, items, inputs, length)
     data: dict[str, PairEncoding | CachedStates] = dict(enc)
     if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers:
-        frozen = PairwiseScorer(loaded.model, trainable_layers=cfg.trainable_layers)
+        frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
         data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id) for k, v in enc.items()}
-        # the frozen view must not leave the shared encoder with requires_grad switched off
-        for p in loaded.model.parameters():
-            p.requires_grad_(True)
+        del frozen
     rows = []
     for seed in seeds:
         run = train_pairwise(loaded.model, data["train"], data["dev"], cfg, seed, pad_id=pad_id,
@@ -736,4 +669,132 @@ def run_word_seeds(
         for name in tests:
             row[f"{name}_accuracy"] = accuracy_of(_word_proba(model, data[name]), data[name].labels)
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---- cached runs ---------------------------------------------------------------------------------
+
+#: bump when a change to this module changes what a run computes (invalidates cached runs)
+CODE_VERSION = "arct_model-1"
+
+
+def items_digest(items: Sequence[ArctItem]) -> str:
+    """SHA-256 (16 hex) of the items' content, for cache keys."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for it in items:
+        h.update(repr((it.id, it.warrant0, it.warrant1, it.label, it.reason, it.claim)).encode())
+    return h.hexdigest()[:16]
+
+
+def _cached_frame(namespace: str, parts: dict, compute, use_cache: bool):
+    """A DataFrame of numbers and strings through :func:`attnbook.cache.cached_arrays` (one array per column)."""
+    import pandas as pd
+
+    from .cache import cached_arrays
+
+    def arrays() -> dict[str, np.ndarray]:
+        frame = compute()
+        return {str(c): np.asarray(frame[c].tolist()) for c in frame.columns}
+
+    out = cached_arrays(namespace, parts, arrays, enabled=use_cache)
+    columns = parts.get("columns")
+    frame = pd.DataFrame({k: out[k] for k in (columns or out)})
+    return frame
+
+
+def run_seeds_cached(
+    loaded: Any,
+    train: Sequence[ArctItem],
+    dev: Sequence[ArctItem],
+    tests: Mapping[str, Sequence[ArctItem]],
+    *,
+    inputs: str = "full",
+    seeds: Sequence[int] = (0,),
+    cfg: TrainConfig = TrainConfig(),
+    max_length: int = 80,
+    use_cache: bool = True,
+    progress: bool = False,
+):
+    """:func:`run_seeds`, cached on disk under the model fingerprint, the data, the settings and :data:`CODE_VERSION`."""
+    columns = ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy"] + [f"{k}_accuracy" for k in tests]
+    parts = {
+        "code": CODE_VERSION, "model": loaded.fingerprint, "inputs": inputs, "seeds": [int(s) for s in seeds],
+        "cfg": config_dict(cfg), "max_length": int(max_length), "columns": columns,
+        "data": {"train": items_digest(train), "dev": items_digest(dev), **{k: items_digest(v) for k, v in tests.items()}},
+        "torch": torch.__version__,
+    }
+    return _cached_frame(
+        "arct_bert_runs", parts,
+        lambda: run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
+                          progress=progress)[columns],
+        use_cache,
+    )
+
+
+def run_word_seeds_cached(
+    glove: Any,
+    train: Sequence[ArctItem],
+    dev: Sequence[ArctItem],
+    tests: Mapping[str, Sequence[ArctItem]],
+    *,
+    cfg: WordTrainConfig,
+    inputs: str = "full",
+    seeds: Sequence[int] = (0,),
+    use_cache: bool = True,
+):
+    """:func:`run_word_seeds`, cached like :func:`run_seeds_cached` (keyed by the GloVe file too)."""
+    columns = ["model", "inputs", "seed", "best_epoch", "dev_accuracy", "oov_share"] + [f"{k}_accuracy" for k in tests]
+    parts = {
+        "code": CODE_VERSION, "glove": getattr(glove, "source", ""), "glove_size": len(getattr(glove, "words", [])),
+        "inputs": inputs, "seeds": [int(s) for s in seeds], "cfg": asdict(cfg), "columns": columns,
+        "data": {"train": items_digest(train), "dev": items_digest(dev), **{k: items_digest(v) for k, v in tests.items()}},
+        "torch": torch.__version__,
+    }
+    return _cached_frame(
+        "arct_word_runs", parts,
+        lambda: run_word_seeds(glove, train, dev, tests, cfg=cfg, inputs=inputs, seeds=seeds)[columns],
+        use_cache,
+    )
+
+
+# ---- tables and the comparison with the paper -------------------------------------------------
+
+
+def seed_table(frames: Mapping[str, Any], column: str = "test_accuracy", paper: Mapping[str, Mapping] | None = None):
+    """One row per experiment: mean ± std, median and max over seeds of ``column`` (the paper's columns).
+
+    ``frames`` maps a row label to a per-seed frame; ``paper`` (same labels) adds the paper's values.
+    """
+    import pandas as pd
+
+    rows = []
+    for label, frame in frames.items():
+        s = summarize(frame[column])
+        row = {"experiment": label, "seeds": s["n"], "mean": round(s["mean"], 3), "std": round(s["std"], 3),
+               "median": round(s["median"], 3), "max": round(s["max"], 3)}
+        if paper is not None and label in paper:
+            p = paper[label]
+            row.update({"paper mean": p.get("mean"), "paper median": p.get("median"), "paper max": p.get("max")})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdict(paper: float, ours: float, agree: float = 0.03, partly: float = 0.08) -> str:
+    """``agrees`` when |ours - paper| ≤ ``agree``, ``partly agrees`` when ≤ ``partly``, else ``disagrees``."""
+    gap = abs(float(ours) - float(paper))
+    return "agrees" if gap <= agree else "partly agrees" if gap <= partly else "disagrees"
+
+
+def probe_bars_frame(bert: Mapping[str, Any], column: str = "test_accuracy", stat: str = "max"):
+    """Long frame for :func:`attnbook.arct.accuracy_bars`: the paper's Table 3 BERT ``stat`` and ours, by input."""
+    import pandas as pd
+
+    rows = []
+    for inputs in INPUTS:
+        if inputs not in bert:
+            continue
+        rows.append({"input": INPUTS[inputs], "accuracy": PAPER["table3"]["BERT"][inputs][stat], "source": f"paper ({stat})"})
+        rows.append({"input": INPUTS[inputs], "accuracy": summarize(bert[inputs][column])[stat], "source": f"this run ({stat})"})
     return pd.DataFrame(rows)

@@ -9,6 +9,7 @@ variable           what                                            default
 ``ATTNBOOK_DATA``  the data directory (layout of ``shared/data``)  ``<project>/data``
 ``ATTNBOOK_CACHE`` cached extraction results and checkpoints       ``~/.cache/attnbook``
 ``ATTNBOOK_RESULTS`` each chapter's machine-readable results       ``<project>/book/results``
+``ATTNBOOK_HOME``   the project (notebooks/, book/, _config.yml)    the checkout
 =================  ==============================================  ==========================
 """
 from __future__ import annotations
@@ -20,7 +21,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def project_root() -> Path:
-    """The checkout that holds ``_toc.yml`` (the package's parent in an editable install), else the cwd."""
+    """The book project: ``$ATTNBOOK_HOME`` if set, else the checkout that holds ``_toc.yml``
+    (the package's parent in an editable install), else the cwd."""
+    env = os.environ.get("ATTNBOOK_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
     candidate = PACKAGE_DIR.parent
     if (candidate / "_toc.yml").exists():
         return candidate

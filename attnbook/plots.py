@@ -38,8 +38,11 @@ def write_vega_bundle(static_dir: Path) -> Path:
     from .io import atomic_write_text
 
     path = Path(static_dir) / BUNDLE_NAME
-    if not path.exists():
-        atomic_write_text(path, vlc.javascript_bundle(snippet="window.vegaEmbed = vegaEmbed;"))
+    bundle = vlc.javascript_bundle(snippet="window.vegaEmbed = vegaEmbed;")
+    # A classic script (ES modules are blocked on file:// pages), wrapped so its names stay private.
+    text = "/* Vega, Vega-Lite and vega-embed, bundled by vl-convert */\n(function(){\n" + bundle + "\n})();\n"
+    if not path.exists() or path.read_text() != text:
+        atomic_write_text(path, text)
     return path
 
 

@@ -264,15 +264,14 @@ def make_probe_batches(data: ProbeData, batch_size: int) -> list[ProbeBatch]:
 # probes
 # ---------------------------------------------------------------------------------------------
 def attention_scale(data: ProbeData) -> np.ndarray:
-    """Per-map feature scale ``1 / std`` of the attention weights between distinct words of ``data``.
+    """Per-map feature scale: ``1 / RMS`` of the attention weights between distinct words of ``data``.
 
     Multiplying head ``k``'s maps by a constant only rescales its weights (``w_k``, ``W_k``),
-    so the probes' family of functions is unchanged; the scaling conditions the
-    optimisation (heads of near-uniform attention, e.g. in a random-init BERT, would
-    otherwise need huge weights). :meth:`AttentionOnlyProbe.raw_weights` undoes it.
+    so the probes' family of functions is unchanged; the scaling conditions Adam's
+    steps (every head's feature then has root-mean-square 1).
+    :meth:`AttentionOnlyProbe.raw_weights` undoes it.
     """
     k = data.maps[0].shape[0]
-    s1 = np.zeros(k)
     s2 = np.zeros(k)
     count = 0
     for m in data.maps:
@@ -281,13 +280,11 @@ def attention_scale(data: ProbeData) -> np.ndarray:
             continue
         off = ~np.eye(n, dtype=bool)
         v = m.astype(np.float64)[:, off]  # [k, n*(n-1)]
-        s1 += v.sum(1)
         s2 += (v**2).sum(1)
         count += v.shape[1]
     if count == 0:
         raise EmptyDataError("no word pairs to scale the attention features on")
-    var = np.maximum(s2 / count - (s1 / count) ** 2, 0.0)
-    return (1.0 / np.sqrt(var + 1e-12)).astype(np.float32)
+    return (1.0 / np.sqrt(s2 / count + 1e-12)).astype(np.float32)
 
 
 def _scale_tensor(scale, n_maps: int) -> torch.Tensor:

@@ -111,6 +111,8 @@ def run_chapter(
     params = {"profile": profile, **overrides}
     env_backup = os.environ.get("ATTNBOOK_PROFILE")
     os.environ["ATTNBOOK_PROFILE"] = profile
+    # progress bars are for interactive use; in the executed book they would be widgets needing a CDN
+    os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         with atomic_path(target) as tmp:
             tmp_nb = tmp.with_suffix(".ipynb")

@@ -503,12 +503,13 @@ def predict_cnn(model: PatternCNN, images: torch.Tensor, batch_size: int = 256) 
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
 
 
-def macro_f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """Macro-averaged F1 over the classes present in ``y_true`` (sklearn's definition)."""
+def macro_f1(y_true: np.ndarray, y_pred: np.ndarray, average: str = "macro") -> float:
+    """F1 averaged over the classes present in ``y_true`` (``"macro"``: each class counts once;
+    ``"weighted"``: by class frequency). Kovaleva et al. do not say which F1 their 0.86 is."""
     from sklearn.metrics import f1_score
 
     labels = sorted(set(np.asarray(y_true).tolist()))
-    return float(f1_score(y_true, y_pred, labels=labels, average="macro", zero_division=0))
+    return float(f1_score(y_true, y_pred, labels=labels, average=average, zero_division=0))
 
 
 def cross_validate_cnn(
@@ -521,8 +522,8 @@ def cross_validate_cnn(
 ) -> dict[str, Any]:
     """Stratified ``k``-fold cross-validation of the pattern CNN (Kovaleva §4.1 reports F1 0.86).
 
-    Returns ``macro_f1`` (over the pooled out-of-fold predictions), ``fold_f1`` (each fold),
-    ``accuracy``, ``confusion`` (``[true, predicted]`` over :data:`CLASSES`) and
+    Returns ``macro_f1`` and ``weighted_f1`` (over the pooled out-of-fold predictions),
+    ``fold_f1`` (macro F1 of each fold), ``accuracy``, ``confusion`` (``[true, predicted]`` over :data:`CLASSES`) and
     ``predictions`` (out-of-fold class index of every map).
     """
     from sklearn.model_selection import StratifiedKFold
@@ -543,6 +544,7 @@ def cross_validate_cnn(
         fold_f1.append(macro_f1(y[te], pred[te]))
     return {
         "macro_f1": macro_f1(y, pred),
+        "weighted_f1": macro_f1(y, pred, "weighted"),
         "fold_f1": fold_f1,
         "accuracy": float((pred == y).mean()),
         "confusion": confusion(y, pred),
@@ -566,8 +568,8 @@ def cross_validate_features(
     for tr, te in skf.split(features, y):
         tree = DecisionTreeClassifier(max_depth=max_depth, random_state=seed, class_weight="balanced")
         pred[te] = tree.fit(features[tr], y[tr]).predict(features[te])
-    return {"macro_f1": macro_f1(y, pred), "accuracy": float((pred == y).mean()), "confusion": confusion(y, pred),
-            "predictions": pred}
+    return {"macro_f1": macro_f1(y, pred), "weighted_f1": macro_f1(y, pred, "weighted"),
+            "accuracy": float((pred == y).mean()), "confusion": confusion(y, pred), "predictions": pred}
 
 
 def confusion(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
@@ -657,48 +659,16 @@ def pattern_proportions(
 # ---------------------------------------------------------------------------------------------
 # GLUE dev inputs and the book's labelled set
 # ---------------------------------------------------------------------------------------------
-#: GLUE task -> (first text column, second text column or None), as in the standard TSV headers
-GLUE_COLUMNS: dict[str, tuple[str, str | None]] = {
-    "SST-2": ("sentence", None),
-    "MRPC": ("#1 String", "#2 String"),
-    "RTE": ("sentence1", "sentence2"),
-    "STS-B": ("sentence1", "sentence2"),
-    "QNLI": ("question", "sentence"),
-    "MNLI": ("sentence1", "sentence2"),
-    "QQP": ("question1", "question2"),
-}
+def read_glue_texts(task: str, split: str = "dev") -> list[tuple[str, str | None]]:
+    """The texts of a GLUE split as ``(first, second or None)``; list position ``i`` is *row* ``i``.
 
-
-def read_glue_texts(task: str, split: str = "dev", path: Path | None = None) -> list[tuple[str, str | None]]:
-    """The text (pairs) of a GLUE TSV, row ``i`` = the ``i``-th data line after the header (0-based).
-
-    Reads ``data_path("glue", task, f"{split}.tsv")`` (or ``path``) with plain tab splitting
-    (GLUE TSVs are not CSV-quoted) and a BOM-tolerant decoder; a line with the wrong number
-    of fields raises :class:`MalformedInputError` with its 1-based line number.
+    Rows are the data lines of the task's TSV in file order (header excluded), read with
+    :func:`attnbook.glue.read_tsv` (which names file and line of a malformed row).
     """
-    from .data import data_path
+    from .glue import read_tsv, task_path
 
-    if task not in GLUE_COLUMNS:
-        raise ParameterError(f"unknown GLUE task {task!r}; known: {', '.join(GLUE_COLUMNS)}")
-    file = Path(path) if path is not None else data_path("glue", task, f"{split}.tsv")
-    lines = file.read_text(encoding="utf-8-sig").split("\n")
-    header = lines[0].rstrip("\r").split("\t")
-    first, second = GLUE_COLUMNS[task]
-    for col in (first, second):
-        if col is not None and col not in header:
-            raise MalformedInputError(file, 1, f"header has no column {col!r} (has: {header})")
-    i1 = header.index(first)
-    i2 = header.index(second) if second else None
-    out = []
-    for lineno, line in enumerate(lines[1:], start=2):
-        line = line.rstrip("\r")
-        if not line:
-            continue
-        fields = line.split("\t")
-        if len(fields) != len(header):
-            raise MalformedInputError(file, lineno, f"{len(fields)} tab-separated fields, the header has {len(header)}")
-        out.append((fields[i1].strip(), fields[i2].strip() if i2 is not None else None))
-    return out
+    return [(ex.text_a.strip(), ex.text_b.strip() if ex.text_b is not None else None)
+            for ex in read_tsv(task_path(task, split), task)]
 
 
 def encode_text(tokenizer, first: str, second: str | None = None, *, max_tokens: int = 128, meta: dict | None = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 import torch
@@ -9,6 +10,19 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Tests never write into the user's cache or the book's results folder.
+_TEST_STATE = tempfile.mkdtemp(prefix="attnbook-tests-")
+os.environ["ATTNBOOK_CACHE"] = os.path.join(_TEST_STATE, "cache")
+os.environ["ATTNBOOK_RESULTS"] = os.path.join(_TEST_STATE, "results")
+
+
+def shared_data_dir():
+    """The real data directory (CI points ATTNBOOK_DATA at shared/data); tests that read real files need it."""
+    path = os.environ.get("ATTNBOOK_DATA")
+    if not path or not os.path.isdir(path):
+        raise RuntimeError("set ATTNBOOK_DATA to the data directory (CI: ../shared/data) to run these tests")
+    return path
 
 
 @pytest.fixture(scope="session")

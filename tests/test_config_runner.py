@@ -1,0 +1,120 @@
+"""Profiles, parameters and the papermill runner: clear errors, failing chapters named, outputs kept."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from attnbook.config import PROFILES, chapter_params, register_chapter
+from attnbook.errors import ChapterExecutionError, ParameterError
+from attnbook.runner import parse_overrides, resolve_chapter, run_chapter
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_profiles_define_the_same_parameters():
+    from attnbook.config import CHAPTERS, _load_registry
+
+    _load_registry()
+    assert CHAPTERS, "no chapter registered"
+    for chapter, profiles in CHAPTERS.items():
+        keys = {p: set(v) for p, v in profiles.items()}
+        assert set(keys) == set(PROFILES)
+        assert len({frozenset(k) for k in keys.values()}) == 1, chapter
+
+
+def test_unknown_profile_and_parameter():
+    with pytest.raises(ParameterError, match="unknown profile 'fast'.*smoke, quick, paper"):
+        chapter_params("01_clark_surface_patterns", "fast")
+    with pytest.raises(ParameterError, match="unknown parameter 'n_segs'.*n_segments"):
+        chapter_params("01_clark_surface_patterns", "smoke", {"n_segs": 3})
+    with pytest.raises(ParameterError, match="unknown chapter"):
+        chapter_params("99_nothing", "smoke")
+    p = chapter_params("01_clark_surface_patterns", "smoke", {"n_segments": 7, "seed": None})
+    assert p.n_segments == 7 and p.seed == chapter_params("01_clark_surface_patterns", "smoke").seed
+    with pytest.raises(AttributeError, match="known"):
+        p.nope
+
+
+def test_register_rejects_inconsistent_profiles():
+    with pytest.raises(ValueError, match="different parameters"):
+        register_chapter("zz_bad", {"smoke": {"a": 1}, "quick": {"a": 1}, "paper": {"b": 1}})
+    with pytest.raises(ValueError, match="exactly"):
+        register_chapter("zz_bad", {"smoke": {"a": 1}})
+
+
+def test_parse_overrides_types():
+    got = parse_overrides(["n=3", "x=0.5", "flag=true", "model=bert-base-uncased", "l=[1, 2]"])
+    assert got == {"n": 3, "x": 0.5, "flag": True, "model": "bert-base-uncased", "l": [1, 2]}
+    with pytest.raises(ParameterError, match="key=value"):
+        parse_overrides(["novalue"])
+
+
+def _fake_project(tmp_path: Path, fail: bool) -> Path:
+    home = tmp_path / "proj"
+    (home / "notebooks").mkdir(parents=True, exist_ok=True)
+    (home / "book").mkdir(exist_ok=True)
+    (home / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    nb = new_notebook()
+    params = new_code_cell('profile = "quick"\nn_segments = None')
+    params.metadata["tags"] = ["parameters"]
+    body = "raise ValueError('planted failure')" if fail else "print('ok', profile, n_segments)"
+    nb.cells = [new_markdown_cell("# t"), params, new_code_cell("x = 1"), new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, home / "notebooks" / "01_clark_surface_patterns.ipynb")
+    return home
+
+
+@pytest.mark.integration
+def test_failing_chapter_is_named_and_good_output_survives(tmp_path, monkeypatch):
+    home = _fake_project(tmp_path, fail=False)
+    monkeypatch.setenv("ATTNBOOK_HOME", str(home))
+    out = run_chapter("01", "smoke", {"n_segments": 3})
+    good = out.read_text()
+    assert "ok smoke 3" in good
+    with pytest.raises(ParameterError, match="unknown parameter.*bogus"):
+        run_chapter("01", "smoke", {"bogus": 1})
+    _fake_project(tmp_path, fail=True)  # same chapter now fails in its last cell
+    with pytest.raises(ChapterExecutionError) as info:
+        run_chapter("01", "smoke")
+    err = info.value
+    assert err.chapter == "01_clark_surface_patterns" and err.cell == 4 and err.ename == "ValueError"
+    assert "planted failure" in str(err) and "cell 4" in str(err)
+    assert out.read_text() == good  # the last good page is untouched
+    assert (home / "book" / "_failed" / "01_clark_surface_patterns.ipynb").exists()
+    assert sorted(p.name for p in (home / "book").iterdir()) == ["01_clark_surface_patterns.ipynb", "_failed"]
+
+
+def test_resolve_chapter_names():
+    assert resolve_chapter("01") == "01_clark_surface_patterns"
+    assert resolve_chapter("surface") == "01_clark_surface_patterns"
+    with pytest.raises(ParameterError, match="unknown chapter"):
+        resolve_chapter("42")
+
+
+def test_notebooks_are_stored_without_outputs_and_have_one_parameters_cell():
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged 'parameters'"
+        assert "profile = " in tagged[0].source
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{path.name} has outputs"
+
+
+def test_notebook_parameters_match_the_profile_table():
+    from attnbook.config import CHAPTERS, _load_registry
+    from attnbook.runner import notebook_parameters
+
+    _load_registry()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        names = notebook_parameters(path) - {"profile"}
+        assert names == set(CHAPTERS[path.stem]["quick"]), path.name

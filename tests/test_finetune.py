@@ -1,0 +1,372 @@
+"""Fine-tuning, the checkpoint cache and Table 1, on tiny random BERTs and fixture tasks written here."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook.cache import cache_key
+from attnbook.errors import MissingDataError, ParameterError
+from attnbook.finetune import (
+    COMPLETE_FILE,
+    INITS,
+    PAPER_TABLE1,
+    CheckpointCorruptWarning,
+    FinetuneParams,
+    build_classifier,
+    checkpoint_parts,
+    evaluate,
+    finetune_root,
+    get_finetuned,
+    load_checkpoint,
+    lr_factor,
+    n_updates,
+    predict_logits,
+    save_checkpoint,
+    table1,
+    table1_wide,
+    training_batches,
+    training_throughput,
+)
+from attnbook.glue import load_split
+from attnbook.models import check_attentions, wrap_model
+from attnbook.profiles.glue import FINETUNE_PROFILES
+
+from conftest import make_tiny_bert
+
+POS = ["good", "great", "fine", "nice", "happy", "love"]
+NEG = ["bad", "awful", "poor", "sad", "hate", "dull"]
+FILLER = ["the", "film", "a", "story", "is", "was", "really", "this", "plot", "and"]
+
+
+def _sst_lines(n: int, seed: int) -> list[str]:
+    """A separable sentiment task: the label is whether a positive cue word occurs."""
+    rng = np.random.default_rng(seed)
+    lines = ["sentence\tlabel"]
+    for i in range(n):
+        label = i % 2
+        words = list(rng.choice(FILLER, size=4)) + [str(rng.choice(POS if label else NEG))]
+        rng.shuffle(words)
+        lines.append(" ".join(words) + f"\t{label}")
+    return lines
+
+
+def _sts_lines(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    lines = [header]
+    for i in range(n):
+        a = " ".join(rng.choice(FILLER, size=4))
+        score = float(rng.integers(0, 6))
+        b = a if score >= 3 else " ".join(rng.choice(FILLER, size=4))
+        lines.append(f"{i}\tg\tf\t2012\t{i}\tnone\tnone\t{a}\t{b}\t{score:.3f}")
+    return lines
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """Fixture GLUE data (SST-2, STS-B, RTE dev only) and an empty cache."""
+    g = tmp_path / "data" / "glue"
+    for folder, files in {
+        "SST-2": {"train.tsv": _sst_lines(32, 0), "dev.tsv": _sst_lines(16, 1)},
+        "STS-B": {"train.tsv": _sts_lines(24, 0), "dev.tsv": _sts_lines(12, 1)},
+        "RTE": {"dev.tsv": ["index\tsentence1\tsentence2\tlabel", "0\ta b\tb\tentailment", "1\tc d\te\tnot_entailment"]},
+    }.items():
+        (g / folder).mkdir(parents=True)
+        for name, lines in files.items():
+            (g / folder / name).write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("ATTNBOOK_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture
+def base(tokenizer):
+    return wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
+
+
+SMALL = dict(train_cap=None, dev_cap=None, max_length=32, epochs=2, batch_size=8, lr=1e-3, warmup=0.1,
+             group_by_length=True, eval_batch_size=16)
+
+
+class StepCounter:
+    def __init__(self):
+        self.steps, self.losses = 0, []
+
+    def __call__(self, step, loss):
+        self.steps += 1
+        self.losses.append(loss)
+
+
+def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+# ---- schedule and batching -------------------------------------------------------------------
+def test_lr_schedule_warms_up_then_decays():
+    total = 50
+    f = np.array([lr_factor(s, total, 0.1) for s in range(total)])
+    assert np.all(np.diff(f[:5]) > 0) and f[4] == pytest.approx(1.0)  # 5 warm-up updates reach the peak
+    assert np.all(np.diff(f[4:]) < 0) and 0 < f[-1] < 0.05
+    assert lr_factor(0, total, 0.0) == pytest.approx(1.0)
+
+
+def test_training_batches_cover_each_epoch_once():
+    lengths = np.random.default_rng(0).integers(3, 60, size=45)
+    for group in (False, True):
+        batches = training_batches(lengths, 8, n_steps=12, seed=3, group_by_length=group)
+        assert len(batches) == 12
+        epoch = np.concatenate(batches[:6])  # ceil(45 / 8) = 6 batches per epoch
+        assert sorted(epoch.tolist()) == list(range(45))
+        again = training_batches(lengths, 8, n_steps=12, seed=3, group_by_length=group)
+        assert all(np.array_equal(a, b) for a, b in zip(batches, again))
+    padded = lambda bs: sum(len(b) * lengths[b].max() for b in bs)  # noqa: E731
+    assert padded(training_batches(lengths, 8, 6, 0, True)) < padded(training_batches(lengths, 8, 6, 0, False))
+    assert n_updates(45, FinetuneParams(batch_size=8, epochs=1.5)) == 9
+
+
+def test_params_from_profiles():
+    for name, profile in FINETUNE_PROFILES.items():
+        p = FinetuneParams.from_mapping(profile)
+        assert p.batch_size == (8 if name == "smoke" else 32)
+    assert FinetuneParams.from_mapping(FINETUNE_PROFILES["paper"]).epochs == 3
+    with pytest.raises(ParameterError, match="unknown fine-tuning parameter"):
+        FinetuneParams.from_mapping({"learning_rate": 1e-5})
+    with pytest.raises(ParameterError):
+        FinetuneParams(warmup=1.5)
+
+
+# ---- initialisations -------------------------------------------------------------------------
+def test_initialisations(base):
+    pre = build_classifier(base, "SST-2", "pretrained", seed=0)
+    enc = base.model.state_dict()
+    assert all(torch.equal(pre.bert.state_dict()[k], v) for k, v in enc.items())
+    assert _same_weights(pre, build_classifier(base, "SST-2", "pretrained", seed=0))  # seeded head
+    other = build_classifier(base, "SST-2", "pretrained", seed=1)
+    assert not torch.equal(pre.classifier.weight, other.classifier.weight)
+    assert pre.classifier.weight.shape == (2, 32) and torch.all(pre.classifier.bias == 0)
+
+    rnd = build_classifier(base, "STS-B", "random_ft", seed=0)
+    assert rnd.classifier.weight.shape == (1, 32)
+    assert _same_weights(rnd, build_classifier(base, "STS-B", "random_ft", seed=0))
+    word = rnd.bert.embeddings.word_embeddings.weight
+    assert not torch.equal(word, base.model.embeddings.word_embeddings.weight)
+    std = base.model.config.initializer_range
+    assert word.std().item() == pytest.approx(std, rel=0.05)  # N(0, initializer_range)
+    assert torch.all(rnd.bert.encoder.layer[0].output.LayerNorm.weight == 1)
+    with pytest.raises(ParameterError):
+        build_classifier(base, "SST-2", "finetuned", seed=0)
+
+
+def test_classifier_keeps_attention_interface(env, base):
+    clf, _ = get_finetuned(base, "SST-2", "pretrained", SMALL, 0, evaluate_dev=False, progress=False)
+    assert clf.model.config._attn_implementation == "eager"
+    check_attentions(clf)  # one [batch, head, query, key] map per layer, through the attention interface
+    assert clf.n_layers == 2 and clf.extra["task"] == "SST-2"
+
+
+# ---- training --------------------------------------------------------------------------------
+def test_tiny_bert_overfits_a_tiny_task(env, base):
+    params = {**SMALL, "epochs": 25}
+    counter = StepCounter()
+    clf, dev = get_finetuned(base, "SST-2", "random_ft", params, 0, on_step=counter, progress=False)
+    assert counter.steps == n_updates(32, FinetuneParams.from_mapping(params)) == 100
+    first, last = np.mean(counter.losses[:8]), np.mean(counter.losses[-8:])
+    assert last < 0.2 * first
+    train = load_split("SST-2", "train")
+    m = evaluate(clf, train, batch_size=16)
+    assert m["accuracy"] == 1.0 and m["n"] == 32
+    assert dev["n"] == 16 and 0.0 <= dev["accuracy"] <= 1.0 and dev["score"] == 100 * dev["accuracy"]
+
+
+def test_regression_loss_falls(env, base):
+    counter = StepCounter()
+    clf, dev = get_finetuned(base, "STS-B", "pretrained_ft", {**SMALL, "epochs": 8}, 0, on_step=counter,
+                             progress=False)
+    assert np.mean(counter.losses[-3:]) < np.mean(counter.losses[:3])
+    assert set(dev) >= {"pearson", "spearman", "score", "n"} and dev["n"] == 12
+    logits = predict_logits(clf, load_split("STS-B", "dev"))
+    assert logits.shape == (12, 1)
+
+
+def test_predict_logits_is_order_independent(env, base):
+    clf, _ = get_finetuned(base, "SST-2", "pretrained", SMALL, 0, evaluate_dev=False, progress=False)
+    exs = load_split("SST-2", "dev").examples
+    batched = predict_logits(clf, exs, batch_size=5)
+    one_by_one = np.concatenate([predict_logits(clf, [e], batch_size=1) for e in exs])
+    np.testing.assert_allclose(batched, one_by_one, atol=1e-5)
+    reversed_ = predict_logits(clf, exs[::-1], batch_size=16)
+    np.testing.assert_allclose(reversed_[::-1], batched, atol=1e-5)
+
+
+def test_pretrained_row_needs_no_training_file(env, base):
+    counter = StepCounter()
+    clf, m = get_finetuned(base, "RTE", "pretrained", SMALL, 0, on_step=counter, progress=False)
+    assert counter.steps == 0 and m["n"] == 2 and clf.extra["train_log"] is None
+    with pytest.raises(MissingDataError, match="attnbook fetch glue"):
+        get_finetuned(base, "RTE", "pretrained_ft", SMALL, 0, progress=False)
+
+
+# ---- the checkpoint cache --------------------------------------------------------------------
+def test_cache_is_reused(env, base):
+    first = StepCounter()
+    clf1, m1 = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, on_step=first, progress=False)
+    second = StepCounter()
+    clf2, m2 = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, on_step=second, progress=False)
+    assert first.steps == 8 and second.steps == 0
+    assert _same_weights(clf1.model, clf2.model) and m1 == m2
+    assert clf2.extra["train_log"]["n_steps"] == 8
+    third = StepCounter()  # another seed is another checkpoint
+    get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 1, on_step=third, progress=False)
+    assert third.steps == 8
+    assert len([p for p in finetune_root().iterdir() if not p.name.startswith(".")]) == 2
+
+
+def test_intermediate_checkpoints(env, base):
+    counter = StepCounter()
+    final, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, save_at=(0.25, 0.5), on_step=counter,
+                             progress=False)
+    assert counter.steps == 8
+    quarter, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, fraction=0.25, on_step=counter,
+                               progress=False)
+    half, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, fraction=0.5, on_step=counter,
+                            progress=False)
+    assert counter.steps == 8  # both came from the cache
+    assert (quarter.extra["step"], half.extra["step"], final.extra["step"]) == (2, 4, 8)
+    assert not _same_weights(quarter.model, half.model) and not _same_weights(half.model, final.model)
+    # without the cache, training stops at the requested share and writes nothing
+    fresh = StepCounter()
+    nocache, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 5, fraction=0.5, use_cache=False,
+                               on_step=fresh, progress=False, evaluate_dev=False)
+    assert fresh.steps == 4 and nocache.path is None
+
+
+def test_reproducible_training(env, base):
+    a, _ = get_finetuned(base, "SST-2", "random_ft", SMALL, 3, use_cache=False, progress=False, evaluate_dev=False)
+    b, _ = get_finetuned(base, "SST-2", "random_ft", SMALL, 3, use_cache=False, progress=False, evaluate_dev=False)
+    assert _same_weights(a.model, b.model)
+
+
+def test_error_while_saving_leaves_no_checkpoint(env, base, monkeypatch):
+    import attnbook.finetune as ft
+
+    def boom(path):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ft, "sha256_file", boom)
+    with pytest.raises(OSError, match="disk full"):
+        get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
+    monkeypatch.undo()
+    assert list(finetune_root().iterdir()) == []  # neither the checkpoint nor its temporary folder
+    counter = StepCounter()
+    get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, on_step=counter, progress=False)
+    assert counter.steps == 8
+
+
+def _key(base, seed=0):
+    return cache_key(checkpoint_parts(base, "SST-2", "pretrained_ft", FinetuneParams.from_mapping(SMALL), seed))
+
+
+def test_corrupt_checkpoint_is_retrained(env, base):
+    get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
+    weights = finetune_root() / _key(base) / "model.safetensors"
+    blob = bytearray(weights.read_bytes())
+    blob[-10] ^= 0xFF
+    weights.write_bytes(bytes(blob))
+    counter = StepCounter()
+    with pytest.warns(CheckpointCorruptWarning, match="fails its checksum"):
+        get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, on_step=counter, progress=False)
+    assert counter.steps == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the retrained checkpoint is whole again
+        assert load_checkpoint(_key(base)) is not None
+
+
+def test_checkpoint_without_marker_is_not_complete(env, base):
+    get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
+    (finetune_root() / _key(base) / COMPLETE_FILE).unlink()
+    with pytest.warns(CheckpointCorruptWarning):
+        assert load_checkpoint(_key(base)) is None
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import attnbook.finetune as ft
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, num_labels=2)
+    model = BertForSequenceClassification(config)   # about 8 MB of weights
+
+    def stall(path):  # called once the weights are on disk, before COMPLETE and the rename
+        print("WRITING", flush=True)
+        time.sleep(600)
+
+    ft.sha256_file = stall
+    ft.save_checkpoint(model, sys.argv[1], {"note": "killed"})
+    """
+)
+
+
+def test_killed_writer_leaves_nothing_that_loads(env, base, tmp_path):
+    key = "killed-checkpoint"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    proc = subprocess.Popen([sys.executable, str(script), key], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        assert proc.stdout.readline().strip() == "WRITING"
+        partial = list(finetune_root().glob(f".{key}.tmp-*"))
+        assert len(partial) == 1 and (partial[0] / "model.safetensors").stat().st_size > 1_000_000
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (finetune_root() / key).exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_checkpoint(key) is None  # absent, not half-read
+    # the next complete write of that key removes the dead writer's leftovers
+    model = build_classifier(base, "SST-2", "pretrained_ft", 0)
+    save_checkpoint(model, key, {"note": "ok"})
+    assert list(finetune_root().glob(f".{key}.tmp-*")) == []
+    loaded, meta = load_checkpoint(key)
+    assert meta == {"note": "ok"} and _same_weights(loaded, model)
+
+
+# ---- Table 1 and throughput ------------------------------------------------------------------
+def test_table1(env, base):
+    df = table1(base, ["SST-2", "STS-B", "RTE"], {**SMALL, "epochs": 1}, seeds=(0, 1), progress=False)
+    assert len(df) == 9 and list(df["init"][:3]) == list(INITS)
+    sst = df[df.task == "SST-2"].set_index("init")
+    assert sst.loc["pretrained_ft", "paper"] == PAPER_TABLE1["SST-2"]["pretrained_ft"][0] == 92.0
+    assert np.isfinite(sst["ours"]).all() and np.isfinite(sst["ours_std"]).all()
+    assert (sst["n_dev"] == 16).all() and sst.loc["random_ft", "n_train"] == 32
+    assert df.set_index(["task", "init"]).loc[("STS-B", "random_ft"), "metric"] == "Pearson r"
+    rte = df[df.task == "RTE"].set_index("init")
+    assert np.isfinite(rte.loc["pretrained", "ours"])  # needs the dev file only
+    assert np.isnan(rte.loc["pretrained_ft", "ours"]) and "train.tsv" in rte.loc["pretrained_ft", "note"]
+    wide = table1_wide(df)
+    assert list(wide.index) == ["SST-2", "STS-B", "RTE"] and "(92)" in wide.loc["SST-2", "pre-trained + fine-tuning"]
+    with pytest.raises(MissingDataError):
+        table1(base, ["RTE"], SMALL, missing="raise", progress=False)
+
+
+def test_training_throughput_returns_numbers(base):
+    from transformers import BertConfig
+
+    tiny = BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=64, max_position_embeddings=64)
+    r = training_throughput(tiny, n_steps=2, batch_size=4, seq_len=16)
+    assert r["steps"] == 2 and r["examples_per_s"] > 0 and r["parameters_m"] > 0
+    r2 = training_throughput(base, n_steps=1, batch_size=2, seq_len=8)
+    assert r2["model"] == "tiny" and r2["seconds"] > 0

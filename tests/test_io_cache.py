@@ -1,0 +1,121 @@
+"""Atomic writes and the content cache: interrupted runs leave nothing that loads as complete."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from attnbook.cache import CacheCorruptWarning, cache_key, cached_arrays, load_arrays, save_arrays
+from attnbook.io import atomic_path, atomic_write_json, atomic_write_text
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    target = tmp_path / "a" / "f.json"
+    atomic_write_json(target, {"b": 1, "a": [1, 2]})
+    assert json.loads(target.read_text()) == {"a": [1, 2], "b": 1}
+    assert oct(target.stat().st_mode & 0o777) != oct(0o600)  # usual permissions, not mkstemp's
+    atomic_write_text(target, "x")
+    assert target.read_text() == "x"
+    assert [p.name for p in target.parent.iterdir()] == ["f.json"]
+
+
+def test_exception_mid_write_keeps_old_file(tmp_path):
+    target = tmp_path / "f.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+WRITER = r"""
+import sys, time, numpy as np
+from attnbook.cache import save_arrays
+class Slow(dict):
+    pass
+import attnbook.io as io
+orig = io.sha256_file
+def slow_sha(path, chunk=1 << 20):
+    print("WRITING", flush=True)
+    time.sleep(30)  # killed here: the npz is in place but its checksum record is not
+    return orig(path, chunk)
+import attnbook.cache as cache
+cache.sha256_file = slow_sha
+save_arrays("ns", {"k": 1}, {"x": np.arange(10**6)}, root=__import__("pathlib").Path(sys.argv[1]))
+"""
+
+
+def test_killed_writer_leaves_no_complete_entry(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "WRITING"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert load_arrays("ns", {"k": 1}, root=tmp_path) is None  # no checksum record -> not complete
+    calls = []
+    out = cached_arrays("ns", {"k": 1}, lambda: calls.append(1) or {"x": np.arange(3)}, root=tmp_path)
+    assert calls == [1] and out["x"].tolist() == [0, 1, 2]
+
+
+KILL_MID_NPZ = r"""
+import sys, os, numpy as np
+from pathlib import Path
+import attnbook.io as io
+real_replace = os.replace
+def never(*a, **k):
+    print("BEFORE-RENAME", flush=True)
+    import time; time.sleep(30)
+io.os.replace = never
+from attnbook.cache import save_arrays
+save_arrays("ns", {"k": 2}, {"x": np.arange(10)}, root=Path(sys.argv[1]))
+"""
+
+
+def test_killed_before_rename_leaves_only_temp_files(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", KILL_MID_NPZ, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "BEFORE-RENAME"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    names = [p.name for p in (tmp_path / "ns").iterdir()]
+    assert names and all(".tmp-" in n for n in names)
+    assert load_arrays("ns", {"k": 2}, root=tmp_path) is None
+
+
+def test_cache_roundtrip_and_corruption(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"a": np.arange(5, dtype=np.float32), "b": np.eye(2)}
+
+    first = cached_arrays("ns", {"p": 1}, compute, root=tmp_path)
+    second = cached_arrays("ns", {"p": 1}, compute, root=tmp_path)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first["a"], second["a"])
+    cached_arrays("ns", {"p": 2}, compute, root=tmp_path)  # other parameters: other entry
+    assert len(calls) == 2
+    npz = tmp_path / "ns" / f"{cache_key({'p': 1})}.npz"
+    data = bytearray(npz.read_bytes())
+    data[-20] ^= 0xFF
+    npz.write_bytes(bytes(data))
+    with pytest.warns(CacheCorruptWarning, match="failed its checksum"):
+        again = cached_arrays("ns", {"p": 1}, compute, root=tmp_path)
+    assert len(calls) == 3
+    np.testing.assert_array_equal(again["b"], np.eye(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cached_arrays("ns", {"p": 1}, compute, root=tmp_path)  # repaired: no warning, no compute
+    assert len(calls) == 3
+
+
+def test_cache_key_is_canonical():
+    assert cache_key({"a": 1, "b": [1, 2]}) == cache_key({"b": [1, 2], "a": 1})
+    assert cache_key({"a": 1}) != cache_key({"a": 2})

