@@ -341,6 +341,25 @@ def read_claim_map(path: Path | str | None = None) -> dict[str, str]:
     return mapping
 
 
+def take(items: Sequence[ArctItem], n: int | None) -> list[ArctItem]:
+    """The first ``n`` items (all of them when ``n`` is 0 or ``None``), for small profiles."""
+    return list(items) if not n else list(items[:n])
+
+
+def take_paired(items: Sequence[ArctItem], n: int | None) -> list[ArctItem]:
+    """The first ``n`` original items of an adversarial file (flag ``False``) and their constructed copies.
+
+    Copies are matched through the id suffixes of the shipped files, so the pairs stay together
+    and the subset keeps every warrant pair under both labels.
+    """
+    if not n:
+        return list(items)
+    originals = [it for it in items if not it.flag][:n]
+    keep = {it.id for it in originals}
+    base = lambda i: i.removesuffix(NEGATED_SUFFIX).removesuffix(SWAPPED_SUFFIX)  # noqa: E731
+    return originals + [it for it in items if it.flag and base(it.id) in keep]
+
+
 def labels_of(items: Sequence[ArctItem]) -> np.ndarray:
     """The labels ``[n]`` (int64) of ``items``."""
     return np.array([it.label for it in items], dtype=np.int64)
@@ -646,6 +665,59 @@ def cue_baseline(
     }
 
 
+# ---- tables for the chapter ------------------------------------------------------------------
+
+
+def describe_splits(data: Mapping[str, Sequence[ArctItem]]):
+    """Items, label counts and constructed copies (flag ``True``) of every loaded file, as a DataFrame."""
+    import pandas as pd
+
+    rows = []
+    for name, items in data.items():
+        labels = labels_of(items)
+        rows.append({"file": name, "items": len(items), "label 0": int((labels == 0).sum()),
+                     "label 1": int((labels == 1).sum()), "constructed copies": sum(bool(it.flag) for it in items)})
+    return pd.DataFrame(rows)
+
+
+def not_cue_table(splits: Mapping[str, Sequence[ArctItem]], cue: str = "not"):
+    """Table 2 of Niven & Kao beside our counts: productivity and coverage of ``cue`` per split.
+
+    ``splits`` maps ``train``/``dev``/``test`` (and optionally ``all``) to items. Two
+    tokenisations are counted (module doc): ``expand`` ("n't" → "not", the authors'
+    cleaning) and ``keep`` (whole word "not" only).
+    """
+    import pandas as pd
+
+    rows = []
+    for split, items in splits.items():
+        paper = PAPER["not_cue"].get(split, {}) if cue == "not" else {}
+        e, k = cue_row(items, cue, "expand"), cue_row(items, cue, "keep")
+        rows.append({
+            "split": split, "items": len(items),
+            "paper productivity": paper.get("productivity"), "paper coverage": paper.get("coverage"),
+            "productivity": round(e["productivity"], 3), "coverage": round(e["coverage"], 3),
+            "productivity (whole word)": round(k["productivity"], 3), "coverage (whole word)": round(k["coverage"], 3),
+        })
+    return pd.DataFrame(rows)
+
+
+def baseline_table(train: Sequence[ArctItem], tests: Mapping[str, Sequence[ArctItem]], cue: str = "not", seed: int = 0):
+    """Accuracy of the majority label and of the cue-only learner (majority / coin-flip fallback) per test set."""
+    import pandas as pd
+
+    rows = []
+    for name, items in tests.items():
+        maj = cue_baseline(train, items, cue, fallback="majority", seed=seed)
+        coin = cue_baseline(train, items, cue, fallback="random", seed=seed)
+        rows.append({"test set": name, "items": len(items), "majority label": round(majority_baseline(train, items), 3),
+                     f'"{cue}" cue, else majority': round(maj["accuracy"], 3),
+                     f'"{cue}" cue, else coin flip': round(coin["accuracy"], 3),
+                     "cue applies to": round(maj["coverage"], 3),
+                     "accuracy where it applies": round(maj["accuracy_where_applicable"], 3)})
+    return pd.DataFrame(rows)
+
+
 # ---- charts ----------------------------------------------------------------------------------
 
 
@@ -700,10 +772,11 @@ def accuracy_bars(frame, *, x: str = "input", y: str = "accuracy", color: str = 
 
 
 __all__: list[str] = [
-    "ArctItem", "FILES", "FIELDS", "arct_file", "load_arct", "read_arct", "write_arct", "read_claim_map",
+    "PAPER", "ArctItem", "FILES", "FIELDS", "arct_file", "load_arct", "read_arct", "write_arct", "read_claim_map",
+    "take", "take_paired",
     "labels_of", "tokenize", "ngrams", "cue_counts", "warrant_cues", "cue_statistics", "top_cues", "cue_row",
     "MissingNegationError", "negate_claims", "make_adversarial", "swap_warrants", "agreement_with_shipped",
     "accuracy", "majority_label", "majority_baseline", "cue_predictions", "cue_baseline", "cue_scatter",
-    "accuracy_bars",
+    "accuracy_bars", "describe_splits", "not_cue_table", "baseline_table",
 ]
 

@@ -252,23 +252,30 @@ class PairwiseScorer(nn.Module):
 
 
 @torch.no_grad()
-def cache_lower_states(scorer: PairwiseScorer, enc: PairEncoding, batch_size: int = 64, pad_id: int = 0) -> CachedStates:
-    """Run the frozen part of ``scorer`` once over every sequence of ``enc`` (eval mode, length-sorted batches)."""
+def cache_lower_states(
+    scorer: PairwiseScorer, enc: PairEncoding, batch_size: int = 64, pad_id: int = 0, memo: dict | None = None
+) -> CachedStates:
+    """Run the frozen part of ``scorer`` once over every sequence of ``enc`` (eval mode, length-sorted batches).
+
+    ``memo`` (a dict the caller keeps for one model) reuses the states of sequences seen before,
+    e.g. the training sequences shared by ``train`` and ``train-swapped``.
+    """
     was_training = scorer.training
     scorer.eval()
-    order = np.argsort(enc.lengths(), kind="stable")
-    out: list[torch.Tensor | None] = [None] * len(enc.input_ids)
+    memo = {} if memo is None else memo
+    keys = [(scorer.start, tuple(i), tuple(t)) for i, t in zip(enc.input_ids, enc.token_type_ids)]
+    todo = sorted({k for k in keys if k not in memo}, key=lambda k: (len(k[1]), k[1], k[2]))
     keep_cls_only = scorer.start == scorer.n_layers
-    for lo in range(0, len(order), batch_size):
-        idx = order[lo : lo + batch_size]
-        ids, mask = pad_sequences([enc.input_ids[i] for i in idx], pad_id)
-        types, _ = pad_sequences([enc.token_type_ids[i] for i in idx], 0)
+    for lo in range(0, len(todo), batch_size):
+        chunk = todo[lo : lo + batch_size]
+        ids, mask = pad_sequences([k[1] for k in chunk], pad_id)
+        types, _ = pad_sequences([k[2] for k in chunk], 0)
         hidden = scorer.lower(ids, mask, types)
-        for r, i in enumerate(idx):
+        for r, key in enumerate(chunk):
             n = 1 if keep_cls_only else int(mask[r].sum())
-            out[i] = hidden[r, :n].to(torch.float16).clone()
+            memo[key] = hidden[r, :n].to(torch.float16).clone()
     scorer.train(was_training)
-    return CachedStates(out, enc.labels, scorer.start)  # type: ignore[arg-type]
+    return CachedStates([memo[k] for k in keys], enc.labels, scorer.start)
 
 
 # ---- training ----------------------------------------------------------------------------------
@@ -289,7 +296,6 @@ class TrainConfig:
     attn_implementation: str = "sdpa"  # training needs no attention maps; "eager" also works
     eval_batch_size: int = 32
     select_on_dev: bool = True
-    train_cap: int | None = None  # use only the first N training items (after a seeded shuffle)
 
 
 @dataclass
@@ -388,10 +394,7 @@ def train_pairwise(
         raise ModelError("cached states do not match trainable_layers")
     model.train()
     rng = np.random.default_rng(seed)
-    n = len(train)
-    items = rng.permutation(n)
-    if cfg.train_cap is not None:
-        items = items[: cfg.train_cap]
+    items = np.arange(len(train))
     labels = torch.as_tensor(train.labels, dtype=torch.long)
     steps_per_epoch = math.ceil(len(items) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
@@ -446,6 +449,7 @@ def run_seeds(
     cfg: TrainConfig = TrainConfig(),
     max_length: int = 80,
     progress: bool = False,
+    memo: dict | None = None,
 ) -> "Any":
     """Train one :class:`PairwiseScorer` per seed and test it; returns one row per seed (pandas DataFrame).
 
@@ -453,7 +457,8 @@ def run_seeds(
     seed). ``tests`` maps a name to items (e.g. ``{"test": ..., "test_adv": ...}``);
     each gets a column ``<name>_accuracy``. Other columns: ``seed``, ``inputs``,
     ``dev_accuracy``, ``best_epoch``, ``train_accuracy``. With partial fine-tuning the
-    frozen part runs once for all seeds (see module doc).
+    frozen part runs once for all seeds (see module doc); pass the same ``memo`` dict to
+    several calls with the same ``loaded`` model to share it between them too.
     """
     import pandas as pd
 
@@ -466,7 +471,8 @@ def run_seeds(
     data: dict[str, PairEncoding | CachedStates] = dict(enc)
     if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers:
         frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
-        data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id) for k, v in enc.items()}
+        memo = {} if memo is None else memo.setdefault((loaded.fingerprint, frozen.start), {})
+        data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, memo) for k, v in enc.items()}
         del frozen
     rows = []
     for seed in seeds:
@@ -716,6 +722,7 @@ def run_seeds_cached(
     max_length: int = 80,
     use_cache: bool = True,
     progress: bool = False,
+    memo: dict | None = None,
 ):
     """:func:`run_seeds`, cached on disk under the model fingerprint, the data, the settings and :data:`CODE_VERSION`."""
     columns = ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy"] + [f"{k}_accuracy" for k in tests]
@@ -728,7 +735,7 @@ def run_seeds_cached(
     return _cached_frame(
         "arct_bert_runs", parts,
         lambda: run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
-                          progress=progress)[columns],
+                          progress=progress, memo=memo)[columns],
         use_cache,
     )
 
@@ -798,3 +805,121 @@ def probe_bars_frame(bert: Mapping[str, Any], column: str = "test_accuracy", sta
         rows.append({"input": INPUTS[inputs], "accuracy": PAPER["table3"]["BERT"][inputs][stat], "source": f"paper ({stat})"})
         rows.append({"input": INPUTS[inputs], "accuracy": summarize(bert[inputs][column])[stat], "source": f"this run ({stat})"})
     return pd.DataFrame(rows)
+
+
+def config_from_params(P: Mapping[str, Any]) -> TrainConfig:
+    """The :class:`TrainConfig` of a chapter's parameters (``trainable_layers="all"`` → full fine-tuning)."""
+    k = P["trainable_layers"]
+    return TrainConfig(
+        epochs=int(P["epochs"]), lr=float(P["lr"]), batch_size=int(P["batch_size"]), warmup=float(P["warmup"]),
+        weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
+        trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
+    )
+
+
+def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:
+    """The paper's BoV/BiLSTM settings (:data:`PAPER_WORD_CONFIGS`) with the chapter's BiLSTM size and epochs."""
+    base = PAPER_WORD_CONFIGS[kind]
+    if kind == "bilstm":
+        return WordTrainConfig("bilstm", epochs=int(P["bilstm_epochs"]), lr=base.lr, batch_size=base.batch_size,
+                               hidden=int(P["bilstm_hidden"]), dropout=base.dropout)
+    return base
+
+
+def paper_comparison(
+    *,
+    not_rows: Any,
+    bert: Mapping[str, Any],
+    adversarial: Mapping[str, Any] | None = None,
+    words: Mapping[str, Any] | None = None,
+    agreement: Mapping[str, Mapping] | None = None,
+    adversarial_cue_gap: float | None = None,
+    model_name: str = "",
+) -> list[dict]:
+    """The "paper vs this run" rows of the chapter, each with a verdict computed from the numbers.
+
+    ``not_rows``: :func:`attnbook.arct.not_cue_table` (with an ``all`` row); ``bert``: per-seed
+    frames by input variant (with ``test_accuracy`` and, for ``full``, ``test_adv_accuracy``);
+    ``adversarial``: per-seed frames of the §6 runs by input variant; ``words``: BoV/BiLSTM
+    frames by kind; ``agreement``: :func:`attnbook.arct.agreement_with_shipped` by file;
+    ``adversarial_cue_gap``: max |π − ½| over warrant cues of the adversarial test set.
+    Accuracy verdicts use :func:`verdict` (±3 points agrees, ±8 partly).
+    """
+    rows: list[dict] = []
+    seeds_note = lambda f: f"{len(f)} seeds (paper: {PAPER['n_seeds']})"  # noqa: E731
+    allrow = not_rows.set_index("split").loc["all"]
+    for q in ("productivity", "coverage"):
+        paper = PAPER["not_cue"]["all"][q]
+        rows.append(dict(experiment='§4 cue "not" (train+dev+test)', quantity=q, paper=paper, ours=float(allrow[q]),
+                         verdict=verdict(paper, allrow[q], 0.02, 0.05),
+                         note=f"n't counted as not; whole word only: {float(allrow[q + ' (whole word)']):.3f}"))
+    per_split = not_rows.set_index("split")
+    splits = [s for s in ("train", "dev", "test") if s in per_split.index]
+    ours_prod = [float(per_split.loc[s, "productivity"]) for s in splits]
+    paper_prod = [PAPER["not_cue"][s]["productivity"] for s in splits]
+    rows.append(dict(experiment='§4 cue "not" by split', quantity="productivity " + "/".join(splits),
+                     paper="/".join(f"{v:.2f}" for v in paper_prod), ours="/".join(f"{v:.2f}" for v in ours_prod),
+                     verdict="agrees" if all(abs(a - b) <= 0.03 for a, b in zip(ours_prod, paper_prod)) else
+                     "partly agrees" if all((a > 0.5) == (b > 0.5) for a, b in zip(ours_prod, paper_prod)) else "disagrees",
+                     note="partly: same side of 0.5 in every split, but not within 3 points"))
+    paper_bert = PAPER["table3"]["BERT"]
+    if "full" in bert:
+        s = summarize(bert["full"]["test_accuracy"])
+        for stat in ("max", "median", "mean"):
+            rows.append(dict(experiment="§3 BERT, full input (C, R, W)", quantity=f"test accuracy, {stat}",
+                             paper=paper_bert["full"][stat], ours=s[stat], verdict=verdict(paper_bert["full"][stat], s[stat]),
+                             note=f"paper: BERT Large; {model_name}; {seeds_note(bert['full'])}"))
+        base = PAPER["table1"]["BERT (Base)"]["mean"]
+        rows.append(dict(experiment="§3 BERT, full input (C, R, W)", quantity="test accuracy, mean (vs BERT Base)",
+                         paper=base, ours=s["mean"], verdict=verdict(base, s["mean"]), note="Table 1, BERT Base"))
+        if "test_adv_accuracy" in bert["full"]:
+            m = summarize(bert["full"]["test_adv_accuracy"])["mean"]
+            rows.append(dict(experiment="§6 trained on original data, tested adversarially", quantity="test accuracy, mean",
+                             paper="below 0.5 (no number)", ours=m,
+                             verdict="agrees" if m < 0.5 else "partly agrees" if m <= 0.53 else "disagrees",
+                             note="the paper reports all models below random here"))
+    for inputs in ("W", "RW", "CW"):
+        if inputs in bert:
+            s = summarize(bert[inputs]["test_accuracy"])
+            for stat in ("max", "median"):
+                rows.append(dict(experiment=f"§5 probe, BERT ({INPUTS[inputs]})", quantity=f"test accuracy, {stat}",
+                                 paper=paper_bert[inputs][stat], ours=s[stat],
+                                 verdict=verdict(paper_bert[inputs][stat], s[stat]), note=seeds_note(bert[inputs])))
+    if "full" in bert and "W" in bert:
+        gap_paper = paper_bert["full"]["max"] - paper_bert["W"]["max"]
+        gap = summarize(bert["full"]["test_accuracy"])["max"] - summarize(bert["W"]["test_accuracy"])["max"]
+        rows.append(dict(experiment="§5 finding: warrants alone", quantity="max(full) − max(W), points",
+                         paper=gap_paper, ours=gap, verdict=verdict(gap_paper, gap, 0.03, 0.06),
+                         note="small = the warrants carry most of what the model uses"))
+    for inputs, frame in (adversarial or {}).items():
+        s = summarize(frame["test_accuracy"])
+        p = PAPER["table4"]["BERT"][inputs]
+        for stat in ("max", "mean"):
+            rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})", quantity=f"test accuracy, {stat}",
+                             paper=p[stat], ours=s[stat], verdict=verdict(p[stat], s[stat]),
+                             note="trained on train-swapped (README erratum); " + seeds_note(frame)))
+        if {"original_half_accuracy", "negated_half_accuracy"} <= set(frame.columns):
+            total = float((frame["original_half_accuracy"] + frame["negated_half_accuracy"]).mean())
+            rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})",
+                             quantity="original half + negated half", paper=1.0, ours=total,
+                             verdict=verdict(1.0, total, 0.03, 0.08),
+                             note="≈ 1: the model gives the same answer whatever the claim (authors' per-seed results)"))
+    for kind, frame in (words or {}).items():
+        label = {"bov": "BoV", "bilstm": "BiLSTM"}[kind]
+        for inputs, sub in frame.groupby("inputs", sort=False):
+            s = summarize(sub["test_accuracy"])
+            p = PAPER["table3"][label][inputs]
+            rows.append(dict(experiment=f"§3/§5 {label} ({INPUTS[inputs]})", quantity="test accuracy, mean",
+                             paper=p["mean"], ours=s["mean"], verdict=verdict(p["mean"], s["mean"]),
+                             note=f"GloVe 6B 50d (paper: 840B 300d); {seeds_note(sub)}"))
+    if agreement:
+        identical = sum(a["identical"] for a in agreement.values())
+        total = sum(a["n_shipped"] for a in agreement.values())
+        rows.append(dict(experiment="§6 adversarial files", quantity="items our transform reproduces exactly",
+                         paper=total, ours=identical, verdict="agrees" if identical == total else "partly agrees",
+                         note=", ".join(agreement)))
+    if adversarial_cue_gap is not None:
+        rows.append(dict(experiment="§6 adversarial test set", quantity="max |productivity − 0.5| over warrant cues",
+                         paper=0.0, ours=adversarial_cue_gap, verdict="agrees" if adversarial_cue_gap < 1e-12 else "disagrees",
+                         note="every warrant appears once with each label"))
+    return rows

@@ -647,6 +647,12 @@ BEHAVIOUR_RULES: dict[str, tuple[str, float]] = {
 }
 BROAD = "attends broadly"
 NO_BEHAVIOUR = "no behaviour found"
+#: a fixed colour per (primary) behaviour, in legend order
+BEHAVIOUR_COLOURS = {
+    "syntactic head": "#d62728", "attends to previous": "#ff7f0e", "attends to next": "#1f77b4",
+    "attends to itself": "#8c564b", "attends to . or ,": "#e377c2", BROAD: "#9467bd",
+    "attends to [CLS]": "#2ca02c", "attends to [SEP]": "#bcbd22", NO_BEHAVIOUR: "#c7c7c7",
+}
 #: which behaviour colours a head that has several (most specific first)
 PRIORITY = (
     "syntax", "attends to previous", "attends to next", "attends to itself", "attends to . or ,",
@@ -659,6 +665,7 @@ def head_behaviours(
     syntax_best: dict[str, str] | None = None,
     *,
     rules: dict[str, tuple[str, float]] | None = None,
+    threshold: float | None = None,
     broad_quantile: float = 0.75,
 ) -> list[list[str]]:
     """Every head's behaviours (layer-major list of lists of names), from chapters 1-2.
@@ -671,11 +678,16 @@ def head_behaviours(
     * ``syntax: <relation>``: the head is chapter 2's best head for that relation
       (``syntax_best`` maps relation -> 1-based ``layer-head`` label, Clark §4.2).
 
+    ``threshold`` replaces every rule's threshold (e.g. ``0.3`` for "more than 30%").
     ``per_head_stats`` maps statistic names to ``values[layer, head]`` (nested lists from a
     results file work). A statistic a rule needs but that is missing raises
     :class:`ParameterError` naming chapter 1.
     """
     rules = BEHAVIOUR_RULES if rules is None else rules
+    if threshold is not None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ParameterError(f"threshold must be a share of attention in [0, 1], got {threshold}")
+        rules = {name: (stat, float(threshold)) for name, (stat, _) in rules.items()}
     needed = {stat for stat, _ in rules.values()} | {"entropy"}
     missing = sorted(needed - set(per_head_stats))
     if missing:
@@ -728,17 +740,23 @@ def per_head_stats_from_results(
     n_layers: int,
     n_heads: int,
     fingerprint: str | None = None,
+    params: dict[str, Any] | None = None,
     chapter: str = "01_clark_surface_patterns",
 ) -> dict[str, np.ndarray] | None:
     """Chapter 1's ``numbers["per_head"]`` arrays from :func:`attnbook.results.load_results`, or ``None``.
 
-    ``None`` when the chapter has not been run, was run on another model (fingerprint) or
-    has another head layout; then measure them in this chapter's pass instead.
+    ``None`` when the chapter has not been run, was run on another model (``fingerprint``),
+    on other segments (any of ``params``, e.g. ``n_segments``, ``max_tokens``, ``seed``,
+    differs from the chapter's recorded parameters) or has another head layout; then
+    measure the statistics in this chapter's own pass instead.
     """
     entry = results.get(chapter)
     if not entry:
         return None
-    if fingerprint and entry.get("model", {}).get("fingerprint") not in (None, fingerprint):
+    if fingerprint and entry.get("model", {}).get("fingerprint") != fingerprint:
+        return None
+    recorded = entry.get("params", {})
+    if any(recorded.get(k) != v for k, v in (params or {}).items()):
         return None
     per_head = entry.get("numbers", {}).get("per_head")
     if not isinstance(per_head, dict):
@@ -752,6 +770,136 @@ def per_head_stats_from_results(
         if arr.shape == (n_layers, n_heads):
             out[k] = arr
     return out or None
+
+
+def syntax_best_heads(accuracy, margin: float = 0.0, skip: Sequence[str] = ("All",)) -> dict[str, str]:
+    """Chapter 2's best head per dependency relation (Clark §4.2, Table 1), as relation -> ``layer-head``.
+
+    ``accuracy`` is an :class:`attnbook.syntax.HeadAccuracy`. A relation's best head counts as a
+    syntactic head only when it beats the relation's best fixed-offset baseline by more than
+    ``margin`` (a fraction: ``0.05`` = 5 points); ``skip`` leaves out pooled rows such as "All".
+    """
+    out = {}
+    for rel in accuracy.relations:
+        if rel in skip or accuracy.total[accuracy._rel(rel)] == 0:
+            continue
+        layer, head, _, acc = accuracy.best(rel)
+        _, base = accuracy.baseline(rel)
+        if acc - base > margin:
+            out[rel] = head_label(layer, head)
+    return out
+
+
+def split_half_stability(js_mean_halves: np.ndarray, seed: int = 0) -> dict[str, float]:
+    """How reproducible the distances are: two disjoint halves of the segments (even / odd index).
+
+    ``correlation`` - Pearson correlation of the two halves' pairwise distances;
+    ``max_relative_difference`` - the largest ``|d1 - d2| / mean(d1, d2)`` over pairs;
+    ``procrustes`` - :func:`procrustes_disparity` of the two halves' MDS embeddings (0: same picture).
+    """
+    h = np.asarray(js_mean_halves, dtype=np.float64)
+    a, b = _condensed(h[0]), _condensed(h[1])
+    mean = (a + b) / 2
+    emb = [mds_embedding(h[k], seed=seed).coords for k in (0, 1)]
+    return {
+        "correlation": float(np.corrcoef(a, b)[0, 1]),
+        "max_relative_difference": float(np.max(np.abs(a - b) / np.where(mean > 0, mean, 1.0))),
+        "procrustes": procrustes_disparity(emb[0], emb[1]),
+    }
+
+
+def behaviour_test(distances: np.ndarray, behaviours: list[list[str]], *, n_permutations: int = 10000,
+                   seed: int = 0) -> GroupTest | None:
+    """Permutation test of "heads with the same behaviour are close", on the heads that have one.
+
+    Heads are labelled by :func:`primary_behaviour`; heads without a behaviour are left out.
+    ``None`` when no behaviour is shared by two heads or only one behaviour occurs (nothing to test).
+    """
+    primary = np.array(primary_behaviour(behaviours))
+    keep = np.flatnonzero(primary != NO_BEHAVIOUR)
+    labels = primary[keep]
+    _, counts = np.unique(labels, return_counts=True)
+    if len(counts) < 2 or counts.max() < 2:
+        return None
+    d = np.asarray(distances, dtype=np.float64)[np.ix_(keep, keep)]
+    return group_permutation_test(d, labels, n_permutations=n_permutations, seed=seed)
+
+
+def paper_comparison(
+    layer_test: GroupTest,
+    clusters: Clustering,
+    mds: MDSResult,
+    behaviours: GroupTest | None,
+    min_size: int = 3,
+) -> list[dict]:
+    """Clark §6's claims beside this run's numbers, with a verdict computed from the numbers.
+
+    * "several clear clusters": the silhouette of the chosen cut (Kaufman & Rousseeuw: > 0.5
+      reasonable structure, 0.25-0.5 weak, below none), counting only clusters of at least
+      ``min_size`` heads as clusters (smaller ones are odd heads split off): agrees with a
+      silhouette > 0.5 and >= 3 such clusters, partly with > 0.25 and >= 2;
+    * clusters "often corresponding to behaviours": same-behaviour heads closer than random
+      (permutation p < 0.01 agrees, < 0.05 partly);
+    * "heads within the same layer are often fairly close": same-layer heads closer than
+      random (p < 0.01 and ratio < 1), and the share of heads whose nearest head is in their own
+      layer (at least half and twice chance: agrees; above chance: partly);
+    * Fig. 6's 2-D distances "approximately match" the divergences: Kruskal stress-1 <= 0.1
+      agrees, <= 0.2 partly (the paper gives no stress).
+    """
+    rows = []
+    sizes = [len(m) for m in clusters.members.values()]
+    n_real = sum(1 for n in sizes if n >= min_size)
+    s = clusters.silhouette
+    if s > 0.5 and n_real >= 3:
+        verdict = "agrees"
+    elif s > 0.25 and n_real >= 2:
+        verdict = "partly agrees"
+    else:
+        verdict = "disagrees"
+    rows.append(dict(
+        experiment="§6 clusters", quantity=f"silhouette of the average-linkage cut at k (clusters of >= {min_size} heads)",
+        paper="several clear clusters (Fig. 6)", ours=f"{s:.2f} at k = {clusters.n_clusters} ({n_real})",
+        verdict=verdict, note="silhouette > 0.5: reasonable structure, 0.25-0.5: weak (Kaufman & Rousseeuw)",
+    ))
+    if behaviours is None:
+        rows.append(dict(
+            experiment="§6 clusters", quantity="same-behaviour heads closer than others (permutation p)",
+            paper="clusters often correspond to behaviours", ours="too few heads with a shared behaviour",
+            verdict="not comparable", note="behaviours from chapters 1-2",
+        ))
+    else:
+        p = behaviours.p_value
+        rows.append(dict(
+            experiment="§6 clusters", quantity="same-behaviour / other-behaviour mean JS, permutation p",
+            paper="clusters often correspond to behaviours",
+            ours=f"{behaviours.ratio:.2f}, p = {p:.4f}",
+            verdict="agrees" if p < 0.01 and behaviours.ratio < 1 else "partly agrees" if p < 0.05 else "disagrees",
+            note=f"{len(behaviours.group_within)} behaviours shared by >= 2 heads, {behaviours.n_permutations} shuffles",
+        ))
+    lt = layer_test
+    rows.append(dict(
+        experiment="§6 layers", quantity="same-layer / other-layer mean JS, permutation p",
+        paper="heads in the same layer are often fairly close",
+        ours=f"{lt.within_mean:.3f} / {lt.between_mean:.3f} = {lt.ratio:.2f}, p = {lt.p_value:.4f}",
+        verdict="agrees" if lt.p_value < 0.01 and lt.ratio < 1 else "partly agrees" if lt.p_value < 0.05 else "disagrees",
+        note=f"{lt.n_permutations} shuffles of the layer labels",
+    ))
+    rows.append(dict(
+        experiment="§6 layers", quantity="heads whose nearest head is in the same layer",
+        paper="often", ours=f"{lt.nn_same:.0%} (chance {lt.nn_chance:.0%})",
+        verdict="agrees" if lt.nn_same >= max(0.5, 2 * lt.nn_chance) else
+        "partly agrees" if lt.nn_same > lt.nn_chance else "disagrees",
+        note="nearest by JS distance",
+    ))
+    s1 = mds.stress.stress1
+    rows.append(dict(
+        experiment="§6 MDS", quantity="Kruskal stress-1 of the 2-D embedding (correlation of distances)",
+        paper="distances approximately match (Fig. 6); no stress given",
+        ours=f"{s1:.3f} (r = {mds.stress.correlation:.2f})",
+        verdict="agrees" if s1 <= 0.1 else "partly agrees" if s1 <= 0.2 else "disagrees",
+        note="Kruskal: 0.05 good, 0.1 fair, 0.2 poor",
+    ))
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -818,10 +966,9 @@ def mds_behaviour_chart(frame, title: str = "", size: int = 380):
     """Heads in the MDS plane coloured by their (primary) behaviour; grey heads have none; layer as text."""
     import altair as alt
 
-    names = [n for n in (*PRIORITY[1:], "syntactic head") if n in set(frame["behaviour"])]
-    domain = names + ([NO_BEHAVIOUR] if NO_BEHAVIOUR in set(frame["behaviour"]) else [])
-    palette = ["#e6550d", "#3182bd", "#756bb1", "#31a354", "#de2d26", "#fd8d3c", "#6baed6", "#d62728"]
-    colours = [palette[i % len(palette)] for i in range(len(names))] + (["#c7c7c7"] if NO_BEHAVIOUR in domain else [])
+    present = set(frame["behaviour"])
+    domain = [n for n in BEHAVIOUR_COLOURS if n in present] + sorted(present - set(BEHAVIOUR_COLOURS))
+    colours = [BEHAVIOUR_COLOURS.get(n, "#17becf") for n in domain]
     base = alt.Chart(frame).encode(
         x=alt.X("x:Q", title="MDS 1", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("y:Q", title="MDS 2", axis=alt.Axis(labels=False, ticks=False)),
@@ -853,9 +1000,21 @@ def dendrogram_frames(clustering: Clustering, n_layers: int, n_heads: int):
     return pd.DataFrame(segs), pd.DataFrame(leaves)
 
 
+def cut_height(clustering: Clustering) -> float | None:
+    """A tree height that cuts the dendrogram into ``clustering.n_clusters`` clusters (midway between merges)."""
+    heights = np.sort(clustering.linkage[:, 2])
+    k = clustering.n_clusters
+    if k <= 1 or k > len(heights):
+        return None
+    return float((heights[-k] + heights[-k + 1]) / 2)
+
+
 def dendrogram_chart(clustering: Clustering, n_layers: int, n_heads: int, title: str = "",
-                     width: int = 760, height: int = 240, cut: float | None = None):
-    """The average-linkage tree with leaves coloured by cluster (labels on hover; a dashed line at ``cut``)."""
+                     width: int = 760, height: int = 240, cut: float | str | None = "auto"):
+    """The average-linkage tree, leaves coloured by cluster and labelled ``layer-head`` (up to 100 heads).
+
+    A dashed line marks the cut: ``"auto"`` places it between the merges that give the clusters.
+    """
     import altair as alt
     import pandas as pd
 
@@ -867,6 +1026,11 @@ def dendrogram_chart(clustering: Clustering, n_layers: int, n_heads: int, title:
         x=x, y=alt.datum(0), color=alt.Color("cluster:N", title="cluster"),
         tooltip=[alt.Tooltip("label:N", title="head"), "layer:O", "cluster:N"])
     chart = tree + dots
+    if len(leaves) <= 100:
+        chart = chart + alt.Chart(leaves).mark_text(angle=270, align="right", dx=-6, fontSize=7).encode(
+            x=x, y=alt.datum(0), text="label:N")
+    if cut == "auto":
+        cut = cut_height(clustering)
     if cut is not None:
         chart = chart + alt.Chart(pd.DataFrame({"y": [cut]})).mark_rule(strokeDash=[4, 4], color="red").encode(y="y:Q")
     return chart.properties(title=title, width=width, height=height)
@@ -893,15 +1057,51 @@ def distance_heatmap(distances: np.ndarray, n_layers: int, n_heads: int, title: 
     d = np.asarray(distances)
     i, j = np.meshgrid(np.arange(len(names)), np.arange(len(names)), indexing="ij")
     frame = pd.DataFrame({"a": np.array(names)[i.ravel()], "b": np.array(names)[j.ravel()], "js": d.ravel()})
+    firsts = [head_label(layer, 0) for layer in range(n_layers)]  # one tick per layer
     return (
         alt.Chart(frame)
         .mark_rect()
         .encode(
-            x=alt.X("b:N", sort=names, title=None, axis=alt.Axis(labels=False, ticks=False)),
-            y=alt.Y("a:N", sort=names, title=None, axis=alt.Axis(labels=False, ticks=False)),
+            x=alt.X("b:N", sort=names, title="head", axis=alt.Axis(values=firsts, labelAngle=0)),
+            y=alt.Y("a:N", sort=names, title="head", axis=alt.Axis(values=firsts)),
             color=alt.Color("js:Q", title="mean JS", scale=alt.Scale(scheme="viridis", reverse=True)),
             tooltip=[alt.Tooltip("a:N", title="head"), alt.Tooltip("b:N", title="other"),
                      alt.Tooltip("js:Q", format=".3f")],
         )
         .properties(title=title, width=cell * len(names), height=cell * len(names))
     )
+
+
+def silhouette_chart(scores: dict[int, float], chosen: int | None = None, title: str = "", width: int = 320,
+                     height: int = 160):
+    """Silhouette of the average-linkage cut against the number of clusters ``k`` (the chosen k marked)."""
+    import altair as alt
+    import pandas as pd
+
+    frame = pd.DataFrame({"k": list(scores), "silhouette": list(scores.values())})
+    frame["chosen"] = frame["k"] == chosen
+    line = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("k:O", title="clusters k"), y=alt.Y("silhouette:Q", title="mean silhouette"),
+        tooltip=["k:O", alt.Tooltip("silhouette:Q", format=".3f")])
+    mark = alt.Chart(frame[frame["chosen"]]).mark_point(size=140, color="red", filled=False).encode(
+        x="k:O", y="silhouette:Q")
+    return (line + mark).properties(title=title, width=width, height=height)
+
+
+def behaviour_cluster_table(clusters: Clustering, behaviours: list[list[str]]):
+    """Cross-table: for every cluster, its size, layers, and how many of its heads show each behaviour."""
+    import pandas as pd
+
+    primary = primary_behaviour(behaviours)
+    if len(primary) != len(clusters.labels):
+        raise ValueError(f"{len(primary)} heads with behaviours but {len(clusters.labels)} clustered")
+    rows = []
+    for c, members in clusters.members.items():
+        idx = [k for k in range(len(primary)) if clusters.labels[k] == c]
+        layers = sorted({int(m.split("-")[0]) for m in members})
+        row: dict[str, Any] = {"cluster": c, "heads": len(members), "layers": ", ".join(map(str, layers))}
+        for name in sorted(set(primary)):
+            row[name] = sum(1 for k in idx if primary[k] == name)
+        row["members"] = " ".join(members)
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(0)

@@ -184,7 +184,9 @@ def parse_conllu(lines: Iterable[str], path: Path | str = "<string>") -> Iterato
         i = _parse_int(first, "ID (column 1)", path, lineno)
         expected = len(block.cols) + 1
         if i != expected:
-            raise MalformedInputError(path, lineno, f"word ids must be consecutive from 1: expected {expected}, got {i}")
+            raise MalformedInputError(
+                path, lineno, f"word ids must be consecutive from 1: expected {expected}, got {i}"
+            )
         block.cols.append(cols)
         block.lines.append(lineno)
     if block is not None and not block.empty():

@@ -39,7 +39,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -101,12 +101,14 @@ class FinetuneParams:
     """Fine-tuning and evaluation parameters (one profile of :data:`attnbook.profiles.glue.FINETUNE_PROFILES`).
 
     ``train_cap`` / ``dev_cap``: at most this many examples, sampled uniformly
-    (``None``: the whole split). ``epochs`` may be fractional. ``warmup`` is the
-    share of updates with a rising learning rate. ``group_by_length`` batches
-    examples of similar length together (less padding; shuffled batch order).
+    (``None``: the whole split); ``train_cap`` may also map task names to caps
+    (key ``"default"`` for the rest), resolved per task by :meth:`for_task`.
+    ``epochs`` may be fractional. ``warmup`` is the share of updates with a
+    rising learning rate. ``group_by_length`` batches examples of similar length
+    together (less padding; shuffled batch order).
     """
 
-    train_cap: int | None = None
+    train_cap: int | Mapping[str, int | None] | None = None
     dev_cap: int | None = None
     max_length: int = 128
     epochs: float = 3.0
@@ -143,6 +145,16 @@ class FinetuneParams:
                 f"unknown fine-tuning parameter(s) {sorted(unknown)}; known: {', '.join(sorted(known))}"
             )
         return cls(**{k: v for k, v in values.items() if k in known})
+
+    def for_task(self, task: str | TaskSpec) -> "FinetuneParams":
+        """These parameters with a per-task ``train_cap`` mapping resolved to ``task``'s cap."""
+        if not isinstance(self.train_cap, Mapping):
+            return self
+        name = task_spec(task).name
+        caps = dict(self.train_cap)
+        if name not in caps and "default" not in caps:
+            raise ParameterError(f"train_cap names no cap for {name} and has no 'default': {caps}")
+        return replace(self, train_cap=caps.get(name, caps.get("default")))
 
     def training_parts(self) -> dict[str, Any]:
         """The parameters that determine the fine-tuned weights (the checkpoint cache key)."""
@@ -689,7 +701,7 @@ def checkpoint_parts(
         parts.update(
             train_sha256=_file_checksum(train_file),
             train_sample_seed=TRAIN_SAMPLE_SEED,
-            params=params.training_parts(),
+            params=params.for_task(spec).training_parts(),
             fraction=round(float(fraction), 6),
         )
     return parts
@@ -750,14 +762,13 @@ def get_finetuned(
     """
     spec = task_spec(task)
     check_init(init)
-    p = FinetuneParams.from_mapping(params)
+    p = FinetuneParams.from_mapping(params).for_task(spec)
     base = base_encoder(model)
     fractions = _check_fractions([fraction])
     extra: dict[str, Any] = {}
 
     if init == "pretrained":  # Kovaleva's "pre-trained" column: untrained head, no fine-tuning
-        parts = checkpoint_parts(base, spec, init, p, seed)
-        key = cache_key(parts)
+        key = cache_key(checkpoint_parts(base, spec, init, p, seed))
         net = build_classifier(base, spec, init, seed)
         clf = _classifier(net, base, spec, init, seed, p, key, None, {"train_log": None})
     else:
@@ -773,7 +784,6 @@ def get_finetuned(
             clf = _classifier(net, base, spec, init, seed, p, key, finetune_root() / key, extra)
         else:
             clf = _train_and_cache(base, spec, init, p, seed, fractions[0], save_at, use_cache, progress, on_step)
-            key = clf.extra["checkpoint_key"]
     metrics: dict[str, Any] = {}
     if evaluate_dev:
         metrics = dev_metrics(clf, spec, p, use_cache=use_cache, progress=progress)
@@ -988,7 +998,7 @@ def training_throughput(
         label = base.name
     vocab = int(config.vocab_size)
     gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1000, vocab, (batch_size, seq_len), generator=gen)
+    ids = torch.randint(min(1000, vocab // 2), vocab, (batch_size, seq_len), generator=gen)
     mask = torch.ones_like(ids)
     labels = torch.randint(0, num_labels, (batch_size,), generator=gen)
     p = FinetuneParams(batch_size=batch_size)
@@ -1019,4 +1029,24 @@ def training_throughput(
         "cpu_seconds": cpu,
         "seconds_per_step": wall / n_steps,
         "examples_per_s": n_steps * batch_size / wall,
+    }
+
+
+def benchmark_throughput(
+    n_steps: int = 3, batch_size: int = 32, seq_len: int = 128, threads: int | None = None
+) -> dict[str, Any]:
+    """``make bench``: fine-tuning examples/s of the embedded model and of a random bert-base-sized model.
+
+    The ratio says how much slower the paper profile's model trains per example
+    on this machine (bert-base is about 5x the embedded model's parameters
+    outside the embeddings and twice its depth).
+    """
+    embedded = training_throughput("embedded", n_steps=n_steps, batch_size=batch_size, seq_len=seq_len,
+                                   threads=threads)
+    bert_base = training_throughput(bert_base_config(), n_steps=n_steps, batch_size=batch_size, seq_len=seq_len,
+                                    threads=threads)
+    return {
+        "embedded": embedded,
+        "bert_base_random": bert_base,
+        "bert_base_slowdown": embedded["examples_per_s"] / bert_base["examples_per_s"],
     }

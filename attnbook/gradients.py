@@ -229,13 +229,13 @@ def get_mlm_head(
 
 
 class AttentionGradientStats:
-    """Average ``|dL/d attn|`` per head for keys that are [SEP], "."/",", or other unmasked tokens.
+    """Average ``|dL/d attn|`` per head for keys that are [SEP], [CLS], "."/",", or other unmasked tokens.
 
     Per segment the mean is over (real query, key in the category) pairs; then the
     mean over segments, as for the §3 attention statistics.
     """
 
-    CATEGORIES = ("sep", "punct", "other")
+    CATEGORIES = ("sep", "cls", "punct", "other")
 
     def __init__(self, sep_id: int, punct_ids: list[int], mask_id: int, cls_id: int):
         self.sep_id, self.punct_ids, self.mask_id, self.cls_id = sep_id, list(punct_ids), mask_id, cls_id
@@ -249,9 +249,10 @@ class AttentionGradientStats:
         sep = (input_ids == self.sep_id).float() * real
         punct = torch.isin(input_ids, torch.tensor(self.punct_ids)).float() * real
         masked = (targets != -100).float()
-        other = real * (1 - sep) * (1 - punct) * (1 - masked) * (input_ids != self.cls_id).float()
+        cls_ = (input_ids == self.cls_id).float() * real
+        other = real * (1 - sep) * (1 - punct) * (1 - masked) * (1 - cls_)
         g = grads.abs()
-        for name, keys in zip(self.CATEGORIES, (sep, punct, other)):
+        for name, keys in zip(self.CATEGORIES, (sep, cls_, punct, other)):
             total = torch.einsum("blhqk,bq,bk->blh", g, real, keys)
             count = (real.sum(1) * keys.sum(1)).clamp(min=1)[:, None, None]
             value = (total / count).sum(0).double()
@@ -271,7 +272,7 @@ def attention_gradients(
     seed: int = 0,
     progress: bool = True,
 ) -> dict[str, np.ndarray]:
-    """``grad_sep``, ``grad_punct``, ``grad_other``: mean ``|dL/d attn|`` per head, ``values[layer, head]``.
+    """``grad_sep``, ``grad_cls``, ``grad_punct``, ``grad_other``: mean ``|dL/d attn|`` per head, ``values[layer, head]``.
 
     ``L`` is the per-segment mean MLM loss over BERT-style masked pieces. The
     attention weights the model returns are the very tensors it multiplies with
@@ -297,3 +298,22 @@ def attention_gradients(
             grads = torch.autograd.grad(loss, out.attentions)
         stats.update(torch.stack(grads, 1), batch.input_ids, batch.attention_mask, tgt)
     return stats.result()
+
+
+def cached_attention_gradients(loaded: LoadedModel, head: MLMHead, examples: Sequence[Encoded], *,
+                               batch_size: int = 8, seed: int = 0, use_cache: bool = True,
+                               progress: bool = True) -> dict[str, np.ndarray]:
+    """:func:`attention_gradients`, cached by model, MLM head, inputs and seed."""
+    import hashlib
+
+    from .cache import examples_digest
+
+    h = hashlib.sha256()
+    for k, v in sorted(head.trainable_state().items()):
+        h.update(k.encode())
+        h.update(v.detach().numpy().tobytes())
+    parts = {"model": loaded.fingerprint, "head": h.hexdigest()[:16], "inputs": examples_digest(examples),
+             "seed": seed, "code": "attention-gradients-v2"}
+    return cached_arrays("attention_gradients", parts,
+                         lambda: attention_gradients(loaded, head, examples, batch_size=batch_size, seed=seed,
+                                                     progress=progress), enabled=use_cache)

@@ -53,6 +53,20 @@ def chart_to_svg(spec: dict) -> str:
     return vlc.vegalite_to_svg(spec)
 
 
+def _scope_svg_ids(svg: str, prefix: str) -> str:
+    """Make the SVG's internal ids (gradients, clip paths) unique to this chart and independent of how
+    many charts were converted before, so a page with several charts has no clashing ids and the
+    output is the same on every run."""
+    import re
+
+    ids = list(dict.fromkeys(re.findall(r'id="([^"]+)"', svg)))
+    names = {old: f"{prefix}-{k}" for k, old in enumerate(ids)}
+    if not names:
+        return svg
+    pattern = re.compile(r'(id="|url\(#)(' + "|".join(map(re.escape, sorted(ids, key=len, reverse=True))) + r')(["\)])')
+    return pattern.sub(lambda m: f"{m.group(1)}{names[m.group(2)]}{m.group(3)}", svg)
+
+
 def _chart_html(spec: dict, svg: str) -> str:
     blob = json.dumps(spec, sort_keys=True)
     chart_id = "attnbook-chart-" + hashlib.sha1(blob.encode()).hexdigest()[:12]
@@ -72,7 +86,8 @@ def _chart_html(spec: dict, svg: str) -> str:
 
 def attnbook_renderer(spec: dict, **metadata) -> dict:
     """Altair renderer: interactive HTML with a static SVG inside, plus SVG and Vega-Lite JSON."""
-    svg = chart_to_svg(spec)
+    digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    svg = _scope_svg_ids(chart_to_svg(spec), f"attnbook-svg-{digest}")
     mime = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.split('.')[0].lstrip('v')}+json"
     return {"text/html": _chart_html(spec, svg), "image/svg+xml": svg, mime: spec}
 

@@ -33,12 +33,20 @@ Protocol (stated once):
 * Training uses UD train (the first ``n_train`` sentences), evaluation UD dev.
   The probes need every head's maps of every training sentence in memory; they
   are stored as float16 ``[heads, words, words]`` per sentence (about
-  ``2 · n_heads · Σ n_words²`` bytes, ~60 KB per sentence for 72 heads), which is
-  why ``n_train`` is a parameter.
+  ``2 · layers · heads · n_words²`` bytes, ~85 KB for a UD train sentence and 72
+  heads), which is why ``n_train`` is a parameter.
 * Adam, a **fixed number of epochs** (no early stopping: the dev set is the test
   set here and is never used to choose anything), length-bucketed mini-batches
   in a seeded order, parameters initialised at zero (uniform distribution over
-  candidates) except the MLP's hidden layer, which is seeded.
+  candidates) except the MLP's hidden layer, which is seeded. Learning rates per
+  probe: :data:`LEARNING_RATES`, fixed after a few exploratory runs with the
+  embedded model (higher rates made the training loss diverge for the
+  attention-and-words probe; dev UAS was looked at in those runs too, so dev is
+  not untouched by this one choice).
+* Two reparametrisations that leave each probe's family of functions unchanged and
+  only condition Adam: every head's attention is multiplied by ``1/RMS`` of its
+  values on the training pairs (:func:`attention_scale`), and word vectors are
+  standardised per dimension on the training words (:func:`vector_standardizer`).
 """
 from __future__ import annotations
 
@@ -75,6 +83,12 @@ TABLE3_NAMES: dict[str, str] = {
     "attn": "Attn",
     "attn_words": "Attn + word vectors",
 }
+
+#: bump when a change here changes the numbers (part of cache keys)
+CODE_VERSION = "probes-1"
+
+#: Adam learning rates per probe (see the module doc for how they were chosen)
+LEARNING_RATES: dict[str, float] = {"distances_words": 1e-2, "attn": 1e-2, "attn_words": 3e-3}
 
 #: short signed distances (candidate minus dependent) with an indicator feature in :class:`DistanceMLP`
 SHORT_DISTANCES = (-4, -3, -2, -1, 1, 2, 3, 4)
@@ -125,7 +139,9 @@ def gold_heads(sentence: Sentence, n_kept: int, exclude_punct: bool = False) -> 
 
 def encode_for_probe(tokenizer, sentences: Sequence[Sentence], max_tokens: int = 128) -> list[Encoded]:
     """Word-by-word encodings (:func:`attnbook.inputs.encode_words`) of ``sentences``."""
-    return [encode_words(tokenizer, s.words, max_tokens=max_tokens, meta={"sentence": k}) for k, s in enumerate(sentences)]
+    return [
+        encode_words(tokenizer, s.words, max_tokens=max_tokens, meta={"sentence": k}) for k, s in enumerate(sentences)
+    ]
 
 
 def content_maps(word_maps: np.ndarray, example: Encoded) -> np.ndarray:
@@ -163,7 +179,9 @@ def model_word_vectors(loaded: LoadedModel, encoded: Sequence[Encoded]) -> list[
     return out
 
 
-def glove_word_vectors(glove, sentences: Sequence[Sentence], encoded: Sequence[Encoded]) -> tuple[list[np.ndarray], float]:
+def glove_word_vectors(
+    glove, sentences: Sequence[Sentence], encoded: Sequence[Encoded]
+) -> tuple[list[np.ndarray], float]:
     """GloVe vectors of the kept words (lowercased, OOV -> zero) and the OOV rate over those words."""
     out, oov, total = [], 0, 0
     for s, ex in zip(sentences, encoded):
@@ -173,6 +191,51 @@ def glove_word_vectors(glove, sentences: Sequence[Sentence], encoded: Sequence[E
         oov += int(mask.sum())
         total += n
     return out, (oov / total if total else float("nan"))
+
+
+def extract_word_maps(
+    loaded: LoadedModel,
+    encoded: Sequence[Encoded],
+    *,
+    batch_size: int = 32,
+    progress: bool = True,
+    desc: str = "attention maps for the probes (§5)",
+    use_cache: bool = False,
+    cache_parts: dict | None = None,
+) -> list[np.ndarray]:
+    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:class:`WordMapCollector`).
+
+    With ``use_cache`` the maps are cached (:func:`attnbook.cache.cached_arrays`) under the
+    model fingerprint, the input ids and ``cache_parts``.
+    """
+
+    def compute() -> dict[str, np.ndarray]:
+        collector = WordMapCollector(len(encoded))
+        (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
+        return {"flat": np.concatenate([m.reshape(-1) for m in maps]),
+                "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
+
+    if use_cache:
+        import hashlib
+
+        from .cache import cached_arrays
+
+        h = hashlib.sha256()
+        for ex in encoded:
+            h.update(np.asarray(ex.input_ids, dtype=np.int64).tobytes())
+            h.update(repr(ex.words).encode())
+        parts = {"model": loaded.fingerprint, "inputs": h.hexdigest()[:16], "code": CODE_VERSION,
+                 **(cache_parts or {})}
+        arrays = cached_arrays("probe_word_maps", parts, compute)
+    else:
+        arrays = compute()
+    k = loaded.n_layers * loaded.n_heads
+    out, at = [], 0
+    for n in arrays["sizes"]:
+        size = k * int(n) * int(n)
+        out.append(arrays["flat"][at : at + size].reshape(k, int(n), int(n)))
+        at += size
+    return out
 
 
 def extract_probe_data(
@@ -186,27 +249,28 @@ def extract_probe_data(
     exclude_punct: bool = False,
     progress: bool = True,
     desc: str = "attention maps for the probes (§5)",
+    use_cache: bool = False,
 ) -> tuple[ProbeData, dict]:
     """Word-level maps of every head, gold heads and word vectors of ``sentences``.
 
     ``word_vectors`` is ``"glove"`` (needs ``glove``, :func:`attnbook.glove.load_glove`) or
     ``"model"`` (mean input embedding of a word's pieces). Returns the data and an info
-    dict (``oov_rate`` for GloVe, ``n_words``, ``n_truncated_words``, ``map_bytes``).
+    dict (``oov_rate`` for GloVe, ``n_words``, ``n_scored``, ``n_truncated_words``, ``map_bytes``).
     """
     if not sentences:
         raise EmptyDataError("no sentences for the probe")
+    if word_vectors not in ("glove", "model"):
+        raise ParameterError(f"word_vectors is 'glove' or 'model', got {word_vectors!r}")
+    if word_vectors == "glove" and glove is None:
+        raise ParameterError("word_vectors='glove' needs the GloVe table: pass glove=attnbook.glove.load_glove()")
     encoded = encode_for_probe(loaded.tokenizer, sentences, max_tokens)
-    collector = WordMapCollector(len(encoded))
-    (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
+    maps = extract_word_maps(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc,
+                             use_cache=use_cache, cache_parts={"max_tokens": max_tokens})
     info: dict = {}
     if word_vectors == "glove":
-        if glove is None:
-            raise ParameterError("word_vectors='glove' needs the GloVe table: pass glove=attnbook.glove.load_glove()")
         vectors, info["oov_rate"] = glove_word_vectors(glove, sentences, encoded)
-    elif word_vectors == "model":
-        vectors = model_word_vectors(loaded, encoded)
     else:
-        raise ParameterError(f"word_vectors is 'glove' or 'model', got {word_vectors!r}")
+        vectors = model_word_vectors(loaded, encoded)
     kept = [ex.meta["n_words_kept"][0] for ex in encoded]
     heads = [gold_heads(s, n, exclude_punct) for s, n in zip(sentences, kept)]
     data = ProbeData(maps, heads, vectors, [list(s.words[:n]) for s, n in zip(sentences, kept)],
@@ -214,6 +278,26 @@ def extract_probe_data(
     info.update(n_sentences=len(data), n_words=int(sum(kept)), n_scored=data.n_scored,
                 n_truncated_words=int(sum(len(s) for s in sentences) - sum(kept)), map_bytes=data.nbytes())
     return data, info
+
+
+def vector_standardizer(train: ProbeData):
+    """A function mapping :class:`ProbeData` to a copy whose vectors are standardised on ``train``'s words.
+
+    Each dimension gets mean 0 and standard deviation ``1/sqrt(dim)`` over the training
+    words (so a vector's norm is about 1). Every probe is linear in ``v ⊕ 1`` before
+    anything else, so this affine change is a reparametrisation (same family of probes)
+    that lets one Adam learning rate suit GloVe and model embeddings alike. OOV words
+    (zero vectors) map to a constant vector, still carrying no word identity.
+    """
+    allv = np.concatenate(train.vectors).astype(np.float64)
+    mu = allv.mean(0)
+    sd = (allv.std(0) + 1e-6) * np.sqrt(allv.shape[1])
+
+    def apply(data: ProbeData) -> ProbeData:
+        vecs = [((v - mu) / sd).astype(np.float32) for v in data.vectors]
+        return ProbeData(data.maps, data.heads, vecs, data.words, data.n_layers, data.n_heads)
+
+    return apply
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +401,10 @@ class AttentionOnlyProbe(nn.Module):
 
 
 class AttentionWordsProbe(nn.Module):
-    """``score = Σ_k W_k·(v_i ⊕ v_j ⊕ 1) α^k_ij + U_k·(v_i ⊕ v_j ⊕ 1) α^k_ji`` (Clark §5, attention-and-words)."""
+    """Clark §5 attention-and-words probe.
+
+    ``score(i head of j) = Σ_k W_k·(v_i ⊕ v_j ⊕ 1) α^k_ij + U_k·(v_i ⊕ v_j ⊕ 1) α^k_ji``.
+    """
 
     def __init__(self, n_maps: int, dim: int, alpha_scale: np.ndarray | torch.Tensor | None = None):
         super().__init__()
@@ -478,21 +565,27 @@ def right_branching_predictions(data: ProbeData) -> list[np.ndarray]:
 
 
 def attention_weights_table(probe: AttentionOnlyProbe, n_layers: int, n_heads: int):
-    """The attention-only probe's weights per head (DataFrame), sorted by the larger of the two.
+    """The attention-only probe's weights per head (DataFrame), strongest first.
 
-    Columns: label (1-based ``layer-head``), layer, head, ``w_head_to_dep`` (weight of
-    attention from the candidate head to the dependent), ``u_dep_to_head``, ``max_weight``.
+    Columns: label (1-based ``layer-head``), layer, head; ``w_head_to_dep`` and
+    ``u_dep_to_head``: the weights on the (RMS-scaled, :func:`attention_scale`) attention
+    from the candidate head to the dependent and from the dependent to the candidate head,
+    i.e. the change in score per typical amount of that head's attention, comparable
+    across heads; ``raw_w``/``raw_u``: the same per unit of attention (the paper's
+    ``w_k``, ``u_k``); ``weight``: the larger of the two scaled weights (the sort key).
     """
     import pandas as pd
 
     w = probe.w.detach().numpy().reshape(n_layers, n_heads)
     u = probe.u.detach().numpy().reshape(n_layers, n_heads)
+    raw_w, raw_u = (x.reshape(n_layers, n_heads) for x in probe.raw_weights())
     rows = [
         {"label": head_label(l, h), "layer": l + 1, "head": h + 1, "w_head_to_dep": float(w[l, h]),
-         "u_dep_to_head": float(u[l, h]), "max_weight": float(max(w[l, h], u[l, h]))}
+         "u_dep_to_head": float(u[l, h]), "raw_w": float(raw_w[l, h]), "raw_u": float(raw_u[l, h]),
+         "weight": float(max(w[l, h], u[l, h]))}
         for l in range(n_layers) for h in range(n_heads)
     ]
-    return pd.DataFrame(rows).sort_values("max_weight", ascending=False, kind="stable").reset_index(drop=True)
+    return pd.DataFrame(rows).sort_values("weight", ascending=False, kind="stable").reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,6 +616,18 @@ def random_init_copy(loaded: LoadedModel, seed: int = 0) -> LoadedModel:
 # ---------------------------------------------------------------------------------------------
 # the whole of Table 3
 # ---------------------------------------------------------------------------------------------
+def _learning_rates(lr: float | dict | None) -> dict[str, float]:
+    rates = dict(LEARNING_RATES)
+    if isinstance(lr, dict):
+        unknown = set(lr) - set(rates)
+        if unknown:
+            raise ParameterError(f"unknown probes in lr: {sorted(unknown)}; known: {sorted(rates)}")
+        rates.update(lr)
+    elif lr is not None:
+        rates = {k: float(lr) for k in rates}
+    return rates
+
+
 def run_probes(
     loaded: LoadedModel,
     train_sentences: Sequence[Sentence],
@@ -532,61 +637,63 @@ def run_probes(
     glove=None,
     max_tokens: int = 128,
     batch_size: int = 32,
-    epochs: int = 10,
-    lr: float = 1e-2,
+    epochs: int = 8,
+    lr: float | dict | None = None,
     probe_batch_size: int = 32,
     hidden: int = 64,
     exclude_punct: bool = False,
     random_init: bool = True,
     seed: int = 0,
     progress: bool = True,
+    use_cache: bool = False,
 ) -> dict:
     """Clark §5 Table 3 on ``loaded``: trains every probe on ``train_sentences``, scores UAS on ``dev_sentences``.
 
+    ``lr``: ``None`` uses :data:`LEARNING_RATES`, a float sets every probe's, a dict
+    overrides some. The random-init row uses a :func:`random_init_copy` seeded with
+    ``seed`` and the ``attn_words`` learning rate. Every probe is trained with the same
+    seed and ``epochs``. ``use_cache`` caches the extracted maps.
+
     Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`PAPER_TABLE3`),
     ``paper`` (:data:`PAPER_TABLE3`), ``weights`` (attention-only probe weights,
-    :func:`attention_weights_table`), ``losses`` (row -> per-epoch loss), ``info``
-    (train/dev counts, OOV rates, map memory) and ``probes`` (the trained modules).
+    :func:`attention_weights_table`), ``losses`` (row -> per-epoch training loss),
+    ``info`` (train/dev counts, OOV rates, map memory, learning rates) and ``probes``
+    (the trained modules).
     """
-    dims = {}
+    rates = _learning_rates(lr)
 
     def data_for(model: LoadedModel, sents: Sequence[Sentence], what: str) -> tuple[ProbeData, dict]:
         return extract_probe_data(
             model, sents, word_vectors=word_vectors, glove=glove, max_tokens=max_tokens, batch_size=batch_size,
-            exclude_punct=exclude_punct, progress=progress, desc=f"{what} maps (§5)",
+            exclude_punct=exclude_punct, progress=progress, desc=f"{what} maps (§5)", use_cache=use_cache,
         )
+
+    def fit(name: str, probe: nn.Module, train: ProbeData, dev: ProbeData, rate_of: str) -> ProbeRun:
+        losses = train_probe(probe, train, epochs=epochs, lr=rates[rate_of], batch_size=probe_batch_size,
+                             seed=seed, progress=progress, desc=TABLE3_NAMES[name])
+        return ProbeRun(name, probe, uas(predict_heads(probe, dev), dev), losses, dev.n_scored)
 
     train, train_info = data_for(loaded, train_sentences, "train")
     dev, dev_info = data_for(loaded, dev_sentences, "dev")
-    dims["n_maps"] = loaded.n_layers * loaded.n_heads
-    kw = dict(epochs=epochs, lr=lr, batch_size=probe_batch_size, seed=seed, progress=progress)
+    standardize = vector_standardizer(train)
+    train, dev = standardize(train), standardize(dev)
+    n_maps = loaded.n_layers * loaded.n_heads
     runs: dict[str, ProbeRun] = {}
 
-    runs["right_branching"] = ProbeRun("right_branching", None, uas(right_branching_predictions(dev), dev))
-
+    runs["right_branching"] = ProbeRun("right_branching", None, uas(right_branching_predictions(dev), dev),
+                                       n_scored=dev.n_scored)
     torch.manual_seed(seed)
-    mlp = DistanceMLP(train.dim, hidden)
-    losses = train_probe(mlp, train, desc="distances + words", **kw)
-    runs["distances_words"] = ProbeRun("distances_words", mlp, uas(predict_heads(mlp, dev), dev), losses)
-
+    runs["distances_words"] = fit("distances_words", DistanceMLP(train.dim, hidden), train, dev, "distances_words")
     if random_init:
         rnd = random_init_copy(loaded, seed)
-        rtrain, _ = data_for(rnd, train_sentences, "random-init train")
-        rdev, _ = data_for(rnd, dev_sentences, "random-init dev")
-        probe = AttentionWordsProbe(dims["n_maps"], rtrain.dim)
-        losses = train_probe(probe, rtrain, desc="random-init attn + words", **kw)
-        runs["random_init_attn_words"] = ProbeRun(
-            "random_init_attn_words", probe, uas(predict_heads(probe, rdev), rdev), losses
-        )
-        del rtrain, rdev
-
-    probe = AttentionOnlyProbe(dims["n_maps"])
-    losses = train_probe(probe, train, desc="attn", **kw)
-    runs["attn"] = ProbeRun("attn", probe, uas(predict_heads(probe, dev), dev), losses)
-
-    probe = AttentionWordsProbe(dims["n_maps"], train.dim)
-    losses = train_probe(probe, train, desc="attn + words", **kw)
-    runs["attn_words"] = ProbeRun("attn_words", probe, uas(predict_heads(probe, dev), dev), losses)
+        rtrain = standardize(data_for(rnd, train_sentences, "random-init train")[0])
+        rdev = standardize(data_for(rnd, dev_sentences, "random-init dev")[0])
+        probe = AttentionWordsProbe(n_maps, rtrain.dim, attention_scale(rtrain))
+        runs["random_init_attn_words"] = fit("random_init_attn_words", probe, rtrain, rdev, "attn_words")
+        del rtrain, rdev, rnd
+    scale = attention_scale(train)
+    runs["attn"] = fit("attn", AttentionOnlyProbe(n_maps, scale), train, dev, "attn")
+    runs["attn_words"] = fit("attn_words", AttentionWordsProbe(n_maps, train.dim, scale), train, dev, "attn_words")
 
     order = [k for k in PAPER_TABLE3 if k in runs]
     return {
@@ -594,7 +701,8 @@ def run_probes(
         "paper": dict(PAPER_TABLE3),
         "weights": attention_weights_table(runs["attn"].probe, loaded.n_layers, loaded.n_heads),
         "losses": {k: runs[k].losses for k in order},
-        "info": {"train": train_info, "dev": dev_info, "word_vectors": word_vectors, "epochs": epochs, "lr": lr},
+        "info": {"train": train_info, "dev": dev_info, "word_vectors": word_vectors, "epochs": epochs,
+                 "learning_rates": rates, "n_scored_dev": dev.n_scored},
         "probes": {k: runs[k].probe for k in order},
     }
 
@@ -605,7 +713,8 @@ def table3(results: dict):
 
     return pd.DataFrame(
         [
-            {"model": TABLE3_NAMES[k], "key": k, "paper_uas": PAPER_TABLE3[k], "uas": results["uas"].get(k, float("nan"))}
+            {"model": TABLE3_NAMES[k], "key": k, "paper_uas": PAPER_TABLE3[k],
+             "uas": results["uas"].get(k, float("nan"))}
             for k in PAPER_TABLE3
         ]
     )

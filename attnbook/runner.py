@@ -115,7 +115,7 @@ def run_chapter(
     os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         with atomic_path(target) as tmp:
-            tmp_nb = tmp.with_suffix(".ipynb")
+            tmp_nb = tmp.parent / f"{tmp.name}.ipynb"
             try:
                 pm.execute_notebook(
                     str(source), str(tmp_nb), parameters=params, cwd=str(notebooks_dir()),

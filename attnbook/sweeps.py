@@ -59,6 +59,17 @@ def f1_positive(logits: np.ndarray, labels: np.ndarray) -> float:
     return 2.0 * tp / denom if denom else 0.0
 
 
+def task_score_fn(task: Any) -> ScoreFn:
+    """A ``score_fn`` giving the number Kovaleva et al.'s Table 1 prints for a GLUE ``task``
+    (x 100: F1 for MRPC/QQP, Pearson r for STS-B, accuracy otherwise; see :mod:`attnbook.metrics`)."""
+    from .metrics import glue_metrics, predictions_from_logits, task_score
+
+    def score(logits: np.ndarray, labels: np.ndarray) -> float:
+        return task_score(task, glue_metrics(task, predictions_from_logits(task, logits), labels))
+
+    return score
+
+
 def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Per-example correctness ``bool[example]`` of the arg-max prediction."""
     return np.argmax(logits, axis=-1) == np.asarray(labels)
@@ -226,7 +237,7 @@ def first_touched_layer(configs: torch.Tensor, mode: Mode) -> np.ndarray:
     """For each configuration ``[layer, head]``, the first layer it changes (``n_layers`` if none)."""
     touched = ~_identity_layers(configs, mode)
     n_layers = configs.shape[1]
-    first = torch.where(touched.any(-1), touched.to(torch.int64).argmax(-1), torch.tensor(n_layers))
+    first = torch.where(touched.any(-1), touched.to(torch.int64).argmax(-1), torch.full_like(touched[:, 0], n_layers, dtype=torch.int64))
     return first.cpu().numpy()
 
 
@@ -353,6 +364,10 @@ class SweepResult:
     def delta(self) -> np.ndarray:
         """Score change, intervened − baseline (Michel's Δ, Kovaleva's gain)."""
         return self.scores - self.baseline_score
+
+    def predictions(self) -> np.ndarray:
+        """Arg-max classes ``[*scores.shape, example]`` under each intervention."""
+        return np.argmax(self.outputs, axis=-1)
 
     def flat_outputs(self) -> np.ndarray:
         """Outputs as ``[config, example, class]`` in ``names`` order."""
@@ -496,12 +511,40 @@ def benchmark_sweep(
 
 
 def _bootstrap_indices(n: int, n_resamples: int, seed: int, chunk: int = 200) -> Iterable[np.ndarray]:
+    """Resamples of ``n`` example indices (with replacement), ``[resample, n]`` in chunks; seeded."""
     rng = np.random.default_rng(seed)
     done = 0
     while done < n_resamples:
         k = min(chunk, n_resamples - done)
         yield rng.integers(0, n, size=(k, n))
         done += k
+
+
+def bootstrap_counts(n: int, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """``counts[resample, example]``: how often each example is drawn in each resample.
+
+    The same draws as :func:`bootstrap_delta` with the same seed, so a whole sweep can be
+    bootstrapped at once for a per-example metric (``deltas = counts @ per_example_diff / n``).
+    """
+    out = np.zeros((n_resamples, n), dtype=np.float64)
+    row = 0
+    for idx in _bootstrap_indices(n, n_resamples, seed):
+        for r in idx:
+            out[row] = np.bincount(r, minlength=n)
+            row += 1
+    return out
+
+
+def _summarise(delta: float, resampled: np.ndarray, confidence: float) -> dict:
+    """Percentile interval and two-sided p-value ((count + 1) / (R + 1) on the far side of 0, doubled)."""
+    alpha = (1 - confidence) / 2
+    below, above = int(np.sum(resampled <= 0)), int(np.sum(resampled >= 0))
+    return {
+        "delta": float(delta),
+        "ci_low": float(np.quantile(resampled, alpha)),
+        "ci_high": float(np.quantile(resampled, 1 - alpha)),
+        "p_value": min(1.0, 2 * (min(below, above) + 1) / (len(resampled) + 1)),
+    }
 
 
 def bootstrap_delta(
@@ -530,26 +573,17 @@ def bootstrap_delta(
     if n == 0:
         raise EmptyDataError("no examples to bootstrap")
     delta = float(score_fn(new_outputs, gold) - score_fn(base_outputs, gold))
-    deltas = []
     if score_fn is accuracy:
         diff = correct(new_outputs, gold).astype(np.float64) - correct(base_outputs, gold)
-        for idx in _bootstrap_indices(n, n_resamples, seed):
-            deltas.append(diff[idx].mean(axis=1))
+        resampled = bootstrap_counts(n, n_resamples, seed) @ diff / n
     else:
-        for idx in _bootstrap_indices(n, n_resamples, seed):
-            deltas.append(
-                np.array([score_fn(new_outputs[i], gold[i]) - score_fn(base_outputs[i], gold[i]) for i in idx])
-            )
-    d = np.concatenate(deltas)
-    alpha = (1 - confidence) / 2
-    below, above = int(np.sum(d <= 0)), int(np.sum(d >= 0))
-    p = min(1.0, 2 * (min(below, above) + 1) / (len(d) + 1))
-    return {
-        "delta": delta,
-        "ci_low": float(np.quantile(d, alpha)),
-        "ci_high": float(np.quantile(d, 1 - alpha)),
-        "p_value": p,
-    }
+        resampled = np.concatenate(
+            [
+                [score_fn(new_outputs[i], gold[i]) - score_fn(base_outputs[i], gold[i]) for i in idx]
+                for idx in _bootstrap_indices(n, n_resamples, seed)
+            ]
+        )
+    return _summarise(delta, resampled, confidence)
 
 
 def mcnemar_exact(base_correct: np.ndarray, new_correct: np.ndarray) -> dict:
@@ -613,29 +647,38 @@ def compare_to_baseline(
 ):
     """Per intervention: score, Δ, bootstrap CI and p-value, and (for accuracy) McNemar's exact test.
 
-    Returns a DataFrame in ``sweep.names`` order with columns ``name, score, delta, ci_low,
-    ci_high, p_bootstrap`` and, when ``mcnemar`` (default: ``score_fn is accuracy``),
-    ``b, c, p_mcnemar``.
+    Every intervention is bootstrapped on the same seeded draws. Returns a DataFrame in
+    ``sweep.names`` order with columns ``name, score, delta, ci_low, ci_high, p_bootstrap``
+    and, when ``mcnemar`` (default: ``score_fn is accuracy``), ``b, c, p_mcnemar``.
     """
     import pandas as pd
 
     mcnemar = (score_fn is accuracy) if mcnemar is None else mcnemar
-    base_ok = correct(sweep.baseline_outputs, sweep.gold) if mcnemar else None
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence}")
+    outputs = sweep.flat_outputs()
+    gold = sweep.gold
+    base_ok = correct(sweep.baseline_outputs, gold)
+    counts = bootstrap_counts(len(gold), n_resamples, seed) if score_fn is accuracy else None
     rows = []
-    for name, outs in zip(sweep.names, sweep.flat_outputs()):
-        bs = bootstrap_delta(
-            sweep.baseline_outputs, outs, sweep.gold, score_fn, n_resamples=n_resamples, seed=seed, confidence=confidence
-        )
+    for name, outs in zip(sweep.names, outputs):
+        if counts is not None:  # accuracy: all resamples as one matrix product
+            diff = correct(outs, gold).astype(np.float64) - base_ok
+            bs = _summarise(diff.mean(), counts @ diff / len(gold), confidence)
+        else:
+            bs = bootstrap_delta(
+                sweep.baseline_outputs, outs, gold, score_fn, n_resamples=n_resamples, seed=seed, confidence=confidence
+            )
         row = {
             "name": name,
-            "score": float(score_fn(outs, sweep.gold)),
+            "score": float(score_fn(outs, gold)),
             "delta": bs["delta"],
             "ci_low": bs["ci_low"],
             "ci_high": bs["ci_high"],
             "p_bootstrap": bs["p_value"],
         }
         if mcnemar:
-            mc = mcnemar_exact(base_ok, correct(outs, sweep.gold))
+            mc = mcnemar_exact(base_ok, correct(outs, gold))
             row.update(b=mc["b"], c=mc["c"], p_mcnemar=mc["p_value"])
         rows.append(row)
     return pd.DataFrame(rows)

@@ -284,3 +284,23 @@ def test_charts_are_valid_altair(toy):
     frame = pd.DataFrame({"input": ["W", "full"] * 2, "accuracy": [0.6, 0.7, 0.5, 0.5],
                           "source": ["paper", "paper", "this run", "this run"]})
     assert "layer" in A.accuracy_bars(frame).to_dict()
+
+
+def test_take_paired_keeps_pairs_together(toy):
+    full = A.make_adversarial(toy, {"Claim one": "Not claim one"})
+    sub = A.take_paired(full, 2)
+    assert [it.id for it in sub] == ["id1", "id2", "id1-adversarial", "id2-adversarial"]
+    swapped = A.take_paired(A.swap_warrants(toy), 1)
+    assert [it.id for it in swapped] == ["id1", "id1_swapped"]
+    assert A.take_paired(full, 0) == full and A.take(toy, 2) == toy[:2] and A.take(toy, 0) == toy
+
+
+def test_chapter_tables(toy):
+    splits = A.describe_splits({"toy": toy, "adv": A.make_adversarial(toy, {"Claim one": "No"})})
+    assert splits.set_index("file").loc["adv", "constructed copies"] == 4
+    assert splits.set_index("file").loc["toy", "label 1"] == 2
+    rows = A.not_cue_table({"train": toy, "all": toy}).set_index("split")
+    assert rows.loc["all", "paper productivity"] == 0.61 and rows.loc["all", "productivity"] == 0.5
+    assert rows.loc["all", "coverage (whole word)"] == 0.75
+    base = A.baseline_table(toy, {"test": toy}).set_index("test set")
+    assert base.loc["test", "majority label"] == 0.5 and base.loc["test", "cue applies to"] == 0.5

@@ -194,3 +194,41 @@ def test_word_baselines_softmax_and_learning(kind):
     p = M._word_proba(model, data["test"])
     assert np.allclose(p.sum(1), 1)
     assert M.accuracy_of(p, data["test"].labels) >= 0.9
+
+
+def fake_runs(acc, inputs="full", **extra):
+    import pandas as pd
+
+    return pd.DataFrame({"inputs": inputs, "seed": range(len(acc)), "test_accuracy": acc, **extra})
+
+
+def test_paper_comparison_verdicts_follow_the_numbers():
+    toy = [item(0, "it is not good", "it is good", 0), item(1, "no", "not so", 1)]
+    not_rows = A.not_cue_table({"train": toy, "dev": toy, "test": toy, "all": toy})
+    bert = {"full": fake_runs([0.70, 0.77, 0.74], test_adv_accuracy=[0.45, 0.48, 0.47]),
+            "W": fake_runs([0.50, 0.52, 0.51], "W")}
+    adv = {"full": fake_runs([0.50, 0.53], original_half_accuracy=[0.6, 0.5], negated_half_accuracy=[0.4, 0.5])}
+    rows = M.paper_comparison(not_rows=not_rows, bert=bert, adversarial=adv, adversarial_cue_gap=0.0,
+                              words={"bov": fake_runs([0.56, 0.57])})
+    by = {(r["experiment"], r["quantity"]): r for r in rows}
+    assert by[("§3 BERT, full input (C, R, W)", "test accuracy, max")]["verdict"] == "agrees"
+    assert by[("§5 probe, BERT (W)", "test accuracy, max")]["verdict"] == "disagrees"  # 0.52 vs 0.712
+    gap = by[("§5 finding: warrants alone", "max(full) − max(W), points")]
+    assert gap["ours"] == pytest.approx(0.25) and gap["verdict"] == "disagrees"
+    assert by[("§6 trained on original data, tested adversarially", "test accuracy, mean")]["verdict"] == "agrees"
+    assert by[("§6 adversarial test, BERT (C, R, W)", "original half + negated half")]["ours"] == pytest.approx(1.0)
+    assert by[("§3/§5 BoV (C, R, W)", "test accuracy, mean")]["verdict"] == "agrees"
+    assert by[('§4 cue "not" (train+dev+test)', "productivity")]["verdict"] == "disagrees"  # 0.5 vs 0.61
+    from attnbook.results import VERDICTS
+
+    assert all(r["verdict"] in VERDICTS for r in rows)
+
+
+def test_config_from_params_and_seed_table():
+    base = dict(epochs=2, lr=1e-3, batch_size=4, warmup=0.1, weight_decay=0.0, dropout=0.0, freeze_embeddings=True)
+    assert M.config_from_params({**base, "trainable_layers": "all"}).trainable_layers is None
+    assert M.config_from_params({**base, "trainable_layers": 1}).trainable_layers == 1
+    table = M.seed_table({"x": fake_runs([0.5, 0.7])}, paper={"x": {"mean": 0.6, "max": 0.8}})
+    assert table.loc[0, "max"] == 0.7 and table.loc[0, "paper max"] == 0.8 and table.loc[0, "seeds"] == 2
+    bars = M.probe_bars_frame({"full": fake_runs([0.6]), "W": fake_runs([0.55], "W")})
+    assert list(bars["input"]) == ["C, R, W", "C, R, W", "W", "W"] and bars["accuracy"].iloc[0] == 0.77

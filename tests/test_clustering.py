@@ -389,14 +389,24 @@ def test_head_behaviours_errors_name_chapter_one():
         cl.head_behaviours(s)
     with pytest.raises(ParameterError, match="outside"):
         cl.head_behaviours(stats_2x3(), {"amod": "3-1"})
+    with pytest.raises(ParameterError):
+        cl.head_behaviours(stats_2x3(), threshold=1.5)
+
+
+def test_head_behaviours_threshold_override():
+    b = cl.head_behaviours(stats_2x3(), threshold=0.45, broad_quantile=1.0)
+    assert "attends to [SEP]" in b[4]  # 0.5 > 0.45
+    assert b[0] == ["attends to previous", cl.BROAD]  # the single highest entropy is the 1.0 quantile
 
 
 def test_per_head_stats_from_results_checks_model_and_shape():
     s = {k: v.tolist() for k, v in stats_2x3().items()}
-    results = {"01_clark_surface_patterns": {"model": {"fingerprint": "abc"}, "numbers": {"per_head": s}}}
-    got = cl.per_head_stats_from_results(results, 2, 3, fingerprint="abc")
+    results = {"01_clark_surface_patterns": {"model": {"fingerprint": "abc"}, "params": {"n_segments": 10, "seed": 0},
+                                             "numbers": {"per_head": s}}}
+    got = cl.per_head_stats_from_results(results, 2, 3, fingerprint="abc", params={"n_segments": 10, "seed": 0})
     np.testing.assert_array_equal(got["sep"], stats_2x3()["sep"])
     assert cl.per_head_stats_from_results(results, 2, 3, fingerprint="other") is None
+    assert cl.per_head_stats_from_results(results, 2, 3, fingerprint="abc", params={"n_segments": 1000}) is None
     assert cl.per_head_stats_from_results(results, 3, 3, fingerprint="abc") is None
     assert cl.per_head_stats_from_results({}, 2, 3) is None
 
@@ -420,3 +430,94 @@ def test_charts_build_valid_specs_with_head_labels():
     assert len(segs) == 3 * 5 and sorted(leaves["label"]) == sorted(frame["label"])
     with pytest.raises(ValueError):
         cl.embedding_frame(emb.coords[:4], 2, 3)
+
+
+# ---- chapter helpers -------------------------------------------------------------------------------
+
+def test_syntax_best_heads_keeps_relations_that_beat_their_baseline():
+    from attnbook.syntax import HeadAccuracy
+
+    relations = ["All", "dobj", "amod", "empty"]
+    correct = np.zeros((4, 2, 3, 2))
+    correct[0, 0, 0, 0] = 50  # "All" is skipped whatever it scores
+    correct[1, 1, 2, 1] = 80  # dobj: head 2-3 at 80% vs baseline 30%
+    correct[2, 0, 1, 0] = 62  # amod: head 1-2 at 62% vs baseline 60%
+    total = np.array([100, 100, 100, 0])
+    baseline = np.zeros((4, 6))
+    baseline[1, 0], baseline[2, 3] = 30, 60
+    acc = HeadAccuracy(relations, correct, total, baseline)
+    assert cl.syntax_best_heads(acc) == {"dobj": "2-3", "amod": "1-2"}
+    assert cl.syntax_best_heads(acc, margin=0.05) == {"dobj": "2-3"}
+
+
+def test_split_half_stability_and_behaviour_test():
+    d = planted(n_layers=3, n_heads=4, spread=0.3, seed=4)
+    rng = np.random.default_rng(0)
+    noise = squareform(rng.normal(scale=0.01, size=66))
+    halves = np.stack([d, np.abs(d + noise) * (1 - np.eye(12))])
+    st = cl.split_half_stability(halves)
+    assert st["correlation"] > 0.99 and st["procrustes"] < 0.01
+    shuffled = np.stack([d, d[np.ix_(rng.permutation(12), rng.permutation(12))]])
+    shuffled[1] = (shuffled[1] + shuffled[1].T) / 2
+    np.fill_diagonal(shuffled[1], 0)
+    assert cl.split_half_stability(shuffled)["correlation"] < 0.9
+    behaviours = [["attends to [CLS]"]] * 4 + [[]] * 4 + [["attends broadly"]] * 4
+    bt = cl.behaviour_test(d, behaviours, n_permutations=199)
+    assert bt.p_value < 0.05 and bt.ratio < 1
+    assert set(bt.group_within) == {"attends to [CLS]", "attends broadly"}
+    assert cl.behaviour_test(d, [["attends to [CLS]"]] + [[]] * 11) is None
+
+
+def test_paper_comparison_verdicts_follow_the_numbers():
+    d = planted(n_layers=4, n_heads=5, spread=0.05, seed=1)
+    lt = cl.layer_permutation_test(d, 4, 5, n_permutations=199)
+    clus = cl.cluster_heads(d, 4, 5, n_clusters=4)
+    emb = cl.mds_embedding(d)
+    names = ["attends broadly", "attends to next", "attends to previous", "attends to [CLS]"]
+    behaviours = [[names[k // 5]] for k in range(20)]  # one behaviour per planted group
+    rows = cl.paper_comparison(lt, clus, emb, cl.behaviour_test(d, behaviours, n_permutations=199))
+    assert [r["verdict"] for r in rows] == ["agrees"] * 5
+    # no structure at all: random distances and a single-cluster cut
+    rng = np.random.default_rng(0)
+    noise = squareform(pdist(rng.normal(size=(20, 8))))
+    rows = cl.paper_comparison(cl.layer_permutation_test(noise, 4, 5, n_permutations=199),
+                               cl.cluster_heads(noise, 4, 5, n_clusters=3), cl.mds_embedding(noise), None)
+    verdicts = {r["quantity"]: r["verdict"] for r in rows}
+    assert verdicts["silhouette of the average-linkage cut at k (clusters of >= 3 heads)"] == "disagrees"
+    assert rows[1]["verdict"] == "not comparable"
+    assert rows[2]["verdict"] == "disagrees"
+    assert rows[4]["verdict"] == "disagrees"  # 8-D noise cannot be drawn faithfully in 2-D
+    # outliers split off as tiny clusters do not count as clusters
+    outliers = planted(n_layers=2, n_heads=6, spread=0.05, seed=3)
+    outliers[0, 1:] = outliers[1:, 0] = outliers.max() * 3
+    cut = cl.cluster_heads(outliers, 2, 6, n_clusters=3)
+    assert sorted(len(m) for m in cut.members.values()) == [1, 5, 6]
+    row = cl.paper_comparison(lt, cut, emb, None)[0]
+    assert row["ours"].endswith("(2)") and row["verdict"] != "agrees"
+    from attnbook.results import VERDICTS
+
+    assert all(r["verdict"] in VERDICTS for r in rows)
+
+
+def test_silhouette_chart_and_behaviour_cluster_table():
+    d = planted(n_layers=3, n_heads=4, spread=0.05, seed=2)
+    scores = cl.silhouette_by_k(d, 3, 4, ks=range(2, 6))
+    assert "$schema" in cl.silhouette_chart(scores, chosen=cl.best_k(scores)).to_dict()
+    clus = cl.cluster_heads(d, 3, 4, n_clusters=3)
+    behaviours = [["attends broadly"]] * 4 + [[]] * 8
+    table = cl.behaviour_cluster_table(clus, behaviours)
+    assert table["heads"].sum() == 12 and table["attends broadly"].sum() == 4
+    assert sorted(table["attends broadly"]) == [0, 0, 4]
+    with pytest.raises(ValueError):
+        cl.behaviour_cluster_table(clus, behaviours[:5])
+
+
+def test_cut_height_separates_the_chosen_number_of_clusters():
+    from scipy.cluster.hierarchy import fcluster
+
+    d = planted(n_layers=4, n_heads=3, spread=0.2, seed=5)
+    for k in (2, 3, 4):
+        c = cl.cluster_heads(d, 4, 3, n_clusters=k)
+        h = cl.cut_height(c)
+        assert len(set(fcluster(c.linkage, h, "distance"))) == k
+    assert cl.cut_height(cl.cluster_heads(d, 4, 3, n_clusters=1)) is None

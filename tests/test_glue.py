@@ -143,6 +143,19 @@ def test_skip_malformed_warns_and_keeps_the_rest(tmp_path):
     assert [r.line for r in rows] == [2, 4]
 
 
+def test_qqp_skips_broken_rows_by_default(glue_dir):
+    path = glue_dir / "QQP" / "dev.tsv"
+    path.write_text(path.read_text() + "1\t3\t4\tonly one question\n")
+    with pytest.warns(UserWarning, match=r"line\(s\) \[3\]"):
+        assert len(load_split("QQP", "dev")) == 1
+    with pytest.raises(MalformedInputError):
+        load_split("QQP", "dev", skip_malformed=False)
+    sst = glue_dir / "SST-2" / "dev.tsv"
+    sst.write_text(sst.read_text() + "no label\n")
+    with pytest.raises(MalformedInputError):  # every other task is strict
+        load_split("SST-2", "dev")
+
+
 def test_missing_files_name_the_fetch_command(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_DATA", str(tmp_path))
     with pytest.raises(MissingDataError, match="attnbook fetch glue"):

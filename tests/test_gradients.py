@@ -84,12 +84,14 @@ def test_gradient_stats_categories():
     g[..., 2] = 1.0  # to "."
     g[..., 1] = 3.0  # to an unmasked word
     g[..., 4] = 100.0  # to the masked word: excluded from "other"
+    g[..., 0] = 7.0  # to [CLS]
     stats = AttentionGradientStats(102, [1012, 1010], 103, 101)
     stats.update(g, ids, real, targets)
     r = stats.result()
     assert r["grad_sep"][0, 0] == pytest.approx(3.0)
     assert r["grad_punct"][0, 0] == pytest.approx(1.0)
     assert r["grad_other"][0, 0] == pytest.approx(3.0)
+    assert r["grad_cls"][0, 0] == pytest.approx(7.0)
 
 
 def test_fitted_head_learns_and_gradients_run(tiny_bert):
@@ -99,7 +101,7 @@ def test_fitted_head_learns_and_gradients_run(tiny_bert):
     fit = fit_mlm_head(tiny_bert, exs, exs, steps=60, batch_size=4, lr=1e-2, progress=False)
     assert fit.heldout_loss < fit0.heldout_loss  # training reduced the loss
     grads = attention_gradients(tiny_bert, fit.head, exs[:4], batch_size=2, progress=False)
-    assert set(grads) == {"grad_sep", "grad_punct", "grad_other"}
+    assert set(grads) == {"grad_sep", "grad_cls", "grad_punct", "grad_other"}
     for v in grads.values():
         assert v.shape == (2, 4) and np.isfinite(v).all() and (v >= 0).all()
     assert all(p.requires_grad for p in tiny_bert.model.parameters())  # frozen only while fitting

@@ -136,15 +136,17 @@ def test_pruning_follows_a_planted_importance():
     assert [tuple(x) for x in np.argwhere(planted == 0)] == [expected[0]]
     labels = " ".join(curve["newly_pruned"]).split()
     assert labels == [f"{l + 1}-{h + 1}" for l, h in expected]
-    assert curve["score"].iloc[0] == pytest.approx(curve["score"].iloc[0] - curve["delta"].iloc[0])
-    assert curve["delta"].iloc[0] == 0.0
+    gold = np.concatenate([b["labels"].numpy() for b in batches])
+    with torch.no_grad():
+        base_logits = torch.cat([model(**_inputs(b)).logits for b in batches]).numpy()
+    assert curve["score"].iloc[0] == accuracy(base_logits, gold) and curve["delta"].iloc[0] == 0.0
     # the scores are those of the cumulative masks
     masks = masks_from_order(expected, [0, 3, 6, 9, 12], (3, 4))
     assert masks[2].sum() == 6
     with torch.no_grad(), head_mask(model, masks[2]):
         logits = torch.cat([model(**_inputs(b)).logits for b in batches]).numpy()
-    gold = np.concatenate([b["labels"].numpy() for b in batches])
     assert curve["score"].iloc[2] == accuracy(logits, gold)
+    assert curve["delta"].iloc[2] == pytest.approx(accuracy(logits, gold) - accuracy(base_logits, gold))
 
 
 def test_array_ordering_equals_importance_argument():

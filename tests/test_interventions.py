@@ -295,3 +295,14 @@ def test_numpy_masks_are_accepted():
         with head_mask(model, torch.as_tensor(xi, dtype=torch.float32)):
             b = model(**inputs).logits
     assert torch.equal(a, b)
+
+
+def test_a_loaded_model_is_accepted(tiny_bert):
+    inputs = padded_batch([5, 3], seed=13, vocab=1000)
+    with torch.no_grad():
+        with disable_heads(tiny_bert, [(1, 2)]):
+            via_loaded = tiny_bert.model(**inputs, output_attentions=True).attentions[1]
+        with disable_heads(tiny_bert.model, [(1, 2)]):
+            via_module = tiny_bert.model(**inputs, output_attentions=True).attentions[1]
+    assert torch.equal(via_loaded, via_module)
+    assert torch.equal(via_loaded[1, 2, 0], torch.tensor([1 / 3, 1 / 3, 1 / 3, 0.0, 0.0]))

@@ -20,6 +20,7 @@ from attnbook.sweeps import (
     first_touched_layer,
     mcnemar_exact,
     surviving_gains,
+    task_score_fn,
     sweep_configs,
     sweep_layers,
     sweep_single_heads,
@@ -135,6 +136,8 @@ def test_sweep_result_table_and_delta():
     assert list(table["name"][:5]) == ["1-1", "1-2", "1-3", "1-4", "2-1"]
     assert table["layer"].min() == 1 and table["head"].max() == 4
     assert np.allclose(table["delta"].to_numpy(), res.delta.reshape(-1))
+    assert res.predictions().shape == (3, 4, 15)
+    assert res.scores[2, 1] == np.mean(res.predictions()[2, 1] == res.gold)
 
 
 def test_benchmark_reports_both_times():
@@ -163,6 +166,10 @@ def test_scores():
     assert accuracy(logits, gold) == 0.5
     # predicted positives: rows 1, 2; gold positives: rows 1, 3; tp = 1
     assert f1_positive(logits, gold) == pytest.approx(2 * 1 / 4)
+    assert task_score_fn("RTE")(logits, gold) == pytest.approx(50.0)
+    assert task_score_fn("MRPC")(logits, gold) == pytest.approx(50.0)
+    scores = np.array([[0.1], [0.4], [0.2], [0.9]])
+    assert task_score_fn("STS-B")(scores, np.array([1.0, 4.0, 2.0, 9.0])) == pytest.approx(100.0)
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -248,3 +255,16 @@ def test_surviving_gains_keep_only_the_real_gain():
         assert gains["survives"].tolist() == [True, False]
     direct = surviving_gains(sweep, n_resamples=400)
     assert direct["survives"].tolist() == [True, False]
+
+
+def test_compare_to_baseline_matches_per_intervention_bootstrap():
+    sweep = _planted_sweep()
+    table = compare_to_baseline(sweep, n_resamples=300, seed=4)
+    generic = compare_to_baseline(sweep, lambda o, g: accuracy(o, g), n_resamples=300, seed=4, mcnemar=False)
+    for i, outs in enumerate(sweep.flat_outputs()):
+        bs = bootstrap_delta(sweep.baseline_outputs, outs, sweep.gold, n_resamples=300, seed=4)
+        assert table.loc[i, "delta"] == pytest.approx(bs["delta"])
+        assert (table.loc[i, "ci_low"], table.loc[i, "ci_high"]) == pytest.approx((bs["ci_low"], bs["ci_high"]))
+        assert table.loc[i, "p_bootstrap"] == pytest.approx(bs["p_value"])
+    assert np.allclose(generic[["delta", "ci_low", "ci_high", "p_bootstrap"]], table[["delta", "ci_low", "ci_high", "p_bootstrap"]])
+    assert "p_mcnemar" not in generic

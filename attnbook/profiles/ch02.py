@@ -1,0 +1,45 @@
+"""Chapter 02 (Clark et al. §4-5: heads as parsers, coreference, probing classifiers) in the three profiles.
+
+One ``register_chapter`` call; parameters are grouped by section (keep the groups when adding keys).
+Quick-profile budget (2 cores, embedded model): §4.2 on all of UD dev ≈ 10 s, §5 probes
+(2000 train sentences, 8 epochs, two models' maps) ≈ 2 min; see ``attnbook.syntax`` and
+``attnbook.probes`` for what each parameter means.
+"""
+from __future__ import annotations
+
+from ..config import register_chapter
+
+from . import PAPER_MODEL
+
+register_chapter(
+    "02_clark_probing",
+    {
+        "smoke": dict(
+            # --- shared ---
+            model="embedded", seed=0, max_tokens=64, batch_size=8, use_cache=True,
+            # --- §4.2 dependency syntax (Table 1): UD EWT split, sentences (first n), punctuation ---
+            syntax_split="dev", syntax_sentences=40, exclude_punct=False,
+            # --- §5 probing classifiers (Table 3) ---
+            probe_train_sentences=60, probe_dev_sentences=40, probe_epochs=2, probe_batch_size=16,
+            probe_hidden=16, word_vectors="glove", probe_random_init=True,
+        ),
+        "quick": dict(
+            # --- shared ---
+            model="embedded", seed=0, max_tokens=128, batch_size=32, use_cache=True,
+            # --- §4.2 dependency syntax (Table 1): all 2001 UD dev sentences ---
+            syntax_split="dev", syntax_sentences=2001, exclude_punct=False,
+            # --- §5 probing classifiers (Table 3): train maps ~200 MB float16 for 2000 sentences x 72 heads ---
+            probe_train_sentences=2000, probe_dev_sentences=2001, probe_epochs=8, probe_batch_size=32,
+            probe_hidden=64, word_vectors="glove", probe_random_init=True,
+        ),
+        "paper": dict(
+            # --- shared ---
+            model=PAPER_MODEL, seed=0, max_tokens=128, batch_size=32, use_cache=True,
+            # --- §4.2 dependency syntax (Table 1) ---
+            syntax_split="dev", syntax_sentences=2001, exclude_punct=False,
+            # --- §5 probing classifiers (Table 3): all of UD train (~2.5 GB float16 maps for 144 heads) ---
+            probe_train_sentences=12544, probe_dev_sentences=2001, probe_epochs=20, probe_batch_size=32,
+            probe_hidden=64, word_vectors="glove", probe_random_init=True,
+        ),
+    },
+)

