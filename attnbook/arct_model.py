@@ -157,6 +157,27 @@ class CachedStates:
         return len(self.labels)
 
 
+def cls_only_layer(layer: nn.Module, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """A BERT layer's output at position 0 only, ``[n, 1, hidden]``, from its input ``hidden[n, seq, hidden]``.
+
+    Keys and values come from every unmasked position (``mask[n, seq]``, 1 = real token), the
+    query only from ``[CLS]``; then the layer's attention output, feed-forward block and
+    LayerNorms as usual (dropout as the module's training flag says).
+    """
+    sa = layer.attention.self
+    n, length, _ = hidden.shape
+    d = sa.attention_head_size
+    q = sa.query(hidden[:, :1]).view(n, 1, -1, d).transpose(1, 2)  # [n, head, 1, d]
+    k = sa.key(hidden).view(n, length, -1, d).transpose(1, 2)  # [n, head, seq, d]
+    v = sa.value(hidden).view(n, length, -1, d).transpose(1, 2)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * sa.scaling
+    scores = scores.masked_fill(mask[:, None, None, :] == 0, torch.finfo(scores.dtype).min)
+    probs = nn.functional.dropout(torch.softmax(scores, dim=-1), p=sa.dropout.p, training=sa.training)
+    context = torch.matmul(probs, v).transpose(1, 2).reshape(n, 1, -1)
+    attended = layer.attention.output(context, hidden[:, :1])
+    return layer.output(layer.intermediate(attended), attended)
+
+
 class PairwiseScorer(nn.Module):
     """BERT scores each argument–warrant pair: ``z_j = Linear(dropout(pooler(BERT(pair_j))))`` (Niven & Kao §3).
 
@@ -209,9 +230,15 @@ class PairwiseScorer(nn.Module):
         return self._layers(hidden, attention_mask, 0, stop)
 
     def score_hidden(self, hidden: torch.Tensor, mask: torch.Tensor, start: int | None = None) -> torch.Tensor:
-        """One logit per sequence ``[n]`` from hidden states after layer ``start`` (default: the frozen part)."""
+        """One logit per sequence ``[n]`` from hidden states after layer ``start`` (default: the frozen part).
+
+        The last layer is computed for the ``[CLS]`` position only, the one position the
+        pooler reads: the same numbers as the full layer, for a fraction of the cost.
+        """
         start = self.start if start is None else start
-        hidden = self._layers(hidden, mask, start, self.n_layers)
+        if start < self.n_layers:
+            hidden = self._layers(hidden, mask, start, self.n_layers - 1)
+            hidden = cls_only_layer(self.encoder.encoder.layer[-1], hidden, mask)
         return self.classifier(self.dropout(self._pool(hidden))).squeeze(-1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,

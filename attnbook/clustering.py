@@ -914,7 +914,7 @@ def embedding_frame(
     behaviours: list[list[str]] | None = None,
     clusters: np.ndarray | None = None,
 ):
-    """One row per head: label, layer, head (1-based), x, y, behaviours, primary behaviour, cluster."""
+    """One row per head: label, layer, head (1-based), x, y, behaviours, primary behaviour (and cluster, if given)."""
     import pandas as pd
 
     coords = np.asarray(coords)
@@ -931,16 +931,19 @@ def embedding_frame(
             "x": float(coords[k, 0]), "y": float(coords[k, 1]),
             "behaviours": ", ".join(behaviours[k]) if behaviours[k] else "-",
             "behaviour": primary[k],
-            "cluster": int(clusters[k]) if clusters is not None else 0,
         })
+        if clusters is not None:
+            rows[-1]["cluster"] = int(clusters[k])
     return pd.DataFrame(rows)
 
 
-def _tooltip():
+def _tooltip(frame):
     import altair as alt
 
-    return [alt.Tooltip("label:N", title="head"), alt.Tooltip("layer:O"), alt.Tooltip("behaviours:N"),
-            alt.Tooltip("cluster:O")]
+    tips = [alt.Tooltip("label:N", title="head"), alt.Tooltip("layer:O"), alt.Tooltip("behaviours:N")]
+    if "cluster" in frame.columns:
+        tips.append(alt.Tooltip("cluster:O"))
+    return tips
 
 
 def mds_layer_chart(frame, title: str = "", size: int = 380):
@@ -956,7 +959,7 @@ def mds_layer_chart(frame, title: str = "", size: int = 380):
             y=alt.Y("y:Q", title="MDS 2", axis=alt.Axis(labels=False, ticks=False)),
             color=alt.Color("layer:O", title="layer", scale=alt.Scale(scheme="viridis"),
                             sort=list(range(1, n_layers + 1))),
-            tooltip=_tooltip(),
+            tooltip=_tooltip(frame),
         )
         .properties(title=title, width=size, height=size)
     )
@@ -975,9 +978,9 @@ def mds_behaviour_chart(frame, title: str = "", size: int = 380):
     )
     points = base.mark_circle(size=90, opacity=0.85).encode(
         color=alt.Color("behaviour:N", title="behaviour", scale=alt.Scale(domain=domain, range=colours)),
-        tooltip=_tooltip(),
+        tooltip=_tooltip(frame),
     )
-    text = base.mark_text(fontSize=7, color="black").encode(text="layer:O", tooltip=_tooltip())
+    text = base.mark_text(fontSize=7, color="black").encode(text="layer:O", tooltip=_tooltip(frame))
     return (points + text).properties(title=title, width=size, height=size)
 
 
@@ -1043,8 +1046,8 @@ def cluster_grid_chart(clustering: Clustering, n_layers: int, n_heads: int, beha
 
     frame = embedding_frame(np.zeros((n_layers * n_heads, 2)), n_layers, n_heads, behaviours, clustering.labels)
     base = alt.Chart(frame).encode(x=alt.X("head:O", title="head"), y=alt.Y("layer:O", title="layer"))
-    rect = base.mark_rect().encode(color=alt.Color("cluster:N", title="cluster"), tooltip=_tooltip())
-    text = base.mark_text(fontSize=9).encode(text="cluster:N", tooltip=_tooltip())
+    rect = base.mark_rect().encode(color=alt.Color("cluster:N", title="cluster"), tooltip=_tooltip(frame))
+    text = base.mark_text(fontSize=9).encode(text="cluster:N", tooltip=_tooltip(frame))
     return (rect + text).properties(title=title, width=cell * n_heads, height=cell * n_layers)
 
 

@@ -366,3 +366,55 @@ def throughput_pool(batches: Sequence[LabeledBatch], n: int, pad_id: int = 0) ->
             t[j, : r[k].shape[0]] = r[k]
         out[k] = t
     return out
+
+
+# ----------------------------------------------------------------------------- caching
+
+#: Version of the sweep code paths whose results :func:`cached_sweep` stores; part of every key.
+SWEEP_CACHE_VERSION = "headstudy-1"
+
+
+def batches_digest(batches: Sequence[LabeledBatch]) -> str:
+    """SHA-256 (24 hex) of the inputs and labels of ``batches`` (a cache-key part)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for b in batches:
+        for k in sorted(b.inputs):
+            h.update(k.encode())
+            h.update(b.inputs[k].cpu().numpy().astype(np.int64).tobytes())
+        if b.labels is not None:
+            h.update(b.labels.cpu().numpy().astype(np.float64).tobytes())
+        h.update(b"|")
+    return h.hexdigest()[:24]
+
+
+def cached_sweep(parts: dict, compute, *, enabled: bool = True) -> SweepResult:
+    """``compute()`` (a :class:`~attnbook.sweeps.SweepResult`) cached by content under ``parts``
+    (which should name the classifier's checkpoint key, :func:`batches_digest` and the sweep)."""
+    from .cache import cached_arrays
+
+    meta: dict = {}
+
+    def arrays() -> dict[str, np.ndarray]:
+        sw = compute()
+        meta["sweep"] = sw
+        return {
+            "scores": sw.scores, "baseline_score": np.asarray(sw.baseline_score), "outputs": sw.outputs,
+            "baseline_outputs": sw.baseline_outputs, "gold": sw.gold, "names": np.asarray(sw.names),
+            "kind": np.asarray(sw.kind), "mode": np.asarray(sw.mode),
+        }
+
+    got = cached_arrays("head-sweeps", {"code": SWEEP_CACHE_VERSION, **parts}, arrays, enabled=enabled)
+    if "sweep" in meta:
+        return meta["sweep"]
+    return SweepResult(
+        kind=str(got["kind"]), mode=str(got["mode"]), scores=got["scores"], baseline_score=float(got["baseline_score"]),
+        outputs=got["outputs"], baseline_outputs=got["baseline_outputs"], gold=got["gold"],
+        names=[str(n) for n in got["names"]], meta={"cached": True},
+    )
+
+
+def verdict(agrees: bool, partly: bool = False) -> str:
+    """``"agrees"``, else ``"partly agrees"`` when ``partly``, else ``"disagrees"``."""
+    return "agrees" if agrees else ("partly agrees" if partly else "disagrees")

@@ -32,9 +32,11 @@ preposition the head:
   dependent (Clark §4.2, head 7-6): an edge also counts as right when the
   possessor's ``'s`` (its ``case`` child with XPOS ``POS``) takes the possessor's
   place (``Edges.alt``).
-* Remaining differences are real and stated in the table: UD ``mark`` also covers
-  infinitival *to* (SD: ``aux``), UD ``nsubj``/``aux``/``obj`` exclude their
-  passive/indirect variants exactly as SD does (``nsubj:pass``, ``aux:pass``, ``iobj``).
+* Differences that remain (not corrected, worth a sentence in the chapter): UD
+  ``mark`` also covers infinitival *to* (SD: ``aux``); UD ``compound`` is wider than
+  SD ``nn``; the corpora differ (web text vs newswire). UD ``nsubj``/``aux``/``obj``
+  exclude their passive/indirect variants exactly as SD does (``nsubj:pass``,
+  ``aux:pass``, ``iobj``), and subtypes are never merged (exact deprel match).
 
 **"All"** is UAS-style: every word whose gold head is a word (the root word
 has no word head and is skipped); punctuation is **included** by default

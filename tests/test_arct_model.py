@@ -232,3 +232,18 @@ def test_config_from_params_and_seed_table():
     assert table.loc[0, "max"] == 0.7 and table.loc[0, "paper max"] == 0.8 and table.loc[0, "seeds"] == 2
     bars = M.probe_bars_frame({"full": fake_runs([0.6]), "W": fake_runs([0.55], "W")})
     assert list(bars["input"]) == ["C, R, W", "C, R, W", "W", "W"] and bars["accuracy"].iloc[0] == 0.77
+
+
+def test_cls_only_layer_equals_the_full_layer_at_cls(scorer):
+    from transformers.masking_utils import create_bidirectional_mask
+
+    ids, mask, types = random_pairs()
+    flat = [t.reshape(6, -1) for t in (ids, mask, types)]
+    with torch.no_grad():
+        hidden = scorer.lower(*flat, stop=scorer.n_layers - 1)
+        layer = scorer.encoder.encoder.layer[-1]
+        full = layer(hidden, create_bidirectional_mask(config=scorer.encoder.config, inputs_embeds=hidden,
+                                                       attention_mask=flat[1]))
+        cls = M.cls_only_layer(layer, hidden, flat[1])
+    assert cls.shape == (6, 1, hidden.shape[-1])
+    assert torch.allclose(cls[:, 0], full[:, 0], atol=1e-5)

@@ -29,7 +29,8 @@ FINETUNE_PROFILES: dict[str, dict] = {
     "quick": dict(
         model="embedded", tasks=["MRPC", "STS-B", "SST-2", "RTE", "QNLI"],
         inits=["pretrained", "random_ft", "pretrained_ft"],
-        train_cap=1000, dev_cap=500, max_length=128, epochs=1, batch_size=32, lr=5e-5, warmup=0.1,
+        train_cap={"SST-2": 2000, "MRPC": 1000, "STS-B": 1000, "RTE": 500, "default": 1000}, dev_cap=500,
+        max_length=128, epochs=1, batch_size=32, lr=1e-4, warmup=0.1,
         weight_decay=0.01, group_by_length=True, eval_batch_size=64, seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
     ),
     "paper": dict(
