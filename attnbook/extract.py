@@ -106,6 +106,25 @@ def make_batches(examples: Sequence[Encoded], batch_size: int, pad_id: int = 0, 
         yield Batch(ids, types, mask, mask.sum(1), exs, idx)
 
 
+def check_inputs(loaded: LoadedModel, examples: Sequence[Encoded]) -> None:
+    """Refuse empty input and inputs longer than the model's window.
+
+    attnbook never truncates silently inside the engine: inputs are truncated when they are built
+    (:func:`attnbook.segments.encode_pair`, :func:`attnbook.inputs.encode_words`, each stating its rule),
+    so an over-long input here is a caller's mistake.
+    """
+    from .errors import EmptyDataError, ParameterError
+
+    if len(examples) == 0:
+        raise EmptyDataError("no inputs to run the model on (did a filter remove everything?)")
+    longest = max(len(e) for e in examples)
+    if longest > loaded.max_length:
+        raise ParameterError(
+            f"an input has {longest} word pieces but {loaded.name} reads at most {loaded.max_length}; "
+            "build inputs with a smaller max_tokens (they are truncated by the stated rule when built)"
+        )
+
+
 def forward_attentions(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
     """One forward pass; returns ``attn[batch, layer, head, query, key]``."""
     out = model(
@@ -133,6 +152,7 @@ def stream_attention(
     """
     from tqdm.auto import tqdm
 
+    check_inputs(loaded, examples)
     named = dict(reducers) if isinstance(reducers, dict) else {str(i): r for i, r in enumerate(reducers)}
     pad_id = loaded.tokenizer.pad_token_id or 0
     model = loaded.model

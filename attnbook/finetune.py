@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from .cache import cache_key, cached_arrays
-from .errors import MissingDataError, ModelError, ParameterError
+from .errors import ModelError, ParameterError
 from .glue import KOVALEVA_TASKS, Example, GlueSplit, TaskSpec, available, load_split, task_path, task_spec
 from .io import atomic_write_json, sha256_file
 from .metrics import F1_TASKS, TABLE1_METRIC, glue_metrics, predictions_from_logits, task_score
@@ -879,7 +879,7 @@ def table1(
     ``ours_acc`` (MRPC and QQP, whose cell is "F1/Acc"), ``n_train``, ``n_dev``,
     ``seeds`` and ``note``. A task whose files are not in the data directory gets
     a row with ``ours`` = NaN and a note (``missing="skip"``) or raises
-    :class:`MissingDataError` (``missing="raise"``). ``"pretrained"`` rows need
+    :class:`~attnbook.errors.MissingDataError` (``missing="raise"``). ``"pretrained"`` rows need
     only the dev file.
     """
     import pandas as pd

@@ -418,3 +418,28 @@ def cached_sweep(parts: dict, compute, *, enabled: bool = True) -> SweepResult:
 def verdict(agrees: bool, partly: bool = False) -> str:
     """``"agrees"``, else ``"partly agrees"`` when ``partly``, else ``"disagrees"``."""
     return "agrees" if agrees else ("partly agrees" if partly else "disagrees")
+
+
+def subset_sweep(sweep: SweepResult, keep: np.ndarray, score_fn) -> SweepResult:
+    """``sweep`` restricted to the examples ``keep`` (indices in ``sweep.gold`` order), re-scored with
+    ``score_fn`` (e.g. a dev half for Michel App. A's choose-on-one-set, score-on-another)."""
+    from dataclasses import replace
+
+    keep = np.asarray(keep, dtype=np.int64)
+    if keep.size == 0:
+        raise EmptyDataError("the subset keeps no example")
+    flat = sweep.flat_outputs()[:, keep]
+    gold = sweep.gold[keep]
+    base = sweep.baseline_outputs[keep]
+    scores = np.array([score_fn(o, gold) for o in flat], dtype=np.float64).reshape(sweep.scores.shape)
+    outputs = flat.reshape(*sweep.scores.shape, *flat.shape[1:])
+    return replace(sweep, scores=scores, baseline_score=float(score_fn(base, gold)), outputs=outputs,
+                   baseline_outputs=base, gold=gold, meta={**sweep.meta, "n_examples": int(keep.size)})
+
+
+def curve_area(curve, max_share: float = 0.9) -> float:
+    """Mean score of a pruning curve over the steps with ``share_pruned <= max_share`` (higher = pruning hurts less)."""
+    sel = curve[curve["share_pruned"] <= max_share + 1e-9]
+    if sel.empty:
+        raise EmptyDataError("no pruning step at or below the share")
+    return float(sel.groupby("share_pruned")["score"].mean().mean())

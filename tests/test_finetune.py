@@ -144,6 +144,20 @@ def test_params_from_profiles():
         FinetuneParams(warmup=1.5)
 
 
+def test_per_task_train_caps(env, base):
+    caps = FinetuneParams.from_mapping({**SMALL, "train_cap": {"SST-2": 16, "default": 8}})
+    assert caps.for_task("sst2").train_cap == 16 and caps.for_task("STS-B").train_cap == 8
+    with pytest.raises(ParameterError, match="no cap for RTE"):
+        FinetuneParams(train_cap={"SST-2": 4}).for_task("RTE")
+    # changing another task's cap leaves this task's checkpoint key alone
+    other = FinetuneParams.from_mapping({**SMALL, "train_cap": {"SST-2": 16, "default": 4}})
+    key = lambda p, task: cache_key(checkpoint_parts(base, task, "random_ft", p, 0))  # noqa: E731
+    assert key(caps, "SST-2") == key(other, "SST-2") and key(caps, "STS-B") != key(other, "STS-B")
+    counter = StepCounter()
+    clf, _ = get_finetuned(base, "SST-2", "random_ft", caps, 0, on_step=counter, progress=False, evaluate_dev=False)
+    assert clf.extra["train_log"]["n_train"] == 16 and counter.steps == 4  # 2 epochs x 16 / 8
+
+
 # ---- initialisations -------------------------------------------------------------------------
 def test_initialisations(base):
     pre = build_classifier(base, "SST-2", "pretrained", seed=0)

@@ -22,7 +22,7 @@ register_chapter(
             checkpoints=[0.5], speed_batch_sizes=[1, 4], speed_examples=8, speed_repeats=1, seed=0, use_cache=True,
         ),
         "quick": dict(
-            model="embedded", task="SST-2", ood_task=None, agreement_tasks=["SST-2", "MRPC", "RTE"], dev_cap=160,
+            model="embedded", task="SST-2", ood_task=None, agreement_tasks=["SST-2", "MRPC", "RTE"], dev_cap=128,
             importance_cap=128, batch_size=32, step=0.1, random_seeds=[0, 1, 2], tolerance=1.0, alpha=0.01,
             checkpoints=[0.1, 0.25, 0.5], speed_batch_sizes=[1, 4, 16, 64], speed_examples=128, speed_repeats=3,
             seed=0, use_cache=True,
