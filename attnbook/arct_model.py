@@ -23,8 +23,16 @@ fine-tunes the whole encoder as the paper does. ``trainable_layers=k`` freezes
 the embeddings and the lower ``n_layers - k`` layers: their output for every
 distinct input is computed once (no dropout) and shared by all seeds and
 epochs, and only the top ``k`` layers, the pooler and the classifier are
-trained. ``k=0`` trains the pooler and classifier on a frozen encoder. On two
-CPU cores this is what lets the quick profile run many seeds.
+trained. ``k=0`` trains the pooler and classifier on a frozen encoder. In every
+setting the last layer is computed for the ``[CLS]`` position only
+(:func:`cls_only_layer`): the pooler reads nothing else, so this is exact and
+saves most of that layer's cost. On two CPU cores this is what lets the quick
+profile train all the paper's configurations with several seeds.
+
+A remark on the adversarial training file: the scorer treats the two warrants
+symmetrically, so an item with its warrants swapped and its label flipped has
+exactly the same loss as the original. Training on ``train-swapped`` is training
+on the original items twice per epoch (up to dropout and batching).
 
 Training follows the paper's BERT recipe (code: AdamW, weight decay 0.01 except
 on biases and LayerNorm, linear warm-up over the first 10% of steps then linear

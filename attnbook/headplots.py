@@ -69,16 +69,18 @@ def sweep_heatmap(
 def layer_sweep_bars(
     scores: np.ndarray, baseline: float, title: str = "", *, value_title: str = "score", width: int = 220, height: int = 160
 ) -> alt.Chart:
-    """One bar per disabled layer (Kovaleva Fig. 9) with the baseline as a dashed orange rule."""
+    """One bar per disabled layer (Kovaleva Fig. 9), drawn from the baseline (a dashed orange rule) to the score."""
     s = np.asarray(scores, dtype=np.float64)
-    df = pd.DataFrame({"layer": np.arange(1, len(s) + 1), "score": s, "delta": s - float(baseline)})
+    df = pd.DataFrame({"layer": np.arange(1, len(s) + 1), "score": s, "delta": s - float(baseline),
+                       "baseline": float(baseline)})
     lo = float(min(s.min(), baseline))
     hi = float(max(s.max(), baseline))
     pad = max(0.05 * (hi - lo), 0.5)
     scale = alt.Scale(domain=[lo - pad, hi + pad], zero=False)
-    bars = alt.Chart(df).mark_bar().encode(
+    bars = alt.Chart(df).mark_bar(clip=True).encode(  # bars grow from the baseline, up (better) or down (worse)
         x=alt.X("layer:O", title="layer disabled"),
         y=alt.Y("score:Q", title=value_title, scale=scale),
+        y2="baseline:Q",
         color=alt.condition("datum.delta > 0", alt.value("#4c78a8"), alt.value("#bbbbbb")),
         tooltip=["layer:O", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("delta:Q", format="+.2f", title="change")],
     )

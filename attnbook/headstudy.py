@@ -443,3 +443,19 @@ def curve_area(curve, max_share: float = 0.9) -> float:
     if sel.empty:
         raise EmptyDataError("no pruning step at or below the share")
     return float(sel.groupby("share_pruned")["score"].mean().mean())
+
+
+def trivial_score(task: str | TaskSpec, gold: np.ndarray) -> float:
+    """The task's metric (x 100) of a constant predictor, the floor a classifier must beat: majority-class
+    accuracy, F1 of always answering the positive class (MRPC, QQP), and 0 for Pearson r (STS-B)."""
+    spec = task_spec(task)
+    gold = np.asarray(gold)
+    if gold.size == 0:
+        raise EmptyDataError("no gold labels")
+    metric = TABLE1_METRIC[spec.name]
+    if metric == "pearson":
+        return 0.0
+    if metric == "f1":
+        pos = float(np.mean(gold == 1))
+        return 100.0 * 2 * pos / (1 + pos) if pos > 0 else 0.0
+    return 100.0 * float(np.max(np.bincount(gold.astype(np.int64))) / gold.size)

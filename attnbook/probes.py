@@ -718,3 +718,102 @@ def table3(results: dict):
             for k in PAPER_TABLE3
         ]
     )
+
+
+def cached_run_probes(
+    loaded: LoadedModel,
+    train_sentences: Sequence[Sentence],
+    dev_sentences: Sequence[Sentence],
+    *,
+    glove=None,
+    use_cache: bool = True,
+    progress: bool = True,
+    **kwargs,
+) -> dict:
+    """:func:`run_probes` with its whole summary cached, so re-running a chapter costs no training.
+
+    The cache key names the model fingerprint, digests of the train and dev sentences, the
+    GloVe table's content, every keyword argument and :data:`CODE_VERSION`. The result has
+    :func:`run_probes`' keys; on a cache hit ``probes`` holds only the attention-only probe,
+    rebuilt from its cached weights (the other probes are not kept).
+    """
+    import hashlib
+    import json
+
+    from .cache import cached_arrays
+    from .syntax import sentences_digest
+
+    if not use_cache:
+        return run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, **kwargs)
+    n_maps = loaded.n_layers * loaded.n_heads
+
+    def compute() -> dict[str, np.ndarray]:
+        res = run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, use_cache=True,
+                         **kwargs)
+        attn = res["probes"]["attn"]
+        out = {
+            "rows": np.array(list(res["uas"])), "uas": np.array(list(res["uas"].values()), dtype=np.float64),
+            "attn_w": attn.w.detach().numpy(), "attn_u": attn.u.detach().numpy(),
+            "attn_scale": attn.alpha_scale.numpy(), "info": np.array(json.dumps(res["info"], sort_keys=True)),
+        }
+        out.update({f"losses_{k}": np.asarray(v, dtype=np.float64) for k, v in res["losses"].items()})
+        return out
+
+    glove_digest = None
+    if glove is not None:
+        h = hashlib.sha256(np.ascontiguousarray(glove.vectors).tobytes())
+        h.update("\n".join(glove.words).encode())
+        glove_digest = h.hexdigest()[:16]
+    parts = {"model": loaded.fingerprint, "train": sentences_digest(train_sentences),
+             "dev": sentences_digest(dev_sentences), "glove": glove_digest, "code": CODE_VERSION,
+             "params": {k: kwargs[k] for k in sorted(kwargs)}}
+    a = cached_arrays("probe_results", parts, compute)
+    rows = [str(r) for r in a["rows"]]
+    attn = AttentionOnlyProbe(n_maps, a["attn_scale"])
+    with torch.no_grad():
+        attn.w.copy_(torch.as_tensor(a["attn_w"]))
+        attn.u.copy_(torch.as_tensor(a["attn_u"]))
+    return {
+        "uas": {k: float(v) for k, v in zip(rows, a["uas"])},
+        "paper": dict(PAPER_TABLE3),
+        "weights": attention_weights_table(attn, loaded.n_layers, loaded.n_heads),
+        "losses": {k: [float(x) for x in a[f"losses_{k}"]] for k in rows},
+        "info": json.loads(str(a["info"])),
+        "probes": {"attn": attn},
+    }
+
+
+#: Clark §5 findings read off Table 3 as margins (row A minus row B, UAS points), with the paper's wording
+TABLE3_FINDINGS: tuple[tuple[str, str, str], ...] = (
+    ("attn_words", "distances_words", "attention adds to words and distances"),
+    ("attn_words", "random_init_attn_words", "pretraining, not the architecture, gives the maps their syntax"),
+    ("attn_words", "attn", "word vectors help choose heads"),
+    ("attn", "distances_words", "attention alone rivals words + distances"),
+    ("random_init_attn_words", "right_branching", "random-init maps barely beat right-branching"),
+)
+
+
+def paper_comparison(results: dict) -> list[dict]:
+    """Rows of "paper vs this run" for Clark §5 (Table 3), verdicts computed from the numbers.
+
+    Absolute UAS on UD EWT and on the PTB with Stanford Dependencies differ in corpus and
+    annotation, so each finding is compared as a margin between two rows of Table 3
+    (:data:`TABLE3_FINDINGS`) with :func:`attnbook.syntax.margin_verdict` (10-point size
+    classes; a sign flip disagrees). Findings whose rows were not run are left out.
+    ``results`` is :func:`run_probes`' (or :func:`cached_run_probes`') result.
+    """
+    from .syntax import margin_verdict
+
+    ours = results["uas"]
+    rows = []
+    for a, b, finding in TABLE3_FINDINGS:
+        if a not in ours or b not in ours:
+            continue
+        pm, om = PAPER_TABLE3[a] - PAPER_TABLE3[b], ours[a] - ours[b]
+        rows.append(dict(
+            experiment="§5 probing classifiers", quantity=f"{TABLE3_NAMES[a]} minus {TABLE3_NAMES[b]} (UAS points)",
+            paper=round(pm, 1), ours=round(om, 1), verdict=margin_verdict(pm, om),
+            note=f"{finding}; UAS {PAPER_TABLE3[a]:.0f} vs {PAPER_TABLE3[b]:.0f} in the paper, "
+                 f"{ours[a]:.1f} vs {ours[b]:.1f} here",
+        ))
+    return rows

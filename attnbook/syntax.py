@@ -571,3 +571,112 @@ def direction_preference(acc: HeadAccuracy) -> "pd.DataFrame":  # noqa: F821
             "best_head_to_dep": 100 * float(np.nanmax(a[r, :, :, 1])) if acc.total[r] else float("nan"),
         })
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# paper vs this run
+# ---------------------------------------------------------------------------------------------
+#: a head "specialises" in a relation when it beats the best fixed offset by at least this many points
+#: (the book's reading of Clark §4.2: "substantially outperforming the fixed-offset baseline")
+SPECIALIST_MARGIN = 10.0
+
+#: the relations of Clark's Figure 5, in its order
+FIGURE5_RELATIONS = ("pobj", "det", "dobj", "poss", "auxpass")
+
+
+def margin_class(margin: float, big: float = SPECIALIST_MARGIN) -> int:
+    """Size class of a margin in points: 2 (>= ``big``), 1 (between 0 and ``big``), -1 (> ``-big``), -2."""
+    if margin > 0:
+        return 2 if margin >= big else 1
+    return -1 if margin > -big else -2
+
+
+def margin_verdict(paper: float, ours: float, big: float = SPECIALIST_MARGIN) -> str:
+    """Verdict for a finding stated as a margin in points (A minus B), e.g. a head over a baseline.
+
+    ``"agrees"`` when both margins fall in the same :func:`margin_class` (same sign, and both
+    at least ``big`` or both below it), ``"partly agrees"`` when they have the same sign but
+    not the same size class, ``"disagrees"`` when the signs differ.
+    """
+    p, o = margin_class(paper, big), margin_class(ours, big)
+    if p == o:
+        return "agrees"
+    return "partly agrees" if (p > 0) == (o > 0) else "disagrees"
+
+
+def _share_verdict(share: float) -> str:
+    return "agrees" if share >= 0.8 else ("partly agrees" if share >= 0.5 else "disagrees")
+
+
+def paper_comparison(acc: HeadAccuracy) -> list[dict]:
+    """Rows of "paper vs this run" for Clark §4.2 (Table 1), each with a verdict computed from the numbers.
+
+    * "All": the best single head against the right-branching offset (paper: 34.5 vs 26.3,
+      "not much better"), :func:`margin_verdict`;
+    * the Figure 5 relations: best head against the best offset, :func:`margin_verdict`;
+    * the set of relations with a specialist head (margin >= :data:`SPECIALIST_MARGIN`):
+      share of Table 1 relations classified the same way as in the paper (>= 80% agrees,
+      >= 50% partly);
+    * direction: share of relations whose best head reads the paper's direction
+      (dependent -> head for every relation but ``pobj``), same thresholds.
+
+    Relations without edges in ``acc`` are left out. Keys of each row are
+    :meth:`attnbook.results.ChapterResults.compare`'s arguments.
+    """
+    rows: list[dict] = []
+    have = [r for r in acc.relations if r in PAPER_TABLE1 and acc.total[acc._rel(r)] > 0]
+
+    def ours_of(rel: str) -> tuple[str, float, float, int, str]:
+        layer, head, direction, a = acc.best(rel)
+        off, b = acc.baseline(rel)
+        return head_label(layer, head), 100 * a, 100 * b, off, direction
+
+    if "All" in have:
+        p = PAPER_TABLE1["All"]
+        label, a, b, _, _ = ours_of("All")
+        rows.append(dict(
+            experiment="§4.2 heads as parsers", quantity="best single head, every relation (UAS) vs right-branching",
+            paper=f"{p.accuracy:.1f} ({p.head}) vs {p.baseline:.1f}", ours=f"{a:.1f} ({label}) vs {b:.1f}",
+            verdict=margin_verdict(p.accuracy - p.baseline, a - b),
+            note=f"margin {p.accuracy - p.baseline:+.1f} vs {a - b:+.1f} points",
+        ))
+    for rel in FIGURE5_RELATIONS:
+        if rel not in have:
+            continue
+        p = PAPER_TABLE1[rel]
+        label, a, b, off, _ = ours_of(rel)
+        rows.append(dict(
+            experiment="§4.2 heads as parsers", quantity=f"{rel}: best head vs best fixed offset",
+            paper=f"{p.accuracy:.1f} ({p.head}) vs {p.baseline:.1f} ({p.offset:+d})",
+            ours=f"{a:.1f} ({label}) vs {b:.1f} ({off:+d})",
+            verdict=margin_verdict(p.accuracy - p.baseline, a - b),
+            note=f"margin {p.accuracy - p.baseline:+.1f} vs {a - b:+.1f} points; UD {TABLE1_UD[rel]}",
+        ))
+    rels = [r for r in have if r != "All"]
+    if rels:
+        paper_spec = {r for r in rels if PAPER_TABLE1[r].accuracy - PAPER_TABLE1[r].baseline >= SPECIALIST_MARGIN}
+        ours_spec = set()
+        for r in rels:
+            _, a, b, _, _ = ours_of(r)
+            if a - b >= SPECIALIST_MARGIN:
+                ours_spec.add(r)
+        same = sum((r in paper_spec) == (r in ours_spec) for r in rels)
+        differ = [r for r in rels if (r in paper_spec) != (r in ours_spec)]
+        rows.append(dict(
+            experiment="§4.2 heads as parsers",
+            quantity=f"relations with a specialist head (>= {SPECIALIST_MARGIN:.0f} points over the best offset)",
+            paper=f"{len(paper_spec)} of {len(rels)}", ours=f"{len(ours_spec)} of {len(rels)}",
+            verdict=_share_verdict(same / len(rels)),
+            note=f"same call on {same} of {len(rels)} relations"
+                 + (f"; differ: {', '.join(differ)}" if differ else ""),
+        ))
+        expected = {r: ("head->dep" if r == "pobj" else "dep->head") for r in rels}
+        match = [r for r in rels if ours_of(r)[4] == expected[r]]
+        other = [r for r in rels if r not in match]
+        rows.append(dict(
+            experiment="§4.2 heads as parsers", quantity="best head reads dependent -> head (pobj: head -> dependent)",
+            paper=f"{len(rels)} of {len(rels)}", ours=f"{len(match)} of {len(rels)}",
+            verdict=_share_verdict(len(match) / len(rels)),
+            note="other direction here: " + (", ".join(other) if other else "none"),
+        ))
+    return rows

@@ -294,7 +294,8 @@ def map_features_batch(
     ent = -(attn * p.log()).sum(-1)
     entropy = rowmean(ent) / torch.log(n.clamp(min=2)).view(view)
 
-    out = [special, cls, sep, diag, prev, self_, nxt, diag_lift, local_lift, stripe, block, chance, entropy, pair.view(view).expand_as(block)]
+    out = [special, cls, sep, diag, prev, self_, nxt, diag_lift, local_lift, stripe, block, chance, entropy,
+           pair.view(view).expand_as(block)]
     return torch.stack(out, dim=-1)
 
 
@@ -645,15 +646,23 @@ class PatternCounter:
 
 
 def pattern_proportions(
-    loaded, examples: Sequence[Encoded], classify: Classifier, *, batch_size: int = 16, progress: bool = False
-) -> dict[str, np.ndarray]:
-    """Class counts and shares over ``examples`` (one task's dev inputs) for ``loaded`` (Fig. 2)."""
+    loaded, examples: Sequence[Encoded], classify: Classifier | dict[str, Classifier], *, batch_size: int = 16,
+    progress: bool = False,
+) -> dict[str, np.ndarray] | dict[str, dict[str, np.ndarray]]:
+    """Class counts and shares over ``examples`` (one task's dev inputs) for ``loaded`` (Fig. 2).
+
+    ``classify`` is one classifier (returns one :class:`PatternCounter` result) or a dict of
+    them (returns a dict of results; every classifier sees the same forward passes).
+    """
     from .extract import stream_attention
 
     if not examples:
         raise EmptyDataError("no examples to classify")
-    return stream_attention(loaded, examples, [PatternCounter(classify)], batch_size=batch_size,
-                            progress=progress, desc="classifying patterns")[0]
+    many = isinstance(classify, dict)
+    counters = {k: PatternCounter(c) for k, c in (classify.items() if many else [("_", classify)])}
+    out = stream_attention(loaded, examples, counters, batch_size=batch_size, progress=progress,
+                           desc="classifying patterns")
+    return out if many else out["_"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -893,11 +902,12 @@ def heatmap_chart(attn: np.ndarray, tokens: Sequence[str] | None = None, *, titl
     axis = alt.Axis(labels=show_axis, ticks=show_axis, labelExpr="slice(datum.label, 4)", title=None)
     return (
         alt.Chart(df, title=title)
-        .mark_rect()
+        .mark_rect(strokeWidth=0)
         .encode(
             x=alt.X("key:O", sort=names, axis=axis),
             y=alt.Y("query:O", sort=names, axis=axis),
-            color=alt.Color("weight:Q", scale=alt.Scale(scheme="greys", domain=[0, float(a.max())]), legend=None),
+            color=alt.Color("weight:Q", legend=None,
+                            scale=alt.Scale(range=["#ffffff", "#000000"], domain=[0, float(a.max())])),
             tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
         )
         .properties(width=size, height=size)

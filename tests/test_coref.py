@@ -485,3 +485,35 @@ def test_splits_md_without_heading_is_malformed(tmp_path):
     with pytest.raises(MalformedInputError) as info:
         coref.read_splits(path)
     assert info.value.line == 2
+
+
+def test_paper_comparison_verdicts_follow_the_numbers(toy_window):
+    base = coref.baselines([toy_window])
+    hm = {c: 100 * base["head_match"].accuracy(c) for c in coref.COLUMNS}
+    n = base["nearest"].n
+    # head 1-1 is right on every query: it beats head-word match by (100 - hm) points
+    correct = {c: np.array([[n[c], 0]]) for c in coref.COLUMNS}
+    rows = coref.paper_comparison(coref.CorefHeadAccuracy(correct, dict(n)), base)
+    by = {r["quantity"]: r for r in rows}
+    assert by["best head, antecedent selection accuracy (all mentions)"]["verdict"] == "not comparable"
+    hm_row = by["best head minus head-word match (points, all mentions)"]
+    assert hm_row["paper"] == 13 and hm_row["ours"] == pytest.approx(round(100 - hm["all"], 1))
+    expected = "agrees" if 100 - hm["all"] >= 10 else ("partly agrees" if 100 > hm["all"] else "disagrees")
+    assert hm_row["verdict"] == expected
+    # a head that is always wrong falls below every baseline
+    wrong = {c: np.zeros((1, 2), dtype=np.int64) for c in coref.COLUMNS}
+    rows = {r["quantity"]: r for r in coref.paper_comparison(coref.CorefHeadAccuracy(wrong, dict(n)), base)}
+    assert rows["best head minus head-word match (points, all mentions)"]["verdict"] == "disagrees"
+    assert all(r["verdict"] in ("agrees", "partly agrees", "disagrees", "not comparable") for r in rows.values())
+
+
+def test_cached_head_evaluation_round_trips(toy_window, tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
+    first = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False, use_cache=True)
+    assert list((tmp_path / "cache" / "coref_heads").glob("*.npz"))
+    again = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False, use_cache=True)
+    direct = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False)
+    for c in coref.COLUMNS:
+        assert np.array_equal(first.correct[c], direct.correct[c])
+        assert np.array_equal(again.correct[c], direct.correct[c])
+    assert again.n == direct.n

@@ -191,3 +191,14 @@ def test_tagging_is_cached_and_runs_on_a_tiny_bert(tiny_bert, tmp_path, monkeypa
     res = FE.feature_attention(tiny_bert, examples, batch_size=2)
     assert res["received/[SEP]"].shape == (tiny_bert.n_layers, tiny_bert.n_heads)
     assert ((res["received/[CLS]"] >= 0) & (res["received/[CLS]"] <= 1)).all()
+
+
+def test_cosine_accepts_a_sequence_classifier(tiny_bert):
+    # attnbook.finetune returns BertForSequenceClassification models: same encoder weights -> cosine 1
+    from transformers import BertForSequenceClassification
+
+    clf = BertForSequenceClassification(tiny_bert.model.config)
+    clf.bert.load_state_dict(tiny_bert.model.state_dict())
+    examples = [encode_text(tiny_bert.tokenizer, a, b) for a, b in TEXTS]
+    res = FE.attention_cosine(tiny_bert, wrap_model(clf, tiny_bert.tokenizer, "clf"), examples, batch_size=2)
+    np.testing.assert_allclose(res["cosine"], 1.0, atol=1e-6)

@@ -191,3 +191,47 @@ def test_cached_evaluation_round_trips(tiny_bert, tmp_path, monkeypatch):
     second = syntax.evaluate_heads(tiny_bert, [CAT, DOG], relations=RELS, progress=False, use_cache=True)
     np.testing.assert_array_equal(first.correct, second.correct)
     assert second.relations == list(RELS) and second.offsets == list(syntax.OFFSETS)
+
+
+# ----------------------------------------------------------------------------- paper vs this run
+
+
+@pytest.mark.parametrize(
+    "paper, ours, verdict",
+    [(42.6, 21.2, "agrees"), (42.6, 2.5, "partly agrees"), (4.0, -1.0, "disagrees"), (-4.0, -2.7, "agrees"),
+     (-4.0, -12.0, "partly agrees"), (8.2, 11.5, "partly agrees"), (16.0, -3.0, "disagrees")],
+)
+def test_margin_verdict(paper, ours, verdict):
+    assert syntax.margin_verdict(paper, ours) == verdict
+
+
+def accuracy_for(rows: dict[str, tuple[int, str, int]], total: int = 100) -> syntax.HeadAccuracy:
+    """HeadAccuracy with one 1x2-head model: ``rows[rel] = (best head's right edges, direction, offset +1 hits)``."""
+    rels = list(rows)
+    correct = np.zeros((len(rels), 1, 2, 2), dtype=np.int64)
+    base = np.zeros((len(rels), len(syntax.OFFSETS)), dtype=np.int64)
+    for r, (right, direction, hits) in enumerate(rows.values()):
+        correct[r, 0, 1, syntax.DIRECTIONS.index(direction)] = right
+        correct[r, 0, 0, 0] = right // 2  # a weaker head that must not be chosen
+        base[r, syntax.OFFSETS.index(1)] = hits
+    return syntax.HeadAccuracy(rels, correct, np.full(len(rels), total), base)
+
+
+def test_paper_comparison_verdicts_follow_the_numbers():
+    acc = accuracy_for({
+        "All": (40, "dep->head", 30),       # +10 over right-branching: paper +8.2 -> partly
+        "det": (90, "dep->head", 50),       # +40: paper +42.6 -> agrees
+        "pobj": (60, "dep->head", 70),      # below the offset, wrong direction: paper +41.7 -> disagrees
+        "nn": (72, "head->dep", 70),        # +2, not a specialist as in the paper; wrong direction
+    })
+    rows = {r["quantity"].split(":")[0]: r for r in syntax.paper_comparison(acc)}
+    assert rows["best single head, every relation (UAS) vs right-branching"]["verdict"] == "partly agrees"
+    assert rows["det"]["verdict"] == "agrees" and rows["det"]["ours"] == "90.0 (1-2) vs 50.0 (+1)"
+    assert rows["pobj"]["verdict"] == "disagrees"
+    spec = next(r for q, r in rows.items() if q.startswith("relations with a specialist head"))
+    assert spec["paper"] == "2 of 3" and spec["ours"] == "1 of 3" and spec["verdict"] == "partly agrees"
+    assert "pobj" in spec["note"]
+    direction = next(r for q, r in rows.items() if q.startswith("best head reads"))
+    assert direction["ours"] == "1 of 3" and direction["verdict"] == "disagrees"
+    assert "nn" in direction["note"] and "pobj" in direction["note"]
+    assert all(r["verdict"] in ("agrees", "partly agrees", "disagrees") for r in rows.values())

@@ -11,7 +11,6 @@ import torch
 
 from attnbook import taxonomy as T
 from attnbook.errors import EmptyDataError, MalformedInputError, ParameterError
-from attnbook.extract import Encoded, make_batches, stream_attention
 
 
 # ---------------------------------------------------------------------------------------------
