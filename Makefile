@@ -50,7 +50,7 @@ lab: install
 	$(BIN)/jupyter lab notebooks/
 
 constraints:
-	$(BIN)/pip freeze --exclude-editable | grep -v '^attnbook' | sed 's/^torch==.*/torch==2.13.0/' > constraints.txt.new
+	$(BIN)/pip freeze --exclude-editable | grep -v -e '^attnbook' -e ' @ ' | sed 's/^torch==.*/torch==2.13.0/' > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
 clean:

@@ -88,7 +88,7 @@ def smooth(attn: torch.Tensor, smoothing: float) -> torch.Tensor:
     return attn * (1.0 - smoothing) + smoothing / attn.shape[-1]
 
 
-def pairwise_xlogx_sums(a: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
+def pairwise_xlogx_sums(a: torch.Tensor, chunk: int = 2048, workers: int | None = None) -> torch.Tensor:
     """``T[p] = sum_n (a[i, n] + a[j, n]) * log(a[i, n] + a[j, n])`` for every pair ``i < j``.
 
     ``a[head, entry]`` holds non-negative numbers (attention weights of many (query, key)
@@ -98,6 +98,11 @@ def pairwise_xlogx_sums(a: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
     Work is ``n_pairs * n_entries`` logarithms; it is done row by row over column
     chunks of ``chunk`` entries so every intermediate stays in the CPU cache, with
     float32 arithmetic inside a chunk and float64 accumulation across chunks.
+
+    Parallelism: the rows are shared among ``workers`` Python threads (default: torch's
+    thread count), each running single-threaded torch ops (they release the GIL). The
+    thousands of small ops per batch would otherwise each open an OpenMP parallel region,
+    which is slower than one thread whenever the cores are shared with other processes.
     """
     if a.ndim != 2:
         raise ValueError(f"expected a[head, entry], got shape {tuple(a.shape)}")
@@ -107,15 +112,49 @@ def pairwise_xlogx_sums(a: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
     if n_pairs == 0 or n_entries == 0:
         return out
     a = a.contiguous()
+    starts = [i * n_heads - i * (i + 1) // 2 for i in range(n_heads)]  # condensed offset of row i
+    previous = torch.get_num_threads()
+    workers = max(1, min(workers or previous, n_heads - 1))
+    # balance the pairs: deal rows (row i has n_heads - 1 - i pairs) out longest first
+    groups: list[list[int]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for i in range(n_heads - 1):
+        w = load.index(min(load))
+        groups[w].append(i)
+        load[w] += n_heads - 1 - i
+    try:
+        torch.set_num_threads(1)
+        if workers == 1:
+            _xlogx_rows(a, groups[0], out, starts, chunk)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers) as pool:
+                for f in [pool.submit(_xlogx_rows, a, g, out, starts, chunk) for g in groups]:
+                    f.result()
+    finally:
+        torch.set_num_threads(previous)
+    return out
+
+
+def _xlogx_rows(a: torch.Tensor, rows: Sequence[int], out: torch.Tensor, starts: Sequence[int], chunk: int) -> None:
+    """Accumulate the pairs ``(i, j > i)`` of ``rows`` into ``out`` (each row owns its slice of ``out``)."""
+    torch.set_num_threads(1)  # per thread: OpenMP keeps the setting per calling thread
+    with torch.inference_mode():  # thread-local: the caller's mode does not reach a worker thread
+        _xlogx_rows_inner(a, rows, out, starts, chunk)
+
+
+def _xlogx_rows_inner(a: torch.Tensor, rows: Sequence[int], out: torch.Tensor, starts: Sequence[int],
+                      chunk: int) -> None:
+    n_heads, n_entries = a.shape
     tiny = torch.finfo(a.dtype).tiny
     width = min(chunk, n_entries)
     total = torch.empty(n_heads - 1, width, dtype=a.dtype)
     logs = torch.empty(n_heads - 1, width, dtype=a.dtype)
-    starts = [i * n_heads - i * (i + 1) // 2 for i in range(n_heads)]  # condensed offset of row i
     for c0 in range(0, n_entries, width):
         block = a[:, c0 : c0 + width]
         n = block.shape[1]
-        for i in range(n_heads - 1):
+        for i in rows:
             rest = n_heads - 1 - i
             m = total[:rest, :n]
             lg = logs[:rest, :n]
@@ -123,7 +162,6 @@ def pairwise_xlogx_sums(a: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
             torch.clamp(m, min=tiny, out=lg)  # 0 log 0 = 0: log of a tiny number times exactly 0
             lg.log_().mul_(m)
             out[starts[i] : starts[i] + rest] += lg.sum(1, dtype=torch.float64)
-    return out
 
 
 def condensed_to_square(values: np.ndarray, n: int) -> np.ndarray:

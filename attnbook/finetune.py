@@ -226,7 +226,8 @@ def build_classifier(base: LoadedModel, task: str | TaskSpec, init: str, seed: i
         config.label2id = {v: k for k, v in config.id2label.items()}
     else:
         config.id2label, config.label2id = {0: "score"}, {"score": 0}
-    classifier = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+    with torch.random.fork_rng(devices=[]):  # from_config's own initialisation is overwritten below
+        classifier = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
     std = float(getattr(config, "initializer_range", 0.02))
     generator = torch.Generator().manual_seed(int(seed))
     if init == "random_ft":
@@ -396,14 +397,25 @@ def train_classifier(
     learning-rate schedule of the full run (an intermediate checkpoint without
     training to the end).
     """
-    from tqdm.auto import tqdm
-
     total = n_updates(len(data), params)
     batches = training_batches(data.lengths, params.batch_size, total, seed, params.group_by_length)
     if stop_after is not None:
         batches = batches[: max(1, int(stop_after))]
     save_steps = set(int(s) for s in save_steps)
-    torch.manual_seed(seed)  # dropout masks
+    with torch.random.fork_rng(devices=[]):  # seed the dropout masks without touching the caller's RNG
+        torch.manual_seed(seed)
+        return _train_loop(classifier, data, params, total, batches, pad_id, save_steps, on_save, on_step,
+                           progress, desc)
+
+
+def _train_loop(
+    classifier: torch.nn.Module, data: EncodedSet, params: FinetuneParams, total: int, batches: list[np.ndarray],
+    pad_id: int, save_steps: set[int], on_save: Callable[[int, TrainLog], None] | None,
+    on_step: Callable[[int, float], None] | None, progress: bool, desc: str,
+) -> TrainLog:
+    """The update loop of :func:`train_classifier` (``total`` sets the schedule; ``batches`` may stop earlier)."""
+    from tqdm.auto import tqdm
+
     optimizer = _optimizer(classifier, params)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, params.warmup))
     log = TrainLog(n_train=len(data))
@@ -496,11 +508,16 @@ def predict_logits(
 
 
 def metrics_from_logits(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """GLUE metrics plus ``score`` (Kovaleva's Table 1 number, x 100) and ``n``."""
+    """GLUE metrics plus ``score`` (Kovaleva's Table 1 number, x 100), ``n`` and, for classification,
+    ``top_class_share``: the share of examples given the most frequent prediction (1.0 = a constant
+    classifier, as the untrained heads of Table 1 are)."""
     spec = task_spec(task)
-    m = glue_metrics(spec, predictions_from_logits(spec, logits), labels)
+    pred = predictions_from_logits(spec, logits)
+    m = glue_metrics(spec, pred, labels)
     m["score"] = task_score(spec, m)
     m["n"] = int(len(labels))
+    if not spec.is_regression:
+        m["top_class_share"] = float(np.bincount(pred, minlength=spec.num_labels).max() / len(pred))
     return m
 
 
@@ -658,7 +675,8 @@ def load_checkpoint(key: str, root: Path | None = None) -> tuple[torch.nn.Module
         return None
     try:
         config = AutoConfig.from_pretrained(str(folder))
-        model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+        with torch.random.fork_rng(devices=[]):  # the stored weights replace the initialisation
+            model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
         model.load_state_dict(load_file(str(folder / WEIGHTS_FILE)), strict=True)
         meta = json.loads((folder / "meta.json").read_text())
     except Exception as exc:  # a checkpoint from an incompatible version of the code
@@ -686,13 +704,17 @@ def _file_checksum(path: Path) -> str:
 def checkpoint_parts(
     base: LoadedModel, task: str | TaskSpec, init: str, params: FinetuneParams, seed: int, fraction: float = 1.0
 ) -> dict[str, Any]:
-    """Everything that determines a (fine-tuned) classifier's weights: the checkpoint cache key's parts."""
+    """Everything that determines a (fine-tuned) classifier's weights: the checkpoint cache key's parts.
+
+    The task enters as its training data (the folder), so MNLI-m and MNLI-mm name
+    one and the same MNLI model, scored on the matched or the mismatched dev set.
+    """
     spec = task_spec(task)
     check_init(init)
     parts: dict[str, Any] = {
         "code": CODE_VERSION,
         "model": base.fingerprint,
-        "task": spec.name,
+        "task": spec.folder,
         "init": init,
         "seed": int(seed),
     }
@@ -876,8 +898,9 @@ def table1(
 
     Columns: ``task``, ``init``, ``metric`` (what ``ours``/``paper`` measure),
     ``paper``, ``ours`` (mean over ``seeds``), ``ours_std``, ``paper_acc`` /
-    ``ours_acc`` (MRPC and QQP, whose cell is "F1/Acc"), ``n_train``, ``n_dev``,
-    ``seeds`` and ``note``. A task whose files are not in the data directory gets
+    ``ours_acc`` (MRPC and QQP, whose cell is "F1/Acc"), ``top_class_share``
+    (share of the most frequent prediction; 1.0 = a constant classifier, NaN for
+    STS-B), ``n_train``, ``n_dev``, ``seeds`` and ``note``. A task whose files are not in the data directory gets
     a row with ``ours`` = NaN and a note (``missing="skip"``) or raises
     :class:`~attnbook.errors.MissingDataError` (``missing="raise"``). ``"pretrained"`` rows need
     only the dev file.
@@ -898,7 +921,8 @@ def table1(
                 "task": spec.name, "init": init, "metric": _metric_label(spec.name),
                 "paper": paper[0], "ours": float("nan"), "ours_std": float("nan"),
                 "paper_acc": paper[1] if paper[1] is not None else float("nan"), "ours_acc": float("nan"),
-                "n_train": 0, "n_dev": 0, "seeds": ",".join(map(str, seeds)), "note": "",
+                "top_class_share": float("nan"), "n_train": 0, "n_dev": 0, "seeds": ",".join(map(str, seeds)),
+                "note": "",
             }
             needed = ["dev"] + ([] if init == "pretrained" else ["train"])
             absent = [s for s in needed if not available(spec, s)]
@@ -908,10 +932,11 @@ def table1(
                 row["note"] = f"not run: {' and '.join(spec.file(s) for s in absent)} not in the data directory"
                 rows.append(row)
                 continue
-            scores, accs = [], []
+            scores, accs, shares = [], [], []
             for seed in seeds:
                 clf, m = get_finetuned(base, spec, init, p, seed, use_cache=use_cache, progress=progress)
                 scores.append(m["score"])
+                shares.append(m.get("top_class_share", float("nan")))
                 if "accuracy" in m and spec.name in F1_TASKS:
                     accs.append(100.0 * m["accuracy"])
                 row["n_dev"] = m["n"]
@@ -921,6 +946,7 @@ def table1(
             row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
             if accs:
                 row["ours_acc"] = float(np.mean(accs))
+            row["top_class_share"] = float(np.mean(shares))
             rows.append(row)
     return pd.DataFrame(rows)
 

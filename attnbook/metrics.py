@@ -138,3 +138,23 @@ def task_score(task: str | TaskSpec, metrics: Mapping[str, float]) -> float:
     if name not in metrics:
         raise ParameterError(f"{spec.name} is scored by {name!r}, which is not in {sorted(metrics)}")
     return 100.0 * float(metrics[name])
+
+
+def constant_baselines(task: str | TaskSpec, labels: np.ndarray) -> dict[str, float]:
+    """Table 1 score (x 100) of a classifier that always predicts the same class, per class label.
+
+    Several cells of Kovaleva et al.'s Table 1 equal such a constant predictor on
+    the full dev sets: e.g. MRPC "pre-trained" 0/31.6 (always "not paraphrase",
+    129 of 408) and "random init + fine-tuning" 81.2/68.3 (always "paraphrase"),
+    SST-2 "pre-trained" 49.1 (always negative, 428 of 872), RTE 52.7 (always
+    "entailment", 146 of 277). Empty for the regression task STS-B, where a
+    constant prediction has no correlation.
+    """
+    spec = task_spec(task)
+    if spec.labels is None:
+        return {}
+    labels = np.asarray(labels)
+    return {
+        name: task_score(spec, glue_metrics(spec, np.full(labels.shape, i), labels))
+        for i, name in enumerate(spec.labels)
+    }

@@ -174,10 +174,51 @@ def bench_optional(name: str, fn) -> dict:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
+def _rte_classifier_batches(n: int = 48):
+    """The embedded model with a (seeded, untrained) classification head and RTE dev batches: timing needs
+    the real architecture and real inputs, not a trained head."""
+    from transformers import AutoModelForSequenceClassification
+
+    from attnbook import sweeps
+    from attnbook.glue import load_split
+    from attnbook.models import embedded_model_path, load_encoder
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(embedded_model_path()), num_labels=2, attn_implementation="eager").eval()
+    tok = load_encoder("embedded").tokenizer
+    split = load_split("RTE", "dev")
+    exs = list(split.examples)[:n]
+    batches = sweeps.classification_batches(tok, [e.text_a for e in exs], [e.text_b for e in exs],
+                                            [int(e.label) for e in exs], batch_size=16, max_length=128)
+    return model, batches
+
+
 def bench_sweeps() -> dict:
     from attnbook import sweeps
 
-    return sweeps.benchmark()
+    model, batches = _rte_classifier_batches()
+    out = {mode: sweeps.benchmark_sweep(model, batches, mode) for mode in ("disable", "mask")}
+    out["target"] = "fast >= 2x naive, max abs logit diff < 1e-5"
+    return out
+
+
+def bench_importance() -> dict:
+    """Michel §4.1: one forward+backward pass per batch gives every head's importance; compared with a forward."""
+    from attnbook.importance import head_importance
+
+    model, batches = _rte_classifier_batches()
+
+    def forward():
+        with torch.inference_mode():
+            for b in batches:
+                model(**b.inputs)
+
+    t_fwd = best_of(forward, 2)
+    t_imp = best_of(lambda: head_importance(model, batches), 2)
+    return {"batches": len(batches), "forward_s": round(t_fwd, 3), "importance_s": round(t_imp, 3),
+            "importance_over_forward": round(t_imp / t_fwd, 2),
+            "passes": "one forward+backward per batch for all heads"}
 
 
 def bench_training() -> dict:
@@ -205,11 +246,21 @@ def table(report: dict) -> str:
          f"{paper.get('minutes_for_1000_segments')} min (floor {paper.get('flop_floor_minutes_for_1000')} min)",
          "(cost)"),
     ]
-    for key, label in (("sweeps", "head sweeps"), ("training", "training throughput")):
-        val = report.get(key)
-        if isinstance(val, dict):
-            rows.append((label, json.dumps({k: v for k, v in val.items() if not isinstance(v, (dict, list))})[:160],
-                         val.get("target", "")))
+    sw = report.get("sweeps", {})
+    for mode in ("disable", "mask"):
+        m = sw.get(mode)
+        if isinstance(m, dict):
+            rows.append((f"single-head {mode} sweep: fast vs naive", f"{m.get('speedup')}x, max diff "
+                         f"{m.get('max_abs_output_diff'):.1e}" if m.get("max_abs_output_diff") is not None else
+                         str(m), ">= 2x, diff < 1e-5"))
+    imp = report.get("importance", {})
+    if "importance_over_forward" in imp:
+        rows.append(("importance scores (all heads) vs one forward pass", f"{imp['importance_over_forward']}x",
+                     "one fwd+bwd per batch"))
+    tr = report.get("training", {})
+    if isinstance(tr, dict) and tr and "error" not in tr:
+        rows.append(("fine-tuning throughput", json.dumps({k: v for k, v in tr.items()
+                                                           if not isinstance(v, (dict, list))})[:200], ""))
     times = report.get("book_times", {})
     for profile, t in times.items():
         if isinstance(t, dict) and "total" in t:
@@ -241,6 +292,8 @@ def main() -> int:
         report["paper_cost"] = bench_paper_cost(loaded.tokenizer, 24 if args.quick else 48)
     if want("sweeps"):
         report["sweeps"] = bench_optional("sweeps", bench_sweeps)
+    if want("importance"):
+        report["importance"] = bench_optional("importance", bench_importance)
     if want("training"):
         report["training"] = bench_optional("training", bench_training)
     report["book_times"] = book_times()

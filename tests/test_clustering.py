@@ -82,7 +82,9 @@ def test_pairwise_xlogx_sums_match_a_naive_double_loop_across_chunk_borders():
     a = rng.random((6, 53))
     a[rng.random(a.shape) < 0.3] = 0.0
     a[:, :5] = 0.0  # columns where both heads are exactly 0 (0 log 0 = 0)
-    got = cl.pairwise_xlogx_sums(torch.from_numpy(a).float(), chunk=7).numpy()
+    got = cl.pairwise_xlogx_sums(torch.from_numpy(a).float(), chunk=7, workers=1).numpy()
+    threaded = cl.pairwise_xlogx_sums(torch.from_numpy(a).float(), chunk=7, workers=3).numpy()
+    np.testing.assert_array_equal(got, threaded)  # same sums, in the same order, whatever the threads
     ref = []
     for i, j in itertools.combinations(range(6), 2):
         s = a[i] + a[j]

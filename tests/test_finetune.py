@@ -27,6 +27,7 @@ from attnbook.finetune import (
     get_finetuned,
     load_checkpoint,
     lr_factor,
+    metrics_from_logits,
     n_updates,
     predict_logits,
     save_checkpoint,
@@ -144,6 +145,12 @@ def test_params_from_profiles():
         FinetuneParams(warmup=1.5)
 
 
+def test_mnli_matched_and_mismatched_share_one_model(base):
+    p = FinetuneParams()
+    assert checkpoint_parts(base, "MNLI-m", "pretrained", p, 0) == checkpoint_parts(base, "MNLI-mm", "pretrained", p, 0)
+    assert checkpoint_parts(base, "QNLI", "pretrained", p, 0) != checkpoint_parts(base, "RTE", "pretrained", p, 0)
+
+
 def test_per_task_train_caps(env, base):
     caps = FinetuneParams.from_mapping({**SMALL, "train_cap": {"SST-2": 16, "default": 8}})
     assert caps.for_task("sst2").train_cap == 16 and caps.for_task("STS-B").train_cap == 8
@@ -156,6 +163,15 @@ def test_per_task_train_caps(env, base):
     counter = StepCounter()
     clf, _ = get_finetuned(base, "SST-2", "random_ft", caps, 0, on_step=counter, progress=False, evaluate_dev=False)
     assert clf.extra["train_log"]["n_train"] == 16 and counter.steps == 4  # 2 epochs x 16 / 8
+
+
+def test_metrics_from_logits_flags_constant_classifiers():
+    labels = np.array([0, 1, 1, 1])
+    const = metrics_from_logits("MRPC", np.tile([0.3, -0.2], (4, 1)), labels)
+    assert const["top_class_share"] == 1.0 and const["f1"] == 0.0 and const["score"] == 0.0 and const["n"] == 4
+    mixed = metrics_from_logits("MRPC", np.array([[1, 0], [0, 1], [0, 1], [1, 0]]), labels)
+    assert mixed["top_class_share"] == 0.5 and mixed["accuracy"] == 0.75
+    assert "top_class_share" not in metrics_from_logits("STS-B", np.array([[1.0], [2.0], [0.5]]), np.array([1.0, 2.5, 0.0]))
 
 
 # ---- initialisations -------------------------------------------------------------------------
@@ -365,6 +381,7 @@ def test_table1(env, base):
     assert sst.loc["pretrained_ft", "paper"] == PAPER_TABLE1["SST-2"]["pretrained_ft"][0] == 92.0
     assert np.isfinite(sst["ours"]).all() and np.isfinite(sst["ours_std"]).all()
     assert (sst["n_dev"] == 16).all() and sst.loc["random_ft", "n_train"] == 32
+    assert ((sst["top_class_share"] >= 0.5) & (sst["top_class_share"] <= 1)).all()
     assert df.set_index(["task", "init"]).loc[("STS-B", "random_ft"), "metric"] == "Pearson r"
     rte = df[df.task == "RTE"].set_index("init")
     assert np.isfinite(rte.loc["pretrained", "ours"])  # needs the dev file only
@@ -384,3 +401,36 @@ def test_training_throughput_returns_numbers(base):
     assert r["steps"] == 2 and r["examples_per_s"] > 0 and r["parameters_m"] > 0
     r2 = training_throughput(base, n_steps=1, batch_size=2, seq_len=8)
     assert r2["model"] == "tiny" and r2["seconds"] > 0
+
+
+def test_training_leaves_the_global_rng_alone(env, base):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    get_finetuned(base, "SST-2", "random_ft", SMALL, 0, use_cache=False, progress=False, evaluate_dev=False)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_classifier_attention_can_be_replaced_through_the_interface(env, base):
+    """Chapters 5-6 disable or mask heads by registering an attention function; the classifier must honour it."""
+    from transformers import AttentionInterface
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+
+    clf, _ = get_finetuned(base, "SST-2", "pretrained", SMALL, 0, evaluate_dev=False, progress=False)
+    seen = []
+
+    def spy(module, query, key, value, attention_mask, **kwargs):
+        seen.append(module.layer_idx)
+        out, weights = eager_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        return out, weights
+
+    AttentionInterface.register("attnbook_test_spy", spy)
+    exs = load_split("SST-2", "dev").examples[:4]
+    before = predict_logits(clf, exs)
+    clf.model.set_attn_implementation("attnbook_test_spy")
+    try:
+        after = predict_logits(clf, exs)
+    finally:
+        clf.model.set_attn_implementation("eager")
+    assert sorted(set(seen)) == [0, 1]  # every layer's attention went through the registered function
+    np.testing.assert_allclose(before, after, atol=1e-6)

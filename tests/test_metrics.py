@@ -13,6 +13,7 @@ from attnbook.metrics import (
     TABLE1_METRIC,
     accuracy,
     average_ranks,
+    constant_baselines,
     f1_binary,
     glue_metrics,
     pearson,
@@ -99,3 +100,15 @@ def test_bad_inputs():
         accuracy(np.array([1, 0]), np.array([1]))
     with pytest.raises(EmptyDataError):
         accuracy(np.array([]), np.array([]))
+
+
+def test_constant_baselines_reproduce_table1_cells():
+    mrpc = np.array([0] * 129 + [1] * 279)  # MRPC dev label counts
+    base = constant_baselines("MRPC", mrpc)
+    assert base["0"] == 0.0 and base["1"] == pytest.approx(81.2, abs=0.05)  # paper: random init + FT, 81.2
+    assert accuracy(np.zeros(408, int), mrpc) == pytest.approx(0.316, abs=5e-4)  # paper: pre-trained 0/31.6
+    sst = np.array([0] * 428 + [1] * 444)
+    assert constant_baselines("SST-2", sst)["0"] == pytest.approx(49.1, abs=0.05)
+    rte = np.array([0] * 146 + [1] * 131)
+    assert constant_baselines("RTE", rte)["entailment"] == pytest.approx(52.7, abs=0.05)
+    assert constant_baselines("STS-B", np.array([1.0, 2.0])) == {}
