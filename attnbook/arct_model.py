@@ -850,14 +850,19 @@ def probe_bars_frame(bert: Mapping[str, Any], column: str = "test_accuracy", sta
     return pd.DataFrame(rows)
 
 
-def config_from_params(P: Mapping[str, Any]) -> TrainConfig:
-    """The :class:`TrainConfig` of a chapter's parameters (``trainable_layers="all"`` → full fine-tuning)."""
+def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of a chapter's parameters (``trainable_layers="all"`` → full fine-tuning).
+
+    ``overrides`` replace single fields, e.g. ``epochs=P.adversarial_epochs``.
+    """
     k = P["trainable_layers"]
-    return TrainConfig(
+    fields = dict(
         epochs=int(P["epochs"]), lr=float(P["lr"]), batch_size=int(P["batch_size"]), warmup=float(P["warmup"]),
         weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
         trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
     )
+    fields.update(overrides)
+    return TrainConfig(**fields)
 
 
 def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:

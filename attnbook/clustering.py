@@ -52,7 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .errors import EmptyDataError, ParameterError
+from .errors import AttnbookError, EmptyDataError, ParameterError
 from .extract import Batch, Encoded
 from .heads import all_head_labels, head_label, parse_head_label
 
@@ -332,7 +332,7 @@ def _surface_reducer(tokenizer):
     try:
         from .surface import SurfaceStats
     except ImportError as exc:  # pragma: no cover - the module ships with the package
-        raise EmptyDataError(
+        raise AttnbookError(
             "chapter 1's per-head statistics are needed; run chapter 1 first: "
             "attnbook run 01_clark_surface_patterns"
         ) from exc

@@ -109,6 +109,7 @@ def run_chapter(
     target = out_dir / f"{chapter}.ipynb"
     failed_dir = out_dir / "_failed"
     params = {"profile": profile, **overrides}
+    remove_stale_temporaries(out_dir, chapter)
     env_backup = os.environ.get("ATTNBOOK_PROFILE")
     os.environ["ATTNBOOK_PROFILE"] = profile
     # progress bars are for interactive use; in the executed book they would be widgets needing a CDN
@@ -140,6 +141,19 @@ def run_chapter(
         else:
             os.environ["ATTNBOOK_PROFILE"] = env_backup
     return target
+
+
+def remove_stale_temporaries(folder: Path, chapter: str) -> list[Path]:
+    """Delete temporary notebooks that a killed run of ``chapter`` left behind (never complete pages);
+    files of a run that is still going are left alone."""
+    from .io import writer_alive
+
+    removed = []
+    for tmp in Path(folder).glob(f".{chapter}.ipynb.tmp-*"):
+        if not writer_alive(tmp):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
 
 
 def run_all(profile: str = "quick", chapters: list[str] | None = None, overrides=None, keep_going: bool = False,

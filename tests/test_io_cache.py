@@ -119,3 +119,16 @@ def test_cache_roundtrip_and_corruption(tmp_path):
 def test_cache_key_is_canonical():
     assert cache_key({"a": 1, "b": [1, 2]}) == cache_key({"b": [1, 2], "a": 1})
     assert cache_key({"a": 1}) != cache_key({"a": 2})
+
+
+def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
+    from attnbook.runner import remove_stale_temporaries
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".01_x.ipynb.tmp-{dead.pid}-abc.ipynb"
+    live = tmp_path / f".01_x.ipynb.tmp-{os.getpid()}-def.ipynb"
+    stale.write_text("half")
+    live.write_text("running")
+    removed = remove_stale_temporaries(tmp_path, "01_x")
+    assert removed == [stale] and not stale.exists() and live.exists()
