@@ -184,7 +184,8 @@ def _unquote(field: str, path: Path, lineno: int) -> str:
     inner = field[1:-1]
     if len(field) < 2 or field[0] != '"' or field[-1] != '"' or inner.replace('""', "").count('"'):
         raise MalformedInputError(
-            path, lineno, f"field {field[:40]!r} has a quote but is not CSV-quoted (wrap it in quotes, double inner quotes)"
+            path, lineno,
+            f"field {field[:40]!r} has a quote but is not CSV-quoted (wrap it in quotes, double inner quotes)",
         )
     return inner.replace('""', '"')
 
@@ -245,7 +246,9 @@ def read_arct(path: Path | str, *, quoting: str = "auto") -> list[ArctItem]:
         if flag_col is not None:
             flag_text = parts[flag_col].strip()
             if flag_text not in ("True", "False"):
-                raise MalformedInputError(path, lineno, f"column {header[flag_col]} must be True or False, got {flag_text!r}")
+                raise MalformedInputError(
+                    path, lineno, f"column {header[flag_col]} must be True or False, got {flag_text!r}"
+                )
             flag = flag_text == "True"
         item = ArctItem(
             id=parts[col["#id"]],
@@ -461,7 +464,9 @@ def cue_statistics(
     return top_cues(table, n=None)
 
 
-def top_cues(table, *, min_applicability: int = 1, by: str = "productivity", n: int | None = 20, order: int | None = None):
+def top_cues(
+    table, *, min_applicability: int = 1, by: str = "productivity", n: int | None = 20, order: int | None = None
+):
     """The rows of a :func:`cue_statistics` table sorted by ``by`` (descending; ties by applicability, then cue).
 
     Keeps cues with applicability ≥ ``min_applicability`` (and of n-gram ``order`` if given); ``n=None`` keeps all.
@@ -548,7 +553,8 @@ def swap_warrants(items: Sequence[ArctItem]) -> list[ArctItem]:
     """
     originals = [replace(it, flag=False) for it in items]
     copies = [
-        replace(it, id=it.id + SWAPPED_SUFFIX, warrant0=it.warrant1, warrant1=it.warrant0, label=1 - it.label, flag=True)
+        replace(it, id=it.id + SWAPPED_SUFFIX, warrant0=it.warrant1, warrant1=it.warrant0, label=1 - it.label,
+                flag=True)
         for it in items
     ]
     return originals + copies
@@ -602,7 +608,9 @@ def accuracy(predictions: np.ndarray | Sequence[int], labels: np.ndarray | Seque
     """Share of predictions equal to the labels."""
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     if predictions.shape != labels.shape or predictions.size == 0:
-        raise ValueError(f"need equally long, non-empty predictions and labels, got {predictions.shape} and {labels.shape}")
+        raise ValueError(
+            f"need equally long, non-empty predictions and labels, got {predictions.shape} and {labels.shape}"
+        )
     return float((predictions == labels).mean())
 
 
@@ -661,7 +669,9 @@ def cue_baseline(
         "cue": cue,
         "accuracy": accuracy(preds, labels),
         "coverage": float(applicable.mean()),
-        "accuracy_where_applicable": accuracy(preds[applicable], labels[applicable]) if applicable.any() else float("nan"),
+        "accuracy_where_applicable": (
+            accuracy(preds[applicable], labels[applicable]) if applicable.any() else float("nan")
+        ),
     }
 
 

@@ -376,7 +376,9 @@ def _trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def predict_proba(model: PairwiseScorer, data: PairEncoding | CachedStates, batch_size: int = 32, pad_id: int = 0) -> np.ndarray:
+def predict_proba(
+    model: PairwiseScorer, data: PairEncoding | CachedStates, batch_size: int = 32, pad_id: int = 0
+) -> np.ndarray:
     """Warrant probabilities ``[n, 2]`` of every item (eval mode)."""
     was_training = model.training
     model.eval()
@@ -460,8 +462,11 @@ def train_pairwise(
             loss_sum += float(loss.detach()) * len(idx)
             correct += float((logits.argmax(1) == labels[idx]).sum())
         train_acc = correct / len(order)
-        dev_acc = accuracy_of(predict_proba(model, dev, cfg.eval_batch_size, pad_id), dev.labels) if dev is not None else float("nan")
-        history.append({"epoch": epoch + 1, "loss": loss_sum / len(order), "train_accuracy": train_acc, "dev_accuracy": dev_acc})
+        dev_acc = float("nan")
+        if dev is not None:
+            dev_acc = accuracy_of(predict_proba(model, dev, cfg.eval_batch_size, pad_id), dev.labels)
+        history.append({"epoch": epoch + 1, "loss": loss_sum / len(order), "train_accuracy": train_acc,
+                        "dev_accuracy": dev_acc})
         bar.set_postfix(loss=f"{loss_sum / len(order):.3f}", dev=f"{dev_acc:.3f}")
         if dev is None or not cfg.select_on_dev:
             best = (dev_acc, epoch + 1, train_acc, None)
@@ -478,7 +483,8 @@ def summarize(values: Iterable[float]) -> dict:
     v = np.asarray(list(values), dtype=float)
     if v.size == 0:
         raise EmptyDataError("no runs to summarise")
-    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(np.median(v)), "max": float(v.max()), "n": int(v.size)}
+    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(np.median(v)), "max": float(v.max()),
+            "n": int(v.size)}
 
 
 def run_seeds(
@@ -571,7 +577,10 @@ def encode_words(items: Sequence[ArctItem], vocab: Sequence[str]) -> WordData:
 
 
 def embedding_matrix(vocab: Sequence[str], glove: Any, seed: int = 0) -> tuple[np.ndarray, float]:
-    """GloVe vectors for ``vocab`` ``[V, d]`` (row 0 zeros; words not in GloVe: small seeded random), and the OOV share."""
+    """GloVe vectors for ``vocab``, ``[V, d]``, and the share of words not in GloVe.
+
+    Row 0 (padding) is zeros; words not in GloVe get small seeded random vectors (they are tuned in training).
+    """
     rng = np.random.default_rng(seed)
     vectors, oov = glove.lookup(list(vocab))
     vectors = vectors.astype(np.float32)
@@ -591,7 +600,9 @@ class WordPairScorer(nn.Module):
     The word vectors are fine-tuned (as in the paper).
     """
 
-    def __init__(self, vectors: np.ndarray, kind: str = "bov", inputs: str = "full", hidden: int = 64, dropout: float = 0.0):
+    def __init__(
+        self, vectors: np.ndarray, kind: str = "bov", inputs: str = "full", hidden: int = 64, dropout: float = 0.0
+    ):
         super().__init__()
         if kind not in ("bov", "bilstm"):
             raise ParameterError(f"kind must be 'bov' or 'bilstm', got {kind!r}")
@@ -737,6 +748,10 @@ def items_digest(items: Sequence[ArctItem]) -> str:
     return h.hexdigest()[:16]
 
 
+def _digests(train: Sequence[ArctItem], dev: Sequence[ArctItem], tests: Mapping[str, Sequence[ArctItem]]) -> dict:
+    return {"train": items_digest(train), "dev": items_digest(dev), **{k: items_digest(v) for k, v in tests.items()}}
+
+
 def _cached_frame(namespace: str, parts: dict, compute, use_cache: bool):
     """A DataFrame of numbers and strings through :func:`attnbook.cache.cached_arrays` (one array per column)."""
     import pandas as pd
@@ -767,12 +782,12 @@ def run_seeds_cached(
     progress: bool = False,
     memo: dict | None = None,
 ):
-    """:func:`run_seeds`, cached on disk under the model fingerprint, the data, the settings and :data:`CODE_VERSION`."""
+    """:func:`run_seeds`, cached on disk (key: model fingerprint, data, settings, :data:`CODE_VERSION`)."""
     columns = ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy"] + [f"{k}_accuracy" for k in tests]
     parts = {
         "code": CODE_VERSION, "model": loaded.fingerprint, "inputs": inputs, "seeds": [int(s) for s in seeds],
         "cfg": config_dict(cfg), "max_length": int(max_length), "columns": columns,
-        "data": {"train": items_digest(train), "dev": items_digest(dev), **{k: items_digest(v) for k, v in tests.items()}},
+        "data": _digests(train, dev, tests),
         "torch": torch.__version__,
     }
     return _cached_frame(
@@ -799,7 +814,7 @@ def run_word_seeds_cached(
     parts = {
         "code": CODE_VERSION, "glove": getattr(glove, "source", ""), "glove_size": len(getattr(glove, "words", [])),
         "inputs": inputs, "seeds": [int(s) for s in seeds], "cfg": asdict(cfg), "columns": columns,
-        "data": {"train": items_digest(train), "dev": items_digest(dev), **{k: items_digest(v) for k, v in tests.items()}},
+        "data": _digests(train, dev, tests),
         "torch": torch.__version__,
     }
     return _cached_frame(
@@ -845,8 +860,9 @@ def probe_bars_frame(bert: Mapping[str, Any], column: str = "test_accuracy", sta
     for inputs in INPUTS:
         if inputs not in bert:
             continue
-        rows.append({"input": INPUTS[inputs], "accuracy": PAPER["table3"]["BERT"][inputs][stat], "source": f"paper ({stat})"})
-        rows.append({"input": INPUTS[inputs], "accuracy": summarize(bert[inputs][column])[stat], "source": f"this run ({stat})"})
+        paper, ours = PAPER["table3"]["BERT"][inputs][stat], summarize(bert[inputs][column])[stat]
+        rows.append({"input": INPUTS[inputs], "accuracy": paper, "source": f"paper ({stat})"})
+        rows.append({"input": INPUTS[inputs], "accuracy": ours, "source": f"this run ({stat})"})
     return pd.DataFrame(rows)
 
 
@@ -905,24 +921,27 @@ def paper_comparison(
     splits = [s for s in ("train", "dev", "test") if s in per_split.index]
     ours_prod = [float(per_split.loc[s, "productivity"]) for s in splits]
     paper_prod = [PAPER["not_cue"][s]["productivity"] for s in splits]
+    close = all(abs(a - b) <= 0.03 for a, b in zip(ours_prod, paper_prod))
+    same_side = all((a > 0.5) == (b > 0.5) for a, b in zip(ours_prod, paper_prod))
     rows.append(dict(experiment='§4 cue "not" by split', quantity="productivity " + "/".join(splits),
                      paper="/".join(f"{v:.2f}" for v in paper_prod), ours="/".join(f"{v:.2f}" for v in ours_prod),
-                     verdict="agrees" if all(abs(a - b) <= 0.03 for a, b in zip(ours_prod, paper_prod)) else
-                     "partly agrees" if all((a > 0.5) == (b > 0.5) for a, b in zip(ours_prod, paper_prod)) else "disagrees",
+                     verdict="agrees" if close else "partly agrees" if same_side else "disagrees",
                      note="partly: same side of 0.5 in every split, but not within 3 points"))
     paper_bert = PAPER["table3"]["BERT"]
     if "full" in bert:
         s = summarize(bert["full"]["test_accuracy"])
         for stat in ("max", "median", "mean"):
             rows.append(dict(experiment="§3 BERT, full input (C, R, W)", quantity=f"test accuracy, {stat}",
-                             paper=paper_bert["full"][stat], ours=s[stat], verdict=verdict(paper_bert["full"][stat], s[stat]),
+                             paper=paper_bert["full"][stat], ours=s[stat],
+                             verdict=verdict(paper_bert["full"][stat], s[stat]),
                              note=f"paper: BERT Large; {model_name}; {seeds_note(bert['full'])}"))
         base = PAPER["table1"]["BERT (Base)"]["mean"]
         rows.append(dict(experiment="§3 BERT, full input (C, R, W)", quantity="test accuracy, mean (vs BERT Base)",
                          paper=base, ours=s["mean"], verdict=verdict(base, s["mean"]), note="Table 1, BERT Base"))
         if "test_adv_accuracy" in bert["full"]:
             m = summarize(bert["full"]["test_adv_accuracy"])["mean"]
-            rows.append(dict(experiment="§6 trained on original data, tested adversarially", quantity="test accuracy, mean",
+            rows.append(dict(experiment="§6 trained on original data, tested adversarially",
+                             quantity="test accuracy, mean",
                              paper="below 0.5 (no number)", ours=m,
                              verdict="agrees" if m < 0.5 else "partly agrees" if m <= 0.53 else "disagrees",
                              note="the paper reports all models below random here"))
@@ -943,7 +962,8 @@ def paper_comparison(
         s = summarize(frame["test_accuracy"])
         p = PAPER["table4"]["BERT"][inputs]
         for stat in ("max", "mean"):
-            rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})", quantity=f"test accuracy, {stat}",
+            rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})",
+                             quantity=f"test accuracy, {stat}",
                              paper=p[stat], ours=s[stat], verdict=verdict(p[stat], s[stat]),
                              note="trained on train-swapped (README erratum); " + seeds_note(frame)))
         if {"original_half_accuracy", "negated_half_accuracy"} <= set(frame.columns):
@@ -951,7 +971,7 @@ def paper_comparison(
             rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})",
                              quantity="original half + negated half", paper=1.0, ours=total,
                              verdict=verdict(1.0, total, 0.03, 0.08),
-                             note="≈ 1: the model gives the same answer whatever the claim (authors' per-seed results)"))
+                             note="≈ 1: the same answer whatever the claim (as in the authors' per-seed results)"))
     for kind, frame in (words or {}).items():
         label = {"bov": "BoV", "bilstm": "BiLSTM"}[kind]
         for inputs, sub in frame.groupby("inputs", sort=False):
@@ -968,6 +988,7 @@ def paper_comparison(
                          note=", ".join(agreement)))
     if adversarial_cue_gap is not None:
         rows.append(dict(experiment="§6 adversarial test set", quantity="max |productivity − 0.5| over warrant cues",
-                         paper=0.0, ours=adversarial_cue_gap, verdict="agrees" if adversarial_cue_gap < 1e-12 else "disagrees",
+                         paper=0.0, ours=adversarial_cue_gap,
+                         verdict="agrees" if adversarial_cue_gap < 1e-12 else "disagrees",
                          note="every warrant appears once with each label"))
     return rows

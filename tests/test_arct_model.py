@@ -114,7 +114,8 @@ def planted_cue_items(n, seed, cue="indeed"):
         w = [" ".join(rng.choice(fillers, 4)) for _ in range(2)]
         y = int(rng.integers(0, 2))
         w[y] = f"{w[y]} {cue}"
-        out.append(item(i, w[0], w[1], y, claim=" ".join(rng.choice(fillers, 3)), reason=" ".join(rng.choice(fillers, 3))))
+        claim, reason = (" ".join(rng.choice(fillers, 3)) for _ in range(2))
+        out.append(item(i, w[0], w[1], y, claim=claim, reason=reason))
     return out
 
 
