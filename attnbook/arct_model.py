@@ -329,7 +329,7 @@ class TrainConfig:
     trainable_layers: int | None = None  # None: fine-tune every layer (the paper)
     freeze_embeddings: bool = False
     attn_implementation: str = "sdpa"  # training needs no attention maps; "eager" also works
-    eval_batch_size: int = 32
+    eval_batch_size: int = 64
     select_on_dev: bool = True
 
 

@@ -1,7 +1,7 @@
 """Chapter 7 (Niven & Kao 2019, statistical cues in ARCT): parameters in the three profiles.
 
 * ``n_seeds`` runs per experiment (seeds ``seed .. seed + n_seeds - 1``); the paper: 20.
-* ``epochs``, ``lr``, ``batch_size`` (items per step; each item is two sequences), ``max_length``
+* ``epochs``, ``lr``, ``batch_size`` (items per step; each item is two sequences; the paper: 8), ``max_length``
   (WordPiece cap of the full input; the probes use min(this, the authors' 36/60)). The paper
   profile uses the authors' BERT Base recipe (lr 8e-5, 30 epochs, batch 8, length 80); for
   ``bert-large-uncased`` pass ``-p model bert-large-uncased -p lr 2e-5 -p epochs 20 -p adversarial_epochs 20``.
@@ -24,7 +24,7 @@ from ..config import register_chapter
 from . import PAPER_MODEL
 
 _COMMON = dict(
-    seed=0, batch_size=8, warmup=0.1, weight_decay=0.01, dropout=0.1, probes=["full", "W", "RW", "CW"],
+    seed=0, warmup=0.1, weight_decay=0.01, dropout=0.1, probes=["full", "W", "RW", "CW"],
     word_baselines=True, min_applicability=20, use_cache=True,
 )
 
@@ -32,18 +32,18 @@ register_chapter(
     "07_arct_cues",
     {
         "smoke": dict(
-            _COMMON, model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=5e-4, max_length=48,
-            trainable_layers=1, freeze_embeddings=True, train_cap=48, eval_cap=24, adversarial=["full"],
+            _COMMON, model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=2e-3, batch_size=32,
+            max_length=48, trainable_layers=1, freeze_embeddings=True, train_cap=48, eval_cap=24, adversarial=["full"],
             word_seeds=1, bilstm_hidden=8, bilstm_epochs=1,
         ),
         "quick": dict(
-            _COMMON, model="embedded", n_seeds=3, epochs=5, adversarial_epochs=3, lr=5e-4, max_length=64,
-            trainable_layers=1, freeze_embeddings=True, train_cap=0, eval_cap=0, adversarial=["full"],
+            _COMMON, model="embedded", n_seeds=3, epochs=4, adversarial_epochs=2, lr=2e-3, batch_size=32,
+            max_length=64, trainable_layers=1, freeze_embeddings=True, train_cap=0, eval_cap=0, adversarial=["full"],
             word_seeds=3, bilstm_hidden=32, bilstm_epochs=1,
         ),
         "paper": dict(
-            _COMMON, model=PAPER_MODEL, n_seeds=20, epochs=30, adversarial_epochs=30, lr=8e-5, max_length=80,
-            trainable_layers="all", freeze_embeddings=False, train_cap=0, eval_cap=0,
+            _COMMON, model=PAPER_MODEL, n_seeds=20, epochs=30, adversarial_epochs=30, lr=8e-5, batch_size=8,
+            max_length=80, trainable_layers="all", freeze_embeddings=False, train_cap=0, eval_cap=0,
             adversarial=["full", "W", "RW", "CW"], word_seeds=20, bilstm_hidden=512, bilstm_epochs=20,
         ),
     },
