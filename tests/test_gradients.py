@@ -105,3 +105,11 @@ def test_fitted_head_learns_and_gradients_run(tiny_bert):
     for v in grads.values():
         assert v.shape == (2, 4) and np.isfinite(v).all() and (v >= 0).all()
     assert all(p.requires_grad for p in tiny_bert.model.parameters())  # frozen only while fitting
+
+
+def test_model_without_mlm_head_and_no_fitting_is_refused(tiny_bert):
+    from attnbook.gradients import get_mlm_head
+
+    exs = [encode_pair(tiny_bert.tokenizer, a, b, max_tokens=24) for a, b in TEXTS[:2]]
+    with pytest.raises(ValueError, match="has no MLM head and mlm_fit_steps=0"):
+        get_mlm_head(tiny_bert, exs, exs, steps=0, batch_size=2, use_cache=False, progress=False)
