@@ -42,6 +42,7 @@ are reported as the paper does: mean ± std, median and max over seeds (Table 1)
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from dataclasses import asdict, dataclass, field
@@ -329,6 +330,7 @@ class TrainConfig:
     trainable_layers: int | None = None  # None: fine-tune every layer (the paper)
     freeze_embeddings: bool = False
     attn_implementation: str = "sdpa"  # training needs no attention maps; "eager" also works
+    train_threads: int = 0  # torch threads during the training steps (0: leave torch's setting)
     eval_batch_size: int = 64
     select_on_dev: bool = True
 
@@ -352,6 +354,26 @@ def _param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
             continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """Temporarily set torch's intra-op thread count (``0``/``None``: leave it).
+
+    The training steps of partial fine-tuning and of the word baselines are many small
+    operations, for which intra-op threads cost more in synchronisation than they save
+    (on a 2-core machine the quick profile's training ran about twice as fast on one thread),
+    while the large batched forward passes that fill the state cache do gain from them.
+    """
+    if not n:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def _adamw(groups: list[dict], lr: float) -> torch.optim.Optimizer:
@@ -445,33 +467,34 @@ def train_pairwise(
     total = steps_per_epoch * cfg.epochs
     optimizer = _adamw(_param_groups(model, cfg.weight_decay), cfg.lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_linear(s, total, cfg.warmup))
-    best = (-1.0, 0, 0.0, None)  # dev accuracy, epoch, train accuracy, state
-    history = []
+    best: tuple = (-1.0, 0, 0.0, None)  # dev accuracy, epoch, train accuracy, trainable state
+    history: list[dict] = []
     bar = tqdm(range(cfg.epochs), desc=desc or f"seed {seed}", disable=not progress, leave=False)
-    for epoch in bar:
-        order = items[rng.permutation(len(items))]
-        loss_sum = correct = 0.0
-        for lo in range(0, len(order), cfg.batch_size):
-            idx = order[lo : lo + cfg.batch_size].tolist()
-            logits = model.logits_for(train, idx, pad_id)
-            loss = nn.functional.cross_entropy(logits, labels[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-            loss_sum += float(loss.detach()) * len(idx)
-            correct += float((logits.argmax(1) == labels[idx]).sum())
-        train_acc = correct / len(order)
-        dev_acc = float("nan")
-        if dev is not None:
-            dev_acc = accuracy_of(predict_proba(model, dev, cfg.eval_batch_size, pad_id), dev.labels)
-        history.append({"epoch": epoch + 1, "loss": loss_sum / len(order), "train_accuracy": train_acc,
-                        "dev_accuracy": dev_acc})
-        bar.set_postfix(loss=f"{loss_sum / len(order):.3f}", dev=f"{dev_acc:.3f}")
-        if dev is None or not cfg.select_on_dev:
-            best = (dev_acc, epoch + 1, train_acc, None)
-        elif dev_acc > best[0]:
-            best = (dev_acc, epoch + 1, train_acc, _trainable_state(model))
+    with torch_threads(cfg.train_threads):
+        for epoch in bar:
+            order = items[rng.permutation(len(items))]
+            loss_sum = correct = 0.0
+            for lo in range(0, len(order), cfg.batch_size):
+                idx = order[lo : lo + cfg.batch_size].tolist()
+                logits = model.logits_for(train, idx, pad_id)
+                loss = nn.functional.cross_entropy(logits, labels[idx])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                schedule.step()
+                loss_sum += float(loss.detach()) * len(idx)
+                correct += float((logits.argmax(1) == labels[idx]).sum())
+            train_acc = correct / len(order)
+            dev_acc = float("nan")
+            if dev is not None:
+                dev_acc = accuracy_of(predict_proba(model, dev, cfg.eval_batch_size, pad_id), dev.labels)
+            history.append({"epoch": epoch + 1, "loss": loss_sum / len(order), "train_accuracy": train_acc,
+                            "dev_accuracy": dev_acc})
+            bar.set_postfix(loss=f"{loss_sum / len(order):.3f}", dev=f"{dev_acc:.3f}")
+            if dev is None or not cfg.select_on_dev:
+                best = (dev_acc, epoch + 1, train_acc, None)
+            elif dev_acc > best[0]:
+                best = (dev_acc, epoch + 1, train_acc, _trainable_state(model))
     if best[3] is not None:
         model.load_state_dict(best[3], strict=False)
     model.eval()
@@ -655,6 +678,7 @@ class WordTrainConfig:
     batch_size: int = 32
     hidden: int = 512
     dropout: float = 0.0
+    threads: int = 0  # torch threads during training (0: leave torch's setting); see torch_threads
 
 
 #: The settings the paper's grid search chose (reference note §2).
@@ -682,22 +706,23 @@ def train_word_model(
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     labels = torch.as_tensor(train.labels)
     best, best_epoch, state, last = -1.0, 0, None, -1.0
-    for epoch in range(cfg.epochs):
-        model.train()
-        order = rng.permutation(len(train))
-        for lo in range(0, len(order), cfg.batch_size):
-            idx = order[lo : lo + cfg.batch_size].tolist()
-            loss = nn.functional.cross_entropy(model.logits_for(train, idx), labels[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        acc = accuracy_of(_word_proba(model, dev), dev.labels)
-        if acc < last:  # the paper's schedule: lr x 0.1 whenever dev accuracy drops
-            for g in optimizer.param_groups:
-                g["lr"] *= 0.1
-        last = acc
-        if acc > best:
-            best, best_epoch, state = acc, epoch + 1, copy.deepcopy(model.state_dict())
+    with torch_threads(cfg.threads):
+        for epoch in range(cfg.epochs):
+            model.train()
+            order = rng.permutation(len(train))
+            for lo in range(0, len(order), cfg.batch_size):
+                idx = order[lo : lo + cfg.batch_size].tolist()
+                loss = nn.functional.cross_entropy(model.logits_for(train, idx), labels[idx])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            acc = accuracy_of(_word_proba(model, dev), dev.labels)
+            if acc < last:  # the paper's schedule: lr x 0.1 whenever dev accuracy drops
+                for g in optimizer.param_groups:
+                    g["lr"] *= 0.1
+            last = acc
+            if acc > best:
+                best, best_epoch, state = acc, epoch + 1, copy.deepcopy(model.state_dict())
     if state is not None:
         model.load_state_dict(state)
     model.eval()
@@ -876,6 +901,7 @@ def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
         epochs=int(P["epochs"]), lr=float(P["lr"]), batch_size=int(P["batch_size"]), warmup=float(P["warmup"]),
         weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
         trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
+        train_threads=int(P.get("train_threads") or 0),
     )
     fields.update(overrides)
     return TrainConfig(**fields)
@@ -883,11 +909,12 @@ def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
 
 def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:
     """The paper's BoV/BiLSTM settings (:data:`PAPER_WORD_CONFIGS`) with the chapter's BiLSTM size and epochs."""
-    base = PAPER_WORD_CONFIGS[kind]
+    from dataclasses import replace
+
+    cfg = replace(PAPER_WORD_CONFIGS[kind], threads=int(P.get("train_threads") or 0))
     if kind == "bilstm":
-        return WordTrainConfig("bilstm", epochs=int(P["bilstm_epochs"]), lr=base.lr, batch_size=base.batch_size,
-                               hidden=int(P["bilstm_hidden"]), dropout=base.dropout)
-    return base
+        cfg = replace(cfg, epochs=int(P["bilstm_epochs"]), hidden=int(P["bilstm_hidden"]))
+    return cfg
 
 
 def paper_comparison(
