@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PYDEVD_DISABLE_FILE_VALIDATION ?= 1
 
-.PHONY: install book test bench chapter constraints clean lab
+.PHONY: install data book test bench chapter constraints clean lab
 
 install: $(STAMP)
 
@@ -31,7 +31,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attnbook)" >/dev/null
 	touch $(STAMP)
 
-book: install
+# The book's datasets: fetched from their original public sources only when a dataset folder is missing
+# (on machines with a shared data folder nothing is downloaded).
+DATASETS := wiki ud_ewt coref glue arct framenet glove
+
+data: install
+	@missing=""; for d in $(DATASETS); do test -d "$(ATTNBOOK_DATA)/$$d" || missing="$$missing $$d"; done; \
+	if [ -n "$$missing" ]; then echo "[make] fetching$$missing into $(ATTNBOOK_DATA)"; \
+	  $(BIN)/attnbook fetch --dest "$(ATTNBOOK_DATA)" $$missing; fi
+
+book: data
 	@echo "[make] data directory: $(ATTNBOOK_DATA)"
 	$(BIN)/attnbook build --profile $(PROFILE) --times-json book/results/_times-$(PROFILE).json
 

@@ -11,7 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .plots import LAYER_SCHEME, heads_frame
+from .plots import LAYER_SCHEME, head_heatmap, heads_frame
 
 
 def sweep_frame(scores: np.ndarray, baseline: float, significant: np.ndarray | None = None) -> pd.DataFrame:
@@ -92,19 +92,7 @@ def layer_sweep_bars(
 
 def importance_heatmap(values: np.ndarray, title: str = "", *, value_title: str = "importance", cell: int = 24) -> alt.Chart:
     """Layer x head heatmap of Michel's importance scores I_h (§4.1), darker = more important."""
-    df = heads_frame({"value": values})
-    n_layers, n_heads = np.asarray(values).shape
-    return (
-        alt.Chart(df)
-        .mark_rect()
-        .encode(
-            x=alt.X("head:O", title="head"),
-            y=alt.Y("layer:O", title="layer"),
-            color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme="greens")),
-            tooltip=[alt.Tooltip("label:N", title="head"), alt.Tooltip("value:Q", format=".3f", title=value_title)],
-        )
-        .properties(title=title, width=cell * n_heads, height=cell * n_layers)
-    )
+    return head_heatmap(values, title, value_title=value_title, scheme="greens", cell=cell)
 
 
 def random_band(curves: pd.DataFrame, ordering: str = "random") -> pd.DataFrame:

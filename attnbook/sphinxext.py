@@ -4,10 +4,23 @@ Jupyter Book 1 runs sphinx-thebe's set-up twice, which registers its inline
 configuration script twice, so every page logs "Identifier 'THEBE_JS_URL' has
 already been declared". This extension drops exact duplicates from the
 builder's script list after the other extensions have added theirs.
+
+It also points the launch buttons (Binder, Colab, JupyterHub) of a chapter at its source notebook in
+``notebooks/``: the page itself is rendered from the executed copy in ``book/``, which the repository
+does not keep, so the theme's default links would open a file that does not exist.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
+
+#: book/NN_name.ipynb (the executed copy) -> notebooks/NN_name.ipynb (the source in the repository)
+_EXECUTED = re.compile(r"(?<=/)book/(\d\d_[A-Za-z0-9_]+\.ipynb)")
+
+
+def source_notebook_url(url: str) -> str:
+    """A launch URL that opens the chapter's source notebook instead of the executed copy."""
+    return _EXECUTED.sub(r"notebooks/\1", url)
 
 
 def _key(script) -> tuple:
@@ -38,7 +51,16 @@ def _dedupe_page(app, pagename, templatename, context, doctree) -> None:
         _dedupe(context["script_files"])
 
 
+def _launch_from_sources(app, pagename, templatename, context, doctree) -> None:
+    for group in context.get("header_buttons") or []:
+        if isinstance(group, dict) and group.get("label") == "launch-buttons":
+            for button in group.get("buttons", []):
+                if isinstance(button, dict) and "url" in button:
+                    button["url"] = source_notebook_url(button["url"])
+
+
 def setup(app) -> dict[str, Any]:
+    app.connect("html-page-context", _launch_from_sources, priority=600)
     app.connect("env-before-read-docs", _dedupe_builder, priority=999)
     app.connect("html-page-context", _dedupe_page, priority=999)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -49,12 +49,25 @@ class SurfaceStats:
     def for_tokenizer(cls, tokenizer) -> "SurfaceStats":
         return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.convert_tokens_to_ids(list(PUNCT_TOKENS)))
 
-    def _add(self, name: str, per_segment: torch.Tensor) -> None:
-        total = per_segment.sum(0).to(torch.float64)
-        self.sums[name] = self.sums[name] + total if name in self.sums else total
+    def _scratch_like(self, a: torch.Tensor) -> torch.Tensor:
+        """A buffer shaped like ``a``, reused across layers and batches (fresh memory costs page faults)."""
+        buf = getattr(self, "_scratch", None)
+        if buf is None or buf.numel() < a.numel() or buf.dtype != a.dtype:
+            buf = self._scratch = torch.empty(a.numel(), dtype=a.dtype)
+        return buf[: a.numel()].view(a.shape)
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
-        attn = attn.float()
+        """Fold in ``attn[batch, layer, head, query, key]``."""
+        self.update_layers(attn.unbind(1), batch)
+
+    def update_layers(self, layers, batch: Batch) -> None:
+        """Fold in the per-layer maps ``layers[layer][batch, head, query, key]``.
+
+        Works one layer at a time so every temporary is one layer's size. The entropy
+        takes the vectorised ``log`` of the weights clamped at 1e-30 (a smaller weight adds
+        under 1e-28 nats; exact zeros and subnormals would take a slow path), not the much
+        slower ``xlogy``.
+        """
         q_mask = batch.query_mask  # [batch, query]
         n = q_mask.sum(1)  # [batch]
         ids = batch.input_ids
@@ -62,31 +75,52 @@ class SurfaceStats:
         cls_ = (ids == self.cls_id).float() * q_mask
         punct = batch.id_mask(self.punct_ids)
         keys = torch.stack([cls_, sep, punct], dim=-1)  # [batch, key, 3]
-        mass = torch.einsum("blhqk,bkc->blhqc", attn, keys)  # [batch, layer, head, query, 3]
-        qm = q_mask[:, None, None, :]
-        denom = n[:, None, None]
+        # The few key positions that are [CLS], [SEP] or punctuation, gathered instead of a matmul over every key:
+        # position[batch, slot] (slots past a segment's count point at key 0 with weight 0) and category[batch, slot, 3].
+        special = keys.sum(-1) > 0  # [batch, key]
+        n_slots = max(1, int(special.sum(1).max()))
+        position = torch.zeros((ids.shape[0], n_slots), dtype=torch.long)
+        category = torch.zeros((ids.shape[0], n_slots, 3))
+        for b in range(ids.shape[0]):
+            where = special[b].nonzero().flatten()
+            position[b, : len(where)] = where
+            category[b, : len(where)] = keys[b, where]
+        n_sep = sep.sum(1)
+        weights = {  # name -> (query weights [batch, 1, query], per-segment count [batch, 1])
+            "all": (q_mask[:, None, :], n[:, None]),
+            "sep": (sep[:, None, :], n_sep[:, None]),
+            "rest": ((q_mask - sep)[:, None, :], (n - n_sep)[:, None]),
+            "pairs": ((q_mask[:, 1:] * q_mask[:, :-1])[:, None, :], n[:, None]),
+        }
 
-        def per_segment_mean(values: torch.Tensor, weights: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-            return (values * weights).sum(-1) / count.clamp(min=1)
+        def segment_sum(values: torch.Tensor, weight: str) -> torch.Tensor:
+            """Sum over segments of the per-segment weighted mean over queries: [batch, head, query] -> [head]."""
+            w, count = weights[weight]
+            return ((values * w).sum(-1) / count.clamp(min=1)).sum(0).to(torch.float64)
 
-        for c, name in enumerate(("cls", "sep", "punct")):
-            self._add(name, per_segment_mean(mass[..., c], qm, denom))
-        n_sep = sep.sum(1)[:, None, None]
-        self._add("sep_sep", per_segment_mean(mass[..., 1], sep[:, None, None, :], n_sep))
-        self._add("rest_sep", per_segment_mean(mass[..., 1], (q_mask - sep)[:, None, None, :], denom - n_sep))
-
-        diag = torch.diagonal(attn, offset=0, dim1=-2, dim2=-1)  # attn[q, q]
-        prev = torch.diagonal(attn, offset=-1, dim1=-2, dim2=-1)  # attn[q, q-1] for q = 1..
-        nxt = torch.diagonal(attn, offset=1, dim1=-2, dim2=-1)  # attn[q, q+1] for q = 0..
-        pair_mask = (q_mask[:, 1:] * q_mask[:, :-1])[:, None, None, :]
-        self._add("self", per_segment_mean(diag, qm, denom))
-        self._add("prev", per_segment_mean(prev, pair_mask, denom))
-        self._add("next", per_segment_mean(nxt, pair_mask, denom))
-
-        entropy = -torch.special.xlogy(attn, attn).sum(-1)  # [batch, layer, head, query]
-        self._add("entropy", per_segment_mean(entropy, qm, denom))
-        self._add("entropy_cls", entropy[..., 0])
-        self._add("max_weight", per_segment_mean(attn.amax(-1), qm, denom))
+        per_layer: dict[str, list[torch.Tensor]] = {name: [] for name in STAT_NAMES}
+        for a in layers:
+            a = a.float()  # [batch, head, query, key]
+            n_batch, n_heads, n_query, _ = a.shape
+            picked = torch.gather(a, -1, position[:, None, None, :].expand(n_batch, n_heads, n_query, n_slots))
+            mass = torch.bmm(picked.view(n_batch, n_heads * n_query, n_slots), category).view(n_batch, n_heads, n_query, 3)
+            per_layer["cls"].append(segment_sum(mass[..., 0], "all"))
+            per_layer["sep"].append(segment_sum(mass[..., 1], "all"))
+            per_layer["punct"].append(segment_sum(mass[..., 2], "all"))
+            per_layer["sep_sep"].append(segment_sum(mass[..., 1], "sep"))
+            per_layer["rest_sep"].append(segment_sum(mass[..., 1], "rest"))
+            per_layer["self"].append(segment_sum(torch.diagonal(a, 0, -2, -1), "all"))  # attn[q, q]
+            per_layer["prev"].append(segment_sum(torch.diagonal(a, -1, -2, -1), "pairs"))  # attn[q, q-1], q = 1..
+            per_layer["next"].append(segment_sum(torch.diagonal(a, 1, -2, -1), "pairs"))  # attn[q, q+1], q = 0..
+            plogp = torch.clamp_min(a, 1e-30, out=self._scratch_like(a))  # no log(0), no slow subnormals
+            plogp.log_().mul_(a)  # p log p
+            entropy = plogp.sum(-1).neg_()  # [batch, head, query]
+            per_layer["entropy"].append(segment_sum(entropy, "all"))
+            per_layer["entropy_cls"].append(entropy[..., 0].sum(0).to(torch.float64))
+            per_layer["max_weight"].append(segment_sum(a.amax(-1), "all"))
+        for name, values in per_layer.items():
+            total = torch.stack(values)  # [layer, head]
+            self.sums[name] = self.sums[name] + total if name in self.sums else total
         self.uniform_entropy += float(torch.log(n).sum())
         self.n_segments += int(n.shape[0])
 

@@ -50,8 +50,19 @@ def best_of(fn, repeats: int = 3) -> float:
     return min(times)
 
 
+def interleaved_best(a, b, repeats: int = 5) -> tuple[float, float]:
+    """Best-of-``repeats`` times of ``a`` and ``b``, run alternately so both see the same machine state."""
+    ta, tb = [], []
+    for _ in range(repeats):
+        for fn, out in ((a, ta), (b, tb)):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return min(ta), min(tb)
+
+
 # ---- 1. extraction overhead ----------------------------------------------------------------------
-def bench_extraction(loaded, segments, batch_size: int) -> dict:
+def bench_extraction(loaded, segments, batch_size: int, repeats: int = 7, naive: bool = True) -> dict:
     pad = loaded.tokenizer.pad_token_id or 0
     batches = list(make_batches(segments, batch_size, pad))
 
@@ -67,7 +78,12 @@ def bench_extraction(loaded, segments, batch_size: int) -> dict:
                          batch_size=batch_size, progress=False)
 
     bare(); streamed()  # warm-up
-    t_bare, t_stream = best_of(bare), best_of(streamed)
+    t_bare, t_stream = interleaved_best(bare, streamed, repeats=repeats)
+    result = {"segments": len(segments), "batch_size": batch_size, "bare_forward_s": round(t_bare, 3),
+              "with_all_statistics_s": round(t_stream, 3), "overhead": round(t_stream / t_bare - 1, 4),
+              "target": "overhead <= 0.10"}
+    if not naive:
+        return result
     n_naive = min(40, len(segments))
 
     def naive():
@@ -81,10 +97,7 @@ def bench_extraction(loaded, segments, batch_size: int) -> dict:
         surface_stats_reference(maps, [e.tokens for e in segments[:n_naive]])
 
     t_naive = best_of(naive, 1) * len(segments) / n_naive
-    return {"segments": len(segments), "batch_size": batch_size, "bare_forward_s": round(t_bare, 3),
-            "with_all_statistics_s": round(t_stream, 3), "overhead": round(t_stream / t_bare - 1, 4),
-            "naive_s_extrapolated": round(t_naive, 2), "naive_over_streamed": round(t_naive / t_stream, 1),
-            "target": "overhead <= 0.10"}
+    return {**result, "naive_s_extrapolated": round(t_naive, 2), "naive_over_streamed": round(t_naive / t_stream, 1)}
 
 
 def bench_batch_sizes(loaded, segments) -> dict:
@@ -109,17 +122,26 @@ def bench_threads(loaded, segments) -> dict:
 
 # ---- 2. memory -----------------------------------------------------------------------------------
 MEMORY_CHILD = r"""
-import json, resource, sys, torch
+import json, re, sys, torch
 from attnbook.extract import stream_attention
 from attnbook.models import load_encoder
 from attnbook.segments import clark_segments
 from attnbook.surface import SurfaceStats
+
+
+def rss(field):  # MiB, from /proc/self/status
+    return int(re.search(field + r":\s+(\d+)", open("/proc/self/status").read()).group(1)) / 1024
+
+
 loaded = load_encoder("embedded")
 segs = clark_segments(loaded.tokenizer, int(sys.argv[1]), 128, seed=0)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-stream_attention(loaded, segs, [SurfaceStats.for_tokenizer(loaded.tokenizer)], batch_size=16, progress=False)
-print(json.dumps({"n": len(segs), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "before_extraction_mib": before / 1024}))
+stats = SurfaceStats.for_tokenizer(loaded.tokenizer)
+stream_attention(loaded, segs[:16], [SurfaceStats.for_tokenizer(loaded.tokenizer)], batch_size=16, progress=False)
+before = rss("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")  # reset the high-water mark: the peak below is the extraction's
+stream_attention(loaded, segs, [stats], batch_size=16, progress=False)
+print(json.dumps({"n": len(segs), "before_extraction_mib": before, "peak_rss_mib": rss("VmHWM"),
+                  "extraction_peak_over_before_mib": rss("VmHWM") - before}))
 """
 
 
@@ -155,15 +177,17 @@ def bench_paper_cost(tokenizer, n_measure: int = 48) -> dict:
     segs = clark_segments(tokenizer, n_measure, 128, seed=0)
     segs = [s for s in segs]
     stream_attention(loaded, segs[:8], [SurfaceStats.for_tokenizer(tokenizer)], batch_size=8, progress=False)
-    t = best_of(lambda: stream_attention(loaded, segs, [SurfaceStats.for_tokenizer(tokenizer)], batch_size=16,
-                                         progress=False), 2)
+    overhead = bench_extraction(loaded, segs, 16, repeats=3, naive=False)  # the same measurement as for the embedded model
+    t = overhead["with_all_statistics_s"]
     mean_len = float(np.mean([len(s) for s in segs]))
     rate = matmul_gflops()
     floor_per_seg = forward_flops(12, 768, int(round(mean_len)), 3072) / (rate * 1e9)
     return {"measured_segments": n_measure, "mean_length": round(mean_len, 1),
             "minutes_for_1000_segments": round(t / n_measure * 1000 / 60, 2),
             "flop_floor_minutes_for_1000": round(floor_per_seg * 1000 / 60, 2),
-            "ratio_to_floor": round((t / n_measure) / floor_per_seg, 2), "matmul_gflops": round(rate, 1)}
+            "ratio_to_floor": round((t / n_measure) / floor_per_seg, 2), "matmul_gflops": round(rate, 1),
+            "bare_forward_s": overhead["bare_forward_s"], "with_all_statistics_s": t,
+            "extraction_overhead": overhead["overhead"]}
 
 
 # ---- optional parts owned by other modules -------------------------------------------------------
@@ -238,7 +262,9 @@ def book_times() -> dict:
 def table(report: dict) -> str:
     ex, mem, paper = report.get("extraction", {}), report.get("memory", {}), report.get("paper_cost", {})
     rows = [
-        ("extraction: all chapter-1 statistics vs bare forward with attentions", f"overhead {ex.get('overhead')}",
+        ("extraction (embedded 6x12, hidden 384): all chapter-1 statistics vs bare forward with attentions",
+         f"overhead {ex.get('overhead')}", "<= 0.10"),
+        ("extraction (random bert-base 12x12, hidden 768): the same", f"overhead {paper.get('extraction_overhead')}",
          "<= 0.10"),
         ("extraction: naive per-example loop vs streamed", f"{ex.get('naive_over_streamed')}x slower", "(reference)"),
         ("memory: peak RSS, 1000 vs 100 segments", f"ratio {mem.get('ratio_1000_over_100')}", "<= 1.10"),

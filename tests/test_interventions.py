@@ -19,24 +19,7 @@ from attnbook.interventions import (
     uniform_weights,
 )
 
-
-def tiny_classifier(n_layers=3, n_heads=4, hidden=32, seed=0, dtype=torch.float32, num_labels=3):
-    """A random BertForSequenceClassification with weights large enough that heads matter."""
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=64,
-        hidden_size=hidden,
-        num_hidden_layers=n_layers,
-        num_attention_heads=n_heads,
-        intermediate_size=2 * hidden,
-        max_position_embeddings=64,
-        num_labels=num_labels,
-        initializer_range=0.3,
-        attn_implementation="eager",
-    )
-    return BertForSequenceClassification(config).to(dtype).eval()
+from tiny_models import tiny_classifier
 
 
 def padded_batch(lengths, width=None, vocab=64, seed=0):
