@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .errors import EmptyDataError, ParameterError
@@ -413,6 +414,39 @@ def cached_sweep(parts: dict, compute, *, enabled: bool = True) -> SweepResult:
         outputs=got["outputs"], baseline_outputs=got["baseline_outputs"], gold=got["gold"],
         names=[str(n) for n in got["names"]], meta={"cached": True},
     )
+
+
+def cached_frame(namespace: str, parts: dict, compute, *, enabled: bool = True) -> pd.DataFrame:
+    """``compute()`` (a DataFrame of numbers and strings, e.g. :func:`attnbook.importance.iterative_pruning`'s
+    curves) cached by content under ``parts``, like :func:`cached_sweep`; columns and dtypes are kept."""
+    from .cache import cached_arrays
+
+    meta: dict = {}
+
+    def arrays() -> dict[str, np.ndarray]:
+        frame = compute()
+        meta["frame"] = frame
+        out = {}
+        for c in frame.columns:
+            values = frame[c].to_numpy()
+            out[f"col:{c}"] = values.astype(str) if values.dtype == object else values  # text columns as unicode
+        out["columns"] = np.asarray([str(c) for c in frame.columns])
+        return out
+
+    got = cached_arrays(namespace, {"code": SWEEP_CACHE_VERSION, **parts}, arrays, enabled=enabled)
+    if "frame" in meta:
+        return meta["frame"]
+    return pd.DataFrame({str(c): got[f"col:{c}"] for c in got["columns"]})
+
+
+def ordering_digest(ordering) -> str:
+    """A cache-key part for a pruning ``ordering``: the name of a strategy, or the SHA-256 of an array."""
+    import hashlib
+
+    if isinstance(ordering, str):
+        return ordering
+    values = np.ascontiguousarray(np.asarray(ordering, dtype=np.float64))
+    return hashlib.sha256(repr(values.shape).encode() + values.tobytes()).hexdigest()[:24]
 
 
 def verdict(agrees: bool, partly: bool = False) -> str:

@@ -426,9 +426,17 @@ def attnbook_attention(
         v = value
         if v.shape[1] != n_heads:  # grouped-query attention: share key/value heads
             v = v.repeat_interleave(n_heads // v.shape[1], dim=1)
-        uniform_out = torch.matmul(uniform, v).transpose(1, 2)  # [rows, query, head, dim]
+        if bool((uniform == uniform[..., :1, :]).all()):  # every query sees the same keys (BERT): one row
+            uniform_out = torch.matmul(uniform[..., :1, :], v).expand(-1, -1, uniform.shape[-2], -1)
+        else:
+            uniform_out = torch.matmul(uniform, v)
+        uniform_out = uniform_out.transpose(1, 2)  # [rows, query, head, dim]
         out = torch.where(disabled[:, None, :, None], uniform_out.to(out.dtype), out)
-        weights = torch.where(disabled[:, :, None, None], uniform.expand_as(weights), weights)
+        rows_heads = disabled.expand(weights.shape[0], n_heads)
+        if torch.is_grad_enabled() and weights.requires_grad:
+            weights = torch.where(disabled[:, :, None, None], uniform.expand_as(weights), weights)
+        else:  # no autograd: overwrite only the disabled heads' maps, in place
+            weights[rows_heads] = uniform.expand_as(weights)[rows_heads]
 
     # 2. Michel: gate each head's output
     for iv in stack:

@@ -163,10 +163,26 @@ def most_changed_layers(cosine: np.ndarray, k: int = 2) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # Table 1
 # ---------------------------------------------------------------------------------------------
+#: A fine-tuned classifier that gives one answer to at least this share of dev examples is flagged as constant.
+CONSTANT_PREDICTOR_SHARE = 0.95
+
+
+def constant_predictors(df) -> list[str]:
+    """``"task (init)"`` of the fine-tuned rows of :func:`attnbook.finetune.table1` that are (nearly) constant
+    predictors: one class for at least :data:`CONSTANT_PREDICTOR_SHARE` of the dev examples."""
+    out = []
+    for _, r in df.iterrows():
+        share = r.get("top_class_share", float("nan"))
+        if r["init"] != "pretrained" and share == share and share >= CONSTANT_PREDICTOR_SHARE:
+            out.append(f"{r['task']} ({r['init']})")
+    return out
+
+
 def table1_comparisons(df) -> list[dict]:
     """Rows for Table 1 (``df`` from :func:`attnbook.finetune.table1`).
 
-    * each cell: paper vs ours, :func:`closeness` with 5 / 15 points (scores x 100);
+    * each cell: paper vs ours, :func:`closeness` with 5 / 15 points (scores x 100); a fine-tuned cell
+      whose classifier is a constant predictor (:data:`CONSTANT_PREDICTOR_SHARE`) says so in its note;
     * per local task: does pre-trained + fine-tuning beat random init + fine-tuning (the paper:
       on every task but QQP, a tie at 0);
     * the mean gain of fine-tuning over the untrained classifier on the tasks run here, against
@@ -176,6 +192,10 @@ def table1_comparisons(df) -> list[dict]:
     for _, r in df.iterrows():
         note = r["note"] or f"{r['metric']}; {int(r['n_dev'])} dev examples" + (
             f", {int(r['n_train'])} training examples" if r["n_train"] else "")
+        share = r.get("top_class_share", float("nan"))
+        if r["init"] != "pretrained" and share == share and share >= CONSTANT_PREDICTOR_SHARE:
+            note += (f"; predicts one class for {share:.0%} of dev examples: no better than a constant "
+                     "predictor, so its attention has not learned the task")
         rows.append(dict(experiment="Table 1", quantity=f"{r['task']}, {r['init']}", paper=float(r["paper"]),
                          ours=float(r["ours"]), verdict=closeness(r["paper"], r["ours"], 5, 15), note=note))
     wide = df.pivot(index="task", columns="init", values="ours")

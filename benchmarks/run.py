@@ -276,7 +276,7 @@ def table(report: dict) -> str:
     for mode in ("disable", "mask"):
         m = sw.get(mode)
         if isinstance(m, dict):
-            rows.append((f"single-head {mode} sweep: fast vs naive", f"{m.get('speedup')}x, max diff "
+            rows.append((f"single-head {mode} sweep: fast vs naive", f"{m.get('speedup'):.2f}x, max diff "
                          f"{m.get('max_abs_output_diff'):.1e}" if m.get("max_abs_output_diff") is not None else
                          str(m), ">= 2x, diff < 1e-5"))
     imp = report.get("importance", {})

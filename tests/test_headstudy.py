@@ -212,3 +212,28 @@ def test_trivial_score_is_the_constant_predictors_metric():
     assert hs.trivial_score("STS-B", np.array([0.5, 2.0])) == 0.0
     with pytest.raises(EmptyDataError):
         hs.trivial_score("RTE", np.array([]))
+
+
+def test_cached_frame_roundtrip_and_reuse(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from attnbook.headstudy import cached_frame, ordering_digest
+
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"ordering": ["random", "random"], "seed": [0, 1], "share_pruned": [0.0, 0.5],
+                             "score": [81.5, 70.25]})
+
+    parts = {"kind": "pruning", "ordering": ordering_digest(np.arange(6.0).reshape(2, 3))}
+    first = cached_frame("pruning-curves", parts, compute)
+    again = cached_frame("pruning-curves", parts, compute)
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(first, again, check_dtype=False)
+    assert again["score"].tolist() == [81.5, 70.25] and again["ordering"].tolist() == ["random", "random"]
+    other = cached_frame("pruning-curves", {**parts, "ordering": ordering_digest(np.arange(6.0))}, compute)
+    assert len(calls) == 2 and len(other) == 2
+    assert ordering_digest("random") == "random"
+    assert ordering_digest(np.ones((2, 3))) != ordering_digest(np.zeros((2, 3)))

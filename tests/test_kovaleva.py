@@ -177,3 +177,23 @@ def test_agreement_markdown_counts_and_names():
     assert "within 5 points of the paper: 1 of the 2 run here" in text
     assert "§4.3 Fig. 5: last layers" in text and "§4.1: F1" in text
     assert kovaleva.agreement_markdown([], "tiny").startswith("*No")
+
+
+def test_constant_predictor_flagged_in_table1_rows():
+    import pandas as pd
+
+    from attnbook import kovaleva
+
+    df = pd.DataFrame([
+        dict(task="MRPC", init="pretrained_ft", ours=81.2, paper=87.9, metric="F1", n_dev=408, n_train=1000,
+             note="", top_class_share=1.0),
+        dict(task="SST-2", init="pretrained_ft", ours=79.2, paper=92.0, metric="accuracy", n_dev=500, n_train=2000,
+             note="", top_class_share=0.55),
+        dict(task="MRPC", init="pretrained", ours=36.2, paper=0.0, metric="F1", n_dev=408, n_train=0,
+             note="", top_class_share=1.0),
+    ])
+    assert kovaleva.constant_predictors(df) == ["MRPC (pretrained_ft)"]
+    rows = kovaleva.table1_comparisons(df)
+    notes = {r["quantity"]: r["note"] for r in rows}
+    assert "constant" in notes["MRPC, pretrained_ft"]
+    assert "constant" not in notes["SST-2, pretrained_ft"] and "constant" not in notes["MRPC, pretrained"]

@@ -252,3 +252,22 @@ def test_compare_to_baseline_matches_per_intervention_bootstrap():
         assert table.loc[i, "p_bootstrap"] == pytest.approx(bs["p_value"])
     assert np.allclose(generic[["delta", "ci_low", "ci_high", "p_bootstrap"]], table[["delta", "ci_low", "ci_high", "p_bootstrap"]])
     assert "p_mcnemar" not in generic
+
+
+def test_last_layer_for_cls_only_equals_whole_layer():
+    """The fast path computes the last layer for the [CLS] query alone; the head's output is unchanged."""
+    from attnbook.sweeps import EncoderStack
+
+    model = tiny_classifier(seed=3)
+    batch = dev_batches(n_batches=1, seed=3)[0]
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    short, whole = EncoderStack(model), EncoderStack(model, cls_only=False)
+    assert short.cls_only and not whole.cls_only
+    with torch.inference_mode():
+        hidden, mask = short.layer_inputs(inputs)
+        reference = model(**inputs).logits
+        for start in range(len(short.layers) + 1):
+            a = short.run_from(start, hidden[start], mask)
+            b = whole.run_from(start, hidden[start], mask)
+            assert torch.allclose(a, b, atol=1e-5), start
+        assert torch.allclose(short.run_from(0, hidden[0], mask), reference, atol=1e-5)
