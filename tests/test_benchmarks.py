@@ -1,0 +1,35 @@
+"""The benchmark report renders every part it measured (the measuring itself runs in `make bench`, not here)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_runner():
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_table_has_a_row_per_measurement():
+    run = load_runner()
+    report = {
+        "extraction": {"overhead": 0.08, "naive_over_streamed": 3.0},
+        "memory": {"ratio_1000_over_100": 1.02},
+        "paper_cost": {"minutes_for_1000_segments": 1.7, "flop_floor_minutes_for_1000": 1.0, "extraction_overhead": 0.03},
+        "sweeps": {"disable": {"speedup": 2.2, "max_abs_output_diff": 0.0}, "mask": {"speedup": 2.4, "max_abs_output_diff": 1e-7}},
+        "importance": {"importance_over_forward": 2.1},
+        "training": {"embedded": {"examples_per_s": 15.0}, "bert_base_random": {"examples_per_s": 2.5},
+                     "bert_base_slowdown": 6.0},
+        "threads": {"segments_per_s_by_threads": {"1": 30.0, "2": 60.0}},
+        "batch_sizes": {"segments_per_s_by_batch_size": {"8": 60.0, "16": 61.0}},
+        "book_times": {"quick": {"01_clark_surface_patterns": 120.0, "total": 1200.0}},
+    }
+    md = run.table(report)
+    for expected in ("overhead 0.08", "overhead 0.03", "ratio 1.02", "2.20x", "2.40x", "2.1x", "15.0 ex/s",
+                     "1: 30.0, 2: 60.0", "01_clark_surface_patterns | 2.0 min", "20.0 min"):
+        assert expected in md, expected
+    assert md.count("\n") + 1 == 2 + 14  # header, separator and one row per measurement (14 here)
