@@ -118,3 +118,18 @@ def test_notebook_parameters_match_the_profile_table():
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         names = notebook_parameters(path) - {"profile"}
         assert names == set(CHAPTERS[path.stem]["quick"]), path.name
+
+
+def test_paper_profile_is_bert_base_everywhere_and_sizes_grow():
+    """The paper profile names the papers' model in every chapter and never uses smaller data than quick."""
+    from attnbook.config import chapter_params
+    from attnbook.profiles import PAPER_MODEL
+    from attnbook.runner import available_chapters
+
+    assert PAPER_MODEL == "bert-base-uncased"
+    for chapter in available_chapters():
+        paper, quick = chapter_params(chapter, "paper"), chapter_params(chapter, "quick")
+        assert paper.model == PAPER_MODEL, chapter
+        for name in ("n_segments", "n_examples", "n_seeds", "probe_train_sentences", "word_seeds"):
+            if hasattr(quick, name) and isinstance(getattr(quick, name), int):
+                assert getattr(paper, name) >= getattr(quick, name), (chapter, name)
