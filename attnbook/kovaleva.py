@@ -167,15 +167,17 @@ def most_changed_layers(cosine: np.ndarray, k: int = 2) -> list[int]:
 CONSTANT_PREDICTOR_SHARE = 0.95
 
 
+def is_constant_predictor(row) -> bool:
+    """Whether a fine-tuned row of :func:`attnbook.finetune.table1` gives one class to at least
+    :data:`CONSTANT_PREDICTOR_SHARE` of the dev examples (regression rows have no share and never are)."""
+    share = row.get("top_class_share", float("nan"))
+    return row["init"] != "pretrained" and share == share and share >= CONSTANT_PREDICTOR_SHARE
+
+
 def constant_predictors(df) -> list[str]:
     """``"task (init)"`` of the fine-tuned rows of :func:`attnbook.finetune.table1` that are (nearly) constant
-    predictors: one class for at least :data:`CONSTANT_PREDICTOR_SHARE` of the dev examples."""
-    out = []
-    for _, r in df.iterrows():
-        share = r.get("top_class_share", float("nan"))
-        if r["init"] != "pretrained" and share == share and share >= CONSTANT_PREDICTOR_SHARE:
-            out.append(f"{r['task']} ({r['init']})")
-    return out
+    predictors (:func:`is_constant_predictor`)."""
+    return [f"{r['task']} ({r['init']})" for _, r in df.iterrows() if is_constant_predictor(r)]
 
 
 def table1_comparisons(df) -> list[dict]:
@@ -192,10 +194,9 @@ def table1_comparisons(df) -> list[dict]:
     for _, r in df.iterrows():
         note = r["note"] or f"{r['metric']}; {int(r['n_dev'])} dev examples" + (
             f", {int(r['n_train'])} training examples" if r["n_train"] else "")
-        share = r.get("top_class_share", float("nan"))
-        if r["init"] != "pretrained" and share == share and share >= CONSTANT_PREDICTOR_SHARE:
-            note += (f"; predicts one class for {share:.0%} of dev examples: no better than a constant "
-                     "predictor, so its attention has not learned the task")
+        if is_constant_predictor(r):
+            note += (f"; predicts one class for {r['top_class_share']:.0%} of dev examples: no better than a "
+                     "constant predictor, so its attention has not learned the task")
         rows.append(dict(experiment="Table 1", quantity=f"{r['task']}, {r['init']}", paper=float(r["paper"]),
                          ours=float(r["ours"]), verdict=closeness(r["paper"], r["ours"], 5, 15), note=note))
     wide = df.pivot(index="task", columns="init", values="ours")

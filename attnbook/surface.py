@@ -44,6 +44,7 @@ class SurfaceStats:
         self.sums: dict[str, torch.Tensor] = {}
         self.uniform_entropy = 0.0
         self.n_segments = 0
+        self._scratch: torch.Tensor | None = None  # one layer-sized buffer for the entropy, reused
 
     @classmethod
     def for_tokenizer(cls, tokenizer) -> "SurfaceStats":
@@ -51,7 +52,7 @@ class SurfaceStats:
 
     def _scratch_like(self, a: torch.Tensor) -> torch.Tensor:
         """A buffer shaped like ``a``, reused across layers and batches (fresh memory costs page faults)."""
-        buf = getattr(self, "_scratch", None)
+        buf = self._scratch
         if buf is None or buf.numel() < a.numel() or buf.dtype != a.dtype:
             buf = self._scratch = torch.empty(a.numel(), dtype=a.dtype)
         return buf[: a.numel()].view(a.shape)
