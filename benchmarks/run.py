@@ -23,12 +23,12 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE.parent))
 
-from attnbook.config import chapter_params  # noqa: E402
-from attnbook.extract import Batch, forward_attentions, make_batches, stream_attention  # noqa: E402
-from attnbook.io import atomic_write_json, atomic_write_text  # noqa: E402
-from attnbook.models import load_encoder, wrap_model  # noqa: E402
-from attnbook.segments import clark_segments  # noqa: E402
-from attnbook.surface import SurfaceStats, surface_stats_reference  # noqa: E402
+from attnbook.chapters.params import chapter_params  # noqa: E402
+from attnbook.engine.extract import Batch, forward_attentions, make_batches, stream_attention  # noqa: E402
+from attnbook.core.io import atomic_write_json, atomic_write_text  # noqa: E402
+from attnbook.engine.models import load_encoder, wrap_model  # noqa: E402
+from attnbook.studies.clark.segments import clark_segments  # noqa: E402
+from attnbook.studies.clark.surface import SurfaceStats, surface_stats_reference  # noqa: E402
 
 
 def machine() -> dict:
@@ -124,10 +124,10 @@ def bench_threads(loaded, segments) -> dict:
 # ---- 2. memory -----------------------------------------------------------------------------------
 MEMORY_CHILD = r"""
 import json, re, sys, torch
-from attnbook.extract import stream_attention
-from attnbook.models import load_encoder
-from attnbook.segments import clark_segments
-from attnbook.surface import SurfaceStats
+from attnbook.engine.extract import stream_attention
+from attnbook.engine.models import load_encoder
+from attnbook.studies.clark.segments import clark_segments
+from attnbook.studies.clark.surface import SurfaceStats
 
 
 def rss(field):  # MiB, from /proc/self/status
@@ -215,9 +215,9 @@ def _rte_classifier_batches(n: int = 48):
     the real architecture and real inputs, not a trained head."""
     from transformers import AutoModelForSequenceClassification
 
-    from attnbook import sweeps
-    from attnbook.glue import load_split
-    from attnbook.models import embedded_model_path, load_encoder
+    from attnbook.engine import sweeps
+    from attnbook.data.glue import load_split
+    from attnbook.engine.models import embedded_model_path, load_encoder
 
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_pretrained(
@@ -231,7 +231,7 @@ def _rte_classifier_batches(n: int = 48):
 
 
 def bench_sweeps() -> dict:
-    from attnbook import sweeps
+    from attnbook.engine import sweeps
 
     model, batches = _rte_classifier_batches()
     out = {mode: sweeps.benchmark_sweep(model, batches, mode) for mode in ("disable", "mask")}
@@ -241,7 +241,7 @@ def bench_sweeps() -> dict:
 
 def bench_importance() -> dict:
     """Michel §4.1: one forward+backward pass per batch gives every head's importance; compared with a forward."""
-    from attnbook.importance import head_importance
+    from attnbook.studies.michel.importance import head_importance
 
     model, batches = _rte_classifier_batches()
 
@@ -258,7 +258,7 @@ def bench_importance() -> dict:
 
 
 def bench_training() -> dict:
-    from attnbook import finetune
+    from attnbook.engine import finetune
 
     return finetune.benchmark_throughput()
 

@@ -30,7 +30,7 @@ def tokenizer():
     """The bert-base-uncased WordPiece tokenizer shipped with the embedded model."""
     from transformers import AutoTokenizer
 
-    from attnbook.models import embedded_model_path
+    from attnbook.engine.models import embedded_model_path
 
     return AutoTokenizer.from_pretrained(embedded_model_path())
 
@@ -56,6 +56,6 @@ def make_tiny_bert(tokenizer, n_layers: int = 2, n_heads: int = 4, hidden: int =
 @pytest.fixture(scope="session")
 def tiny_bert(tokenizer):
     """A LoadedModel around a 2-layer, 4-head, hidden-32 random BERT."""
-    from attnbook.models import wrap_model
+    from attnbook.engine.models import wrap_model
 
     return wrap_model(make_tiny_bert(tokenizer), tokenizer, name="tiny-random-bert")

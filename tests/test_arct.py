@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import arct as A
-from attnbook.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
+from attnbook.studies.niven_kao import cues as A
+from attnbook.core.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
 
 
 def item(i: int, w0: str, w1: str, label: int, claim: str = "Claim one", reason: str = "A reason.") -> A.ArctItem:

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import arct as A
-from attnbook import arct_model as M
-from attnbook.errors import ParameterError
+from attnbook.studies.niven_kao import cues as A
+from attnbook.studies.niven_kao import scorers as M
+from attnbook.core.errors import ParameterError
 from conftest import make_tiny_bert
 
 
@@ -138,7 +138,7 @@ def test_tiny_bert_learns_a_planted_cue(tokenizer):
 
 
 def test_run_seeds_rows(tokenizer):
-    from attnbook.models import wrap_model
+    from attnbook.engine.models import wrap_model
 
     loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
     items = planted_cue_items(12, 3)
@@ -220,7 +220,7 @@ def test_paper_comparison_verdicts_follow_the_numbers():
     assert by[("§6 adversarial test, BERT (C, R, W)", "original half + negated half")]["ours"] == pytest.approx(1.0)
     assert by[("§3/§5 BoV (C, R, W)", "test accuracy, mean")]["verdict"] == "agrees"
     assert by[('§4 cue "not" (train+dev+test)', "productivity")]["verdict"] == "disagrees"  # 0.5 vs 0.61
-    from attnbook.results import VERDICTS
+    from attnbook.chapters.results import VERDICTS
 
     assert all(r["verdict"] in VERDICTS for r in rows)
 

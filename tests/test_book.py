@@ -39,7 +39,7 @@ def _copy_project(home: Path) -> None:
 
 
 def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "attnbook.cli", *args], env=env, text=True, capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "attnbook.chapters.cli", *args], env=env, text=True, capture_output=True)
     assert proc.returncode == 0, f"attnbook {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 
@@ -55,7 +55,7 @@ def smoke_book(tmp_path_factory) -> Path:
 
 @pytest.mark.integration
 def test_every_chapter_executed_and_rendered(smoke_book):
-    from attnbook.runner import available_chapters
+    from attnbook.chapters.runner import available_chapters
 
     html = smoke_book / "_build" / "html"
     for doc in toc_files():
@@ -66,7 +66,7 @@ def test_every_chapter_executed_and_rendered(smoke_book):
         assert results["profile"] == "smoke" and results["comparisons"], f"{chapter}: no paper-vs-run rows"
         prov = json.loads((smoke_book / "book" / "results" / f"{chapter}.provenance.json").read_text())
         assert prov["model"]["fingerprint"] and prov["data_files"] and prov["seed"] is not None
-    from attnbook.frontmatter import CHAPTER_TITLES
+    from attnbook.chapters.frontmatter import CHAPTER_TITLES
 
     overview = (smoke_book / "book" / "results.md").read_text()
     for chapter in available_chapters():
@@ -147,7 +147,7 @@ def test_launch_buttons_open_source_notebooks(smoke_book):
     """Binder/Colab links of a chapter open its notebook in notebooks/ (book/*.ipynb is not in the repository)."""
     import re
 
-    from attnbook.runner import available_chapters
+    from attnbook.chapters.runner import available_chapters
 
     for chapter in available_chapters():
         text = (smoke_book / "_build" / "html" / "book" / f"{chapter}.html").read_text()
@@ -160,7 +160,7 @@ def test_launch_buttons_open_source_notebooks(smoke_book):
 
 @pytest.mark.integration
 def test_chapter_pages_have_figures_and_tables(smoke_book):
-    from attnbook.runner import available_chapters
+    from attnbook.chapters.runner import available_chapters
 
     for chapter in available_chapters():
         text = (smoke_book / "_build" / "html" / "book" / f"{chapter}.html").read_text()

@@ -1,4 +1,4 @@
-"""Tests of attnbook.clustering (Clark et al. §6): JS head distances, MDS, permutation test, clusters."""
+"""Tests of attnbook.studies.clark.clustering (Clark et al. §6): JS head distances, MDS, permutation test, clusters."""
 from __future__ import annotations
 
 import itertools
@@ -8,9 +8,9 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon, pdist, squareform
 
-from attnbook import clustering as cl
-from attnbook.errors import EmptyDataError, ParameterError
-from attnbook.extract import Encoded, collect_maps, make_batches
+from attnbook.studies.clark import clustering as cl
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.engine.extract import Encoded, collect_maps, make_batches
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ def test_head_distances_streaming_with_padding_equals_full_maps(tiny_bert):
     maps = collect_maps(tiny_bert, examples)
     ref = reference_js_sums(maps)
     red = cl.HeadDistances(tiny_bert.n_layers, tiny_bert.n_heads)
-    from attnbook.extract import stream_attention
+    from attnbook.engine.extract import stream_attention
 
     (res,) = stream_attention(tiny_bert, examples, [red], batch_size=3, progress=False)
     np.testing.assert_allclose(res["js_sum"], ref, rtol=2e-4, atol=1e-5)
@@ -437,7 +437,7 @@ def test_charts_build_valid_specs_with_head_labels():
 # ---- chapter helpers -------------------------------------------------------------------------------
 
 def test_syntax_best_heads_keeps_relations_that_beat_their_baseline():
-    from attnbook.syntax import HeadAccuracy
+    from attnbook.studies.clark.syntax import HeadAccuracy
 
     relations = ["All", "dobj", "amod", "empty"]
     correct = np.zeros((4, 2, 3, 2))
@@ -496,7 +496,7 @@ def test_paper_comparison_verdicts_follow_the_numbers():
     assert sorted(len(m) for m in cut.members.values()) == [1, 5, 6]
     row = cl.paper_comparison(lt, cut, emb, None)[0]
     assert row["ours"].endswith("(2)") and row["verdict"] != "agrees"
-    from attnbook.results import VERDICTS
+    from attnbook.chapters.results import VERDICTS
 
     assert all(r["verdict"] in VERDICTS for r in rows)
 

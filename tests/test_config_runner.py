@@ -10,15 +10,15 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnbook.config import PROFILES, chapter_params, register_chapter
-from attnbook.errors import ChapterExecutionError, ParameterError
-from attnbook.runner import parse_overrides, resolve_chapter, run_chapter
+from attnbook.chapters.params import PROFILES, chapter_params, register_chapter
+from attnbook.core.errors import ChapterExecutionError, ParameterError
+from attnbook.chapters.runner import parse_overrides, resolve_chapter, run_chapter
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_profiles_define_the_same_parameters():
-    from attnbook.config import CHAPTERS, _load_registry
+    from attnbook.chapters.params import CHAPTERS, _load_registry
 
     _load_registry()
     assert CHAPTERS, "no chapter registered"
@@ -111,8 +111,8 @@ def test_notebooks_are_stored_without_outputs_and_have_one_parameters_cell():
 
 
 def test_notebook_parameters_match_the_profile_table():
-    from attnbook.config import CHAPTERS, _load_registry
-    from attnbook.runner import notebook_parameters
+    from attnbook.chapters.params import CHAPTERS, _load_registry
+    from attnbook.chapters.runner import notebook_parameters
 
     _load_registry()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -122,9 +122,9 @@ def test_notebook_parameters_match_the_profile_table():
 
 def test_paper_profile_is_bert_base_everywhere_and_sizes_grow():
     """The paper profile names the papers' model in every chapter and never uses smaller data than quick."""
-    from attnbook.config import chapter_params
-    from attnbook.profiles import PAPER_MODEL
-    from attnbook.runner import available_chapters
+    from attnbook.chapters.params import chapter_params
+    from attnbook.chapters.profiles import PAPER_MODEL
+    from attnbook.chapters.runner import available_chapters
 
     assert PAPER_MODEL == "bert-base-uncased"
     for chapter in available_chapters():

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook.conllu import (
+from attnbook.data.conllu import (
     Sentence, format_conllu, iter_conllu, parse_conllu, read_conllu, write_conllu,
 )
-from attnbook.errors import EmptyDataError, MalformedInputError
+from attnbook.core.errors import EmptyDataError, MalformedInputError
 
 DOC = """\
 # newdoc id = doc1

@@ -1,4 +1,4 @@
-"""Tests for attnbook.coref (Clark et al. §4.3): readers, mentions, windows, baselines, head scoring."""
+"""Tests for attnbook.studies.clark.coref (Clark et al. §4.3): readers, mentions, windows, baselines, head scoring."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnbook import coref
-from attnbook.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
-from attnbook.extract import collect_maps
+from attnbook.studies.clark import coref
+from attnbook.core.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
+from attnbook.engine.extract import collect_maps
 
 # ----------------------------------------------------------------------------- fixtures
 # A toy document with a known answer for every baseline (positions are document words):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbook.errors import EmptyDataError, ParameterError
-from attnbook.extract import Encoded, collect_maps, make_batches, stream_attention
-from attnbook.segments import encode_pair
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.engine.extract import Encoded, collect_maps, make_batches, stream_attention
+from attnbook.studies.clark.segments import encode_pair
 
 
 def _examples(tokenizer, n=5):

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import features as FE
-from attnbook.errors import ModelError, ParameterError
-from attnbook.extract import make_batches
-from attnbook.models import wrap_model
-from attnbook.taxonomy import encode_text
+from attnbook.studies.kovaleva import features as FE
+from attnbook.core.errors import ModelError, ParameterError
+from attnbook.engine.extract import make_batches
+from attnbook.engine.models import wrap_model
+from attnbook.studies.kovaleva.taxonomy import encode_text
 
 from conftest import make_tiny_bert
 
@@ -37,7 +37,7 @@ def test_cosine_between_different_models_matches_a_slow_loop(tokenizer, tiny_ber
     other = wrap_model(make_tiny_bert(tokenizer, seed=1), tokenizer, "other")
     examples = [encode_text(tokenizer, a, b) for a, b in TEXTS]
     res = FE.attention_cosine(tiny_bert, other, examples, batch_size=3)  # padding inside the batch
-    from attnbook.extract import collect_maps
+    from attnbook.engine.extract import collect_maps
 
     m1, m2 = collect_maps(tiny_bert, examples), collect_maps(other, examples)
     expected = np.zeros(res["cosine"].shape)
@@ -194,7 +194,7 @@ def test_tagging_is_cached_and_runs_on_a_tiny_bert(tiny_bert, tmp_path, monkeypa
 
 
 def test_cosine_accepts_a_sequence_classifier(tiny_bert):
-    # attnbook.finetune returns BertForSequenceClassification models: same encoder weights -> cosine 1
+    # attnbook.engine.finetune returns BertForSequenceClassification models: same encoder weights -> cosine 1
     from transformers import BertForSequenceClassification
 
     clf = BertForSequenceClassification(tiny_bert.model.config)

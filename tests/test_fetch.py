@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnbook import fetch as F
-from attnbook.errors import MalformedInputError
-from attnbook.manifest import LAYOUT, Manifest, ManifestError, build_manifest, list_folder, write_manifest
+from attnbook.data import fetch as F
+from attnbook.core.errors import MalformedInputError
+from attnbook.data.manifest import LAYOUT, Manifest, ManifestError, build_manifest, list_folder, write_manifest
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.cache import cache_key
-from attnbook.errors import MissingDataError, ParameterError
-from attnbook.finetune import (
+from attnbook.core.cache import cache_key
+from attnbook.core.errors import MissingDataError, ParameterError
+from attnbook.engine.finetune import (
     COMPLETE_FILE,
     INITS,
     PAPER_TABLE1,
@@ -36,9 +36,9 @@ from attnbook.finetune import (
     training_batches,
     training_throughput,
 )
-from attnbook.glue import load_split
-from attnbook.models import check_attentions, wrap_model
-from attnbook.profiles.glue import FINETUNE_PROFILES
+from attnbook.data.glue import load_split
+from attnbook.engine.models import check_attentions, wrap_model
+from attnbook.chapters.profiles.glue import FINETUNE_PROFILES
 
 from conftest import make_tiny_bert
 
@@ -286,7 +286,7 @@ def test_reproducible_training(env, base):
 
 
 def test_error_while_saving_leaves_no_checkpoint(env, base, monkeypatch):
-    import attnbook.finetune as ft
+    import attnbook.engine.finetune as ft
 
     def boom(path):
         raise OSError("disk full")
@@ -330,7 +330,7 @@ def test_checkpoint_without_marker_is_not_complete(env, base):
 CHILD = textwrap.dedent(
     """
     import sys, time
-    import attnbook.finetune as ft
+    import attnbook.engine.finetune as ft
     from transformers import BertConfig, BertForSequenceClassification
 
     config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,

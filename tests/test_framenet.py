@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import framenet as FN
-from attnbook.errors import MalformedInputError, ParameterError
-from attnbook.extract import make_batches
+from attnbook.studies.kovaleva import framenet as FN
+from attnbook.core.errors import MalformedInputError, ParameterError
+from attnbook.engine.extract import make_batches
 
 NS = 'xmlns="http://framenet.icsi.berkeley.edu"'
 

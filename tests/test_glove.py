@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbook.errors import EmptyDataError, MalformedInputError
-from attnbook.glove import oov_rate, read_glove
+from attnbook.core.errors import EmptyDataError, MalformedInputError
+from attnbook.data.glove import oov_rate, read_glove
 
 TEXT = "the 0.1 0.2 -0.3\ncat 1 2 3\n, -6.1652e-05 0 1.5\nthe 9 9 9\n"
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnbook.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
-from attnbook.glue import (
+from attnbook.core.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
+from attnbook.data.glue import (
     KOVALEVA_TASKS,
     TASKS,
     available,

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.extract import Encoded
-from attnbook.gradients import (
+from attnbook.engine.extract import Encoded
+from attnbook.engine.gradients import (
     AttentionGradientStats,
     MLMHead,
     attention_gradients,
@@ -14,7 +14,7 @@ from attnbook.gradients import (
     mask_tokens,
     per_segment_mlm_loss,
 )
-from attnbook.segments import encode_pair
+from attnbook.studies.clark.segments import encode_pair
 
 TEXTS = [("The cat sat on the mat.", "It was happy."), ("Dogs bark, cats purr.", "Birds sing at dawn."),
          ("A short one.", "And another, longer, sentence here.")] * 3
@@ -108,7 +108,7 @@ def test_fitted_head_learns_and_gradients_run(tiny_bert):
 
 
 def test_model_without_mlm_head_and_no_fitting_is_refused(tiny_bert):
-    from attnbook.gradients import get_mlm_head
+    from attnbook.engine.gradients import get_mlm_head
 
     exs = [encode_pair(tiny_bert.tokenizer, a, b, max_tokens=24) for a, b in TEXTS[:2]]
     with pytest.raises(ValueError, match="has no MLM head and mlm_fit_steps=0"):

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnbook import headplots
+from attnbook.studies.heads_off import charts as headplots
 
 
 def values_of(chart_dict):

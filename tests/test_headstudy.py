@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from attnbook import headstudy as hs
-from attnbook.errors import EmptyDataError, ParameterError
-from attnbook.glue import GlueSplit, Example, task_spec
-from attnbook.metrics import f1_binary, pearson
-from attnbook.sweeps import LabeledBatch, SweepResult, accuracy, sweep_single_heads
+from attnbook.studies.heads_off import effects as hs
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.data.glue import GlueSplit, Example, task_spec
+from attnbook.data.glue_metrics import f1_binary, pearson
+from attnbook.engine.sweeps import LabeledBatch, SweepResult, accuracy, sweep_single_heads
 
 
 def make_sweep(outputs, base, gold, names=None):
@@ -217,7 +217,7 @@ def test_trivial_score_is_the_constant_predictors_metric():
 def test_cached_frame_roundtrip_and_reuse(tmp_path, monkeypatch):
     import pandas as pd
 
-    from attnbook.headstudy import cached_frame, ordering_digest
+    from attnbook.studies.heads_off.effects import cached_frame, ordering_digest
 
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
     calls = []

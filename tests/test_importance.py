@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.errors import ParameterError
-from attnbook.importance import (
+from attnbook.core.errors import ParameterError
+from attnbook.studies.michel.importance import (
     ablation_significance,
     all_but_one_ablation,
     best_head_per_layer,
@@ -21,8 +21,8 @@ from attnbook.importance import (
     single_head_ablation,
     summarize_curves,
 )
-from attnbook.interventions import head_mask
-from attnbook.sweeps import SweepResult, accuracy
+from attnbook.engine.interventions import head_mask
+from attnbook.engine.sweeps import SweepResult, accuracy
 
 from tiny_models import tiny_classifier
 

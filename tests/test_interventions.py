@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook.errors import ParameterError
-from attnbook.interventions import (
+from attnbook.core.errors import ParameterError
+from attnbook.engine.interventions import (
     ATTN_IMPLEMENTATION,
     disable_heads,
     disable_layers,

@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
-from attnbook.cache import CacheCorruptWarning, cache_key, cached_arrays, load_arrays, save_arrays
-from attnbook.io import atomic_path, atomic_write_json, atomic_write_text
+from attnbook.core.cache import CacheCorruptWarning, cache_key, cached_arrays, load_arrays, save_arrays
+from attnbook.core.io import atomic_path, atomic_write_json, atomic_write_text
 
 
 def test_atomic_write_replaces_whole_file(tmp_path):
@@ -39,16 +39,16 @@ def test_exception_mid_write_keeps_old_file(tmp_path):
 
 WRITER = r"""
 import sys, time, numpy as np
-from attnbook.cache import save_arrays
+from attnbook.core.cache import save_arrays
 class Slow(dict):
     pass
-import attnbook.io as io
+import attnbook.core.io as io
 orig = io.sha256_file
 def slow_sha(path, chunk=1 << 20):
     print("WRITING", flush=True)
     time.sleep(30)  # killed here: the npz is in place but its checksum record is not
     return orig(path, chunk)
-import attnbook.cache as cache
+import attnbook.core.cache as cache
 cache.sha256_file = slow_sha
 save_arrays("ns", {"k": 1}, {"x": np.arange(10**6)}, root=__import__("pathlib").Path(sys.argv[1]))
 """
@@ -68,13 +68,13 @@ def test_killed_writer_leaves_no_complete_entry(tmp_path):
 KILL_MID_NPZ = r"""
 import sys, os, numpy as np
 from pathlib import Path
-import attnbook.io as io
+import attnbook.core.io as io
 real_replace = os.replace
 def never(*a, **k):
     print("BEFORE-RENAME", flush=True)
     import time; time.sleep(30)
 io.os.replace = never
-from attnbook.cache import save_arrays
+from attnbook.core.cache import save_arrays
 save_arrays("ns", {"k": 2}, {"x": np.arange(10)}, root=Path(sys.argv[1]))
 """
 
@@ -122,7 +122,7 @@ def test_cache_key_is_canonical():
 
 
 def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
-    from attnbook.runner import remove_stale_temporaries
+    from attnbook.chapters.runner import remove_stale_temporaries
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

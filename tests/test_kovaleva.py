@@ -1,4 +1,4 @@
-"""attnbook.kovaleva: verdict rules, cache helpers and the CNN round trip."""
+"""attnbook.studies.kovaleva.paper: verdict rules, cache helpers and the CNN round trip."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 import torch
 
-from attnbook import kovaleva
-from attnbook.errors import EmptyDataError, ParameterError
-from attnbook.results import VERDICTS
-from attnbook.taxonomy import CLASSES, PatternCNN
+from attnbook.studies.kovaleva import paper as kovaleva
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.chapters.results import VERDICTS
+from attnbook.studies.kovaleva.taxonomy import CLASSES, PatternCNN
 
 
 def test_closeness_thresholds_and_missing():
@@ -182,7 +182,7 @@ def test_agreement_markdown_counts_and_names():
 def test_constant_predictor_flagged_in_table1_rows():
     import pandas as pd
 
-    from attnbook import kovaleva
+    from attnbook.studies.kovaleva import paper as kovaleva
 
     df = pd.DataFrame([
         dict(task="MRPC", init="pretrained_ft", ours=81.2, paper=87.9, metric="F1", n_dev=408, n_train=1000,

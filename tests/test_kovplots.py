@@ -1,11 +1,11 @@
-"""attnbook.kovplots: long tables and per-task charts of Kovaleva Fig. 5-7."""
+"""attnbook.studies.kovaleva.charts: long tables and per-task charts of Kovaleva Fig. 5-7."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnbook import kovplots
-from attnbook.errors import EmptyDataError, ParameterError
+from attnbook.studies.kovaleva import charts as kovplots
+from attnbook.core.errors import EmptyDataError, ParameterError
 
 
 def test_task_frame_labels_are_one_based_and_values_placed():

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from sklearn.metrics import accuracy_score, f1_score
 
-from attnbook.errors import EmptyDataError, ParameterError
-from attnbook.metrics import (
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.data.glue_metrics import (
     TABLE1_METRIC,
     accuracy,
     average_ranks,

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnbook.errors import ModelError
-from attnbook.models import check_attentions, has_mlm_head, load_encoder, resolve_model, wrap_model
+from attnbook.core.errors import ModelError
+from attnbook.engine.models import check_attentions, has_mlm_head, load_encoder, resolve_model, wrap_model
 
 from conftest import make_tiny_bert
 

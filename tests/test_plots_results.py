@@ -7,10 +7,10 @@ import altair as alt
 import numpy as np
 import pytest
 
-from attnbook import plots
-from attnbook.frontmatter import results_markdown
-from attnbook.heads import all_head_labels, head_label, parse_head_label
-from attnbook.results import ChapterResults, load_results
+from attnbook import charts as plots
+from attnbook.chapters.frontmatter import results_markdown
+from attnbook.core.heads import all_head_labels, head_label, parse_head_label
+from attnbook.chapters.results import ChapterResults, load_results
 
 
 def test_head_labels_are_one_based():

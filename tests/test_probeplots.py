@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbook import probeplots, syntax
-from attnbook.conllu import Sentence
-from attnbook.errors import EmptyDataError
+from attnbook.studies.clark import charts as probeplots
+from attnbook.studies.clark import syntax
+from attnbook.data.conllu import Sentence
+from attnbook.core.errors import EmptyDataError
 
 
 def sentence(deprels: list[str]) -> Sentence:

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import probes as P
-from attnbook import syntax
-from attnbook.conllu import Sentence
-from attnbook.extract import collect_maps
-from attnbook.glove import read_glove
-from attnbook.wordlevel import token_to_word_attention
+from attnbook.studies.clark import probes as P
+from attnbook.studies.clark import syntax
+from attnbook.data.conllu import Sentence
+from attnbook.engine.extract import collect_maps
+from attnbook.data.glove import read_glove
+from attnbook.engine.wordlevel import token_to_word_attention
 
 
 @pytest.fixture(autouse=True)

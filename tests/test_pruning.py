@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.errors import ParameterError
-from attnbook.interventions import disable_heads, head_mask
-from attnbook.pruning import (
+from attnbook.core.errors import ParameterError
+from attnbook.engine.interventions import disable_heads, head_mask
+from attnbook.engine.pruning import (
     heads_from_mask,
     kept_heads,
     least_important_heads,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from attnbook.sphinxext import _dedupe, _launch_from_sources, source_notebook_url
+from attnbook.chapters.sphinxext import _dedupe, _launch_from_sources, source_notebook_url
 
 
 def test_launch_urls_point_at_source_notebooks():

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbook.extract import Encoded, collect_maps, stream_attention
-from attnbook.segments import encode_pair
-from attnbook.surface import (
+from attnbook.engine.extract import Encoded, collect_maps, stream_attention
+from attnbook.studies.clark.segments import encode_pair
+from attnbook.studies.clark.surface import (
     STAT_NAMES,
     SurfaceStats,
     pick_example_heads,
@@ -50,7 +50,7 @@ def test_batching_does_not_change_results(tiny_bert, examples):
 def _one_example_stats(attn: np.ndarray, tokens: list[str]) -> dict:
     import torch
 
-    from attnbook.extract import Batch
+    from attnbook.engine.extract import Batch
 
     ids = {"[CLS]": 101, "[SEP]": 102, ".": 1012, ",": 1010}
     input_ids = torch.tensor([[ids.get(t, 2000 + i) for i, t in enumerate(tokens)]])

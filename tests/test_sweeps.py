@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.errors import ParameterError
-from attnbook.interventions import disable_heads, head_mask
-from attnbook.sweeps import (
+from attnbook.core.errors import ParameterError
+from attnbook.engine.interventions import disable_heads, head_mask
+from attnbook.engine.sweeps import (
     SweepResult,
     accuracy,
     adjust_pvalues,
@@ -256,7 +256,7 @@ def test_compare_to_baseline_matches_per_intervention_bootstrap():
 
 def test_last_layer_for_cls_only_equals_whole_layer():
     """The fast path computes the last layer for the [CLS] query alone; the head's output is unchanged."""
-    from attnbook.sweeps import EncoderStack
+    from attnbook.engine.sweeps import EncoderStack
 
     model = tiny_classifier(seed=3)
     batch = dev_batches(n_batches=1, seed=3)[0]

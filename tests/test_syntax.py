@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbook import syntax
-from attnbook.conllu import Sentence
-from attnbook.errors import EmptyDataError, ParameterError
-from attnbook.extract import collect_maps
-from attnbook.wordlevel import token_to_word_attention
+from attnbook.studies.clark import syntax
+from attnbook.data.conllu import Sentence
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.engine.extract import collect_maps
+from attnbook.engine.wordlevel import token_to_word_attention
 
 RELS = ("All", "prep", "pobj", "det", "nsubj", "poss")
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook import taxonomy as T
-from attnbook.errors import EmptyDataError, MalformedInputError, ParameterError
+from attnbook.studies.kovaleva import taxonomy as T
+from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def test_pattern_counter_counts_every_map(tiny_bert):
     assert res["counts"].sum() == len(examples) * tiny_bert.n_layers * tiny_bert.n_heads
     assert res["fractions"].sum() == pytest.approx(1)
     # the batched rule classifier agrees with classifying each unpadded map on its own
-    from attnbook.extract import collect_maps
+    from attnbook.engine.extract import collect_maps
 
     maps = collect_maps(tiny_bert, examples)
     expected = np.zeros_like(res["counts"])
@@ -264,7 +264,7 @@ def test_labelled_maps_are_regenerated_in_order(tiny_bert, glue_dir):
     maps, segs, y = T.labelled_maps(tiny_bert, labels)
     assert [m.shape[0] for m in maps] == [lens[2], lens[0], lens[2]]
     assert y.tolist() == [T.CLASS_INDEX["Block"], T.CLASS_INDEX["Vertical"], T.CLASS_INDEX["Diagonal"]]
-    from attnbook.extract import collect_maps
+    from attnbook.engine.extract import collect_maps
 
     full = collect_maps(tiny_bert, [T.encode_text(tiny_bert.tokenizer, *texts[2])])[0]
     np.testing.assert_allclose(maps[0], full[1, 3], rtol=1e-5, atol=1e-6)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from attnbook.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
-from attnbook.segments import clark_segments, encode_pair, paragraph_pairs, truncate_pair
-from attnbook.wiki import clean_paragraph, load_articles, read_articles
+from attnbook.core.errors import EmptyDataError, MalformedInputError, MissingDataError, ParameterError
+from attnbook.studies.clark.segments import clark_segments, encode_pair, paragraph_pairs, truncate_pair
+from attnbook.data.wiki import clean_paragraph, load_articles, read_articles
 
 RAW = (
     " = First Article = \r\n"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook.wordlevel import membership_matrix, token_to_word_attention
+from attnbook.engine.wordlevel import membership_matrix, token_to_word_attention
 
 
 def test_known_conversion():

@@ -1,0 +1,202 @@
+"""Executing chapters with papermill into ``book/`` and building the book.
+
+``run_chapter`` executes ``notebooks/<chapter>.ipynb`` with the profile and any
+parameter overrides. The executed notebook is written to a temporary name and
+moved to ``book/<chapter>.ipynb`` only when every cell succeeded, so a failing
+chapter never replaces the last good page; its notebook is kept under
+``book/_failed/`` and the error names the chapter, the cell and the exception.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from attnbook.chapters.params import chapter_params, check_profile
+from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
+from attnbook.core.io import atomic_path
+from attnbook.core.paths import project_root
+
+CHAPTER_ORDER = (
+    "01_clark_surface_patterns",
+    "02_clark_probing",
+    "03_clark_clustering",
+    "04_kovaleva_taxonomy",
+    "05_kovaleva_disabling",
+    "06_michel_pruning",
+    "07_arct_cues",
+)
+
+
+class BookBuildError(AttnbookError, RuntimeError):
+    """Jupyter Book could not render the book."""
+
+
+def notebooks_dir() -> Path:
+    return project_root() / "notebooks"
+
+
+def book_dir() -> Path:
+    return project_root() / "book"
+
+
+def available_chapters() -> list[str]:
+    """Chapters whose notebook exists, in book order."""
+    return [c for c in CHAPTER_ORDER if (notebooks_dir() / f"{c}.ipynb").exists()]
+
+
+def resolve_chapter(name: str) -> str:
+    """Accept ``01``, ``1``, ``01_clark_surface_patterns`` or a unique substring."""
+    chapters = available_chapters()
+    if name in chapters:
+        return name
+    if name.isdigit():
+        matches = [c for c in chapters if c.startswith(f"{int(name):02d}_")]
+    else:
+        matches = [c for c in chapters if name in c]
+    if len(matches) != 1:
+        raise ParameterError(f"unknown chapter {name!r}; available: {', '.join(chapters)}")
+    return matches[0]
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["n_segments=100", "model=embedded"]`` -> typed dict (YAML scalars: ints, floats, bools, lists)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ParameterError(f"parameters are key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def notebook_parameters(path: Path) -> set[str]:
+    """Names defined in a notebook's ``parameters`` cell."""
+    import papermill as pm
+
+    return set(pm.inspect_notebook(str(path)).keys())
+
+
+def run_chapter(
+    chapter: str,
+    profile: str = "quick",
+    overrides: Mapping[str, Any] | None = None,
+    output_dir: Path | None = None,
+    log_output: bool = False,
+) -> Path:
+    """Execute one chapter; returns the executed notebook's path in ``output_dir`` (default ``book/``)."""
+    import papermill as pm
+
+    chapter = resolve_chapter(chapter)
+    check_profile(profile)
+    overrides = dict(overrides or {})
+    source = notebooks_dir() / f"{chapter}.ipynb"
+    known = notebook_parameters(source)
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter(s) {', '.join(unknown)} for chapter {chapter}; "
+            f"its parameters are: {', '.join(sorted(known))}"
+        )
+    chapter_params(chapter, profile, overrides)  # validates names against the profile table too
+    out_dir = Path(output_dir) if output_dir else book_dir()
+    target = out_dir / f"{chapter}.ipynb"
+    failed_dir = out_dir / "_failed"
+    params = {"profile": profile, **overrides}
+    remove_stale_temporaries(out_dir, chapter)
+    env_backup = os.environ.get("ATTNBOOK_PROFILE")
+    os.environ["ATTNBOOK_PROFILE"] = profile
+    # progress bars are for interactive use; in the executed book they would be widgets needing a CDN
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        with atomic_path(target) as tmp:
+            tmp_nb = tmp.parent / f"{tmp.name}.ipynb"
+            try:
+                pm.execute_notebook(
+                    str(source), str(tmp_nb), parameters=params, cwd=str(notebooks_dir()),
+                    kernel_name="python3", progress_bar=False, log_output=log_output,
+                    report_mode=False,
+                )
+            except pm.PapermillExecutionError as exc:
+                failed_dir.mkdir(parents=True, exist_ok=True)
+                kept = failed_dir / f"{chapter}.ipynb"
+                if tmp_nb.exists():
+                    shutil.move(str(tmp_nb), kept)
+                raise ChapterExecutionError(chapter, exc.cell_index, exc.ename, exc.evalue, kept) from None
+            finally:
+                pass
+            shutil.move(str(tmp_nb), tmp)
+        stale = failed_dir / f"{chapter}.ipynb"
+        if stale.exists():
+            stale.unlink()
+    finally:
+        if env_backup is None:
+            os.environ.pop("ATTNBOOK_PROFILE", None)
+        else:
+            os.environ["ATTNBOOK_PROFILE"] = env_backup
+    return target
+
+
+def remove_stale_temporaries(folder: Path, chapter: str) -> list[Path]:
+    """Delete temporary notebooks that a killed run of ``chapter`` left behind (never complete pages);
+    files of a run that is still going are left alone."""
+    from attnbook.core.io import writer_alive
+
+    removed = []
+    for tmp in Path(folder).glob(f".{chapter}.ipynb.tmp-*"):
+        if not writer_alive(tmp):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def run_all(profile: str = "quick", chapters: list[str] | None = None, overrides=None, keep_going: bool = False,
+            output_dir: Path | None = None) -> dict[str, float]:
+    """Execute chapters in book order; returns seconds per chapter. Stops at the first failure
+    unless ``keep_going`` (then raises after the rest ran); earlier chapters' outputs stay intact."""
+    times: dict[str, float] = {}
+    errors: list[ChapterExecutionError] = []
+    for chapter in chapters or available_chapters():
+        start = time.time()
+        print(f"[attnbook] running {chapter} ({profile}) ...", flush=True)
+        try:
+            run_chapter(chapter, profile, overrides, output_dir)
+        except ChapterExecutionError as exc:
+            errors.append(exc)
+            print(f"[attnbook] FAILED {exc}", flush=True)
+            if not keep_going:
+                raise
+        times[chapter] = round(time.time() - start, 1)
+        print(f"[attnbook] {chapter}: {times[chapter]} s", flush=True)
+    if errors:
+        raise errors[0]
+    return times
+
+
+def build_book(builder: str = "html") -> Path:
+    """Render ``book/`` with Jupyter Book into ``_build/html`` (the notebooks are not re-executed)."""
+    from attnbook.chapters.frontmatter import write_generated_pages
+    from attnbook.charts import write_vega_bundle
+
+    root = project_root()
+    write_vega_bundle(book_dir() / "_static")
+    write_generated_pages(book_dir())
+    jb = Path(sys.executable).with_name("jupyter-book")
+    if not jb.exists():
+        found = shutil.which("jupyter-book")
+        if not found:
+            raise BookBuildError("jupyter-book is not installed in this environment: pip install 'jupyter-book==1.0.4.post1'")
+        jb = Path(found)
+    cmd = [str(jb), "build", str(root), "--builder", builder]
+    proc = subprocess.run(cmd, cwd=root, text=True, capture_output=True)
+    sys.stdout.write(proc.stdout[-4000:])
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-8000:])
+        raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}); see the output above")
+    return root / "_build" / "html"

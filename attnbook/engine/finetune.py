@@ -1,0 +1,1078 @@
+"""Fine-tuning BERT-style encoders on GLUE, cached checkpoints, and Kovaleva et al.'s Table 1.
+
+Kovaleva et al. (§3, §4.3, Table 1) compare three models per task:
+
+* ``"pretrained"``: the pre-trained encoder with a freshly initialised,
+  *untrained* classification head, evaluated without fine-tuning;
+* ``"random_ft"``: every weight re-drawn from a normal distribution
+  (std ``config.initializer_range``, biases 0, LayerNorm 1/0), then fine-tuned;
+* ``"pretrained_ft"``: the pre-trained encoder fine-tuned (the usual recipe).
+
+Fine-tuning follows Devlin et al. (2019) as both papers do (Kovaleva §3: batch
+32, 3 epochs; Michel's BERT script: lr 2e-5, warm-up 10 %, max length 128,
+3 epochs): AdamW with decoupled weight decay 0.01 (none on biases and
+LayerNorm), a learning rate warmed up linearly over the first ``warmup`` share of
+the updates and then decayed linearly to zero, gradient norm clipped at 1, and
+dropout on. Two deliberate differences from BERT's own optimiser: PyTorch's
+AdamW corrects the moment estimates' bias (BERTAdam does not), and the
+``quick`` profile trains on capped sets with length-grouped batches. The head
+is a linear layer on the pooled ``[CLS]`` vector (``BertForSequenceClassification``),
+a standard transformers model whose attention goes through the attention
+interface, so chapters that mask or replace heads hook it like the encoder.
+
+Checkpoints live under ``cache_dir()/finetune/<key>/`` with ``key`` the
+:func:`attnbook.core.cache.cache_key` of (model fingerprint, task, initialisation,
+training parameters, training file checksum, seed, share of training done, code
+version). A checkpoint is written into a temporary folder and renamed into place
+only when complete; its ``COMPLETE`` file records the SHA-256 of every other file,
+so an interrupted write never loads, and a corrupt checkpoint is retrained with a
+:class:`CheckpointCorruptWarning`. Intermediate checkpoints (``save_at``, e.g.
+``(0.1, 0.25, 0.5)``) are cached the same way for training-dynamics analyses
+(Michel et al. §6).
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from attnbook.core.cache import cache_key, cached_arrays
+from attnbook.core.errors import ModelError, ParameterError
+from attnbook.data.glue import KOVALEVA_TASKS, Example, GlueSplit, TaskSpec, available, load_split, task_path, task_spec
+from attnbook.core.io import atomic_write_json, sha256_file
+from attnbook.data.glue_metrics import F1_TASKS, TABLE1_METRIC, glue_metrics, predictions_from_logits, task_score
+from attnbook.engine.models import LoadedModel, load_encoder
+from attnbook.core.paths import cache_dir
+
+#: Version of the training and checkpoint code; part of every cache key.
+CODE_VERSION = "finetune-1"
+
+#: The three initialisations of Kovaleva et al.'s Table 1, in the table's column order.
+INITS = ("pretrained", "random_ft", "pretrained_ft")
+INIT_LABELS = {
+    "pretrained": "pre-trained, no fine-tuning",
+    "random_ft": "random init + fine-tuning",
+    "pretrained_ft": "pre-trained + fine-tuning",
+}
+
+#: Kovaleva et al., Table 1 (GLUE dev sets, bert-base-uncased): task -> init -> (score, accuracy or None).
+#: The score is F1 for MRPC and QQP (accuracy second), Pearson x 100 for STS-B (labelled "Acc" in the paper,
+#: see :mod:`attnbook.data.glue_metrics`), accuracy elsewhere.
+PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
+    "MRPC": {"pretrained": (0.0, 31.6), "random_ft": (81.2, 68.3), "pretrained_ft": (87.9, 82.3)},
+    "STS-B": {"pretrained": (33.1, None), "random_ft": (2.9, None), "pretrained_ft": (82.7, None)},
+    "SST-2": {"pretrained": (49.1, None), "random_ft": (80.5, None), "pretrained_ft": (92.0, None)},
+    "QQP": {"pretrained": (0.0, 60.9), "random_ft": (0.0, 63.2), "pretrained_ft": (65.2, 78.6)},
+    "RTE": {"pretrained": (52.7, None), "random_ft": (52.7, None), "pretrained_ft": (64.6, None)},
+    "QNLI": {"pretrained": (52.8, None), "random_ft": (49.5, None), "pretrained_ft": (84.4, None)},
+    "MNLI-m": {"pretrained": (31.7, None), "random_ft": (61.0, None), "pretrained_ft": (78.6, None)},
+}
+
+#: Fixed seed of the dev-set sample, so every run of a task is scored on the same examples.
+DEV_SAMPLE_SEED = 0
+#: Seed of the training-set cap (independent of the training seed, so seeds differ only in training).
+TRAIN_SAMPLE_SEED = 0
+
+
+class CheckpointCorruptWarning(UserWarning):
+    """A cached checkpoint is incomplete or fails its checksum; it is trained again."""
+
+
+# ---------------------------------------------------------------------------------------------
+# parameters
+# ---------------------------------------------------------------------------------------------
+#: Profile keys that are not training parameters (read by :func:`table1` and the chapters).
+PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "save_at", "use_cache"})
+
+
+@dataclass(frozen=True)
+class FinetuneParams:
+    """Fine-tuning and evaluation parameters (one profile of :data:`attnbook.chapters.profiles.glue.FINETUNE_PROFILES`).
+
+    ``train_cap`` / ``dev_cap``: at most this many examples, sampled uniformly
+    (``None``: the whole split); ``train_cap`` may also map task names to caps
+    (key ``"default"`` for the rest), resolved per task by :meth:`for_task`.
+    ``epochs`` may be fractional. ``warmup`` is the share of updates with a
+    rising learning rate. ``group_by_length`` batches examples of similar length
+    together (less padding; shuffled batch order).
+    """
+
+    train_cap: int | Mapping[str, int | None] | None = None
+    dev_cap: int | None = None
+    max_length: int = 128
+    epochs: float = 3.0
+    batch_size: int = 32
+    lr: float = 2e-5
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    adam_eps: float = 1e-6
+    group_by_length: bool = False
+    eval_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.eval_batch_size < 1:
+            raise ParameterError("batch sizes must be at least 1")
+        if not self.epochs > 0:
+            raise ParameterError(f"epochs must be positive, got {self.epochs}")
+        if not 0.0 <= self.warmup < 1.0:
+            raise ParameterError(f"warmup is a share of the updates in [0, 1), got {self.warmup}")
+        if self.lr <= 0:
+            raise ParameterError(f"lr must be positive, got {self.lr}")
+        if self.max_length < 8:
+            raise ParameterError(f"max_length must be at least 8, got {self.max_length}")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | "FinetuneParams") -> "FinetuneParams":
+        """Build from a profile dict; profile-only keys (tasks, seeds, ...) are ignored, unknown keys raise."""
+        if isinstance(values, FinetuneParams):
+            return values
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known - PROFILE_ONLY_KEYS - {"profile", "chapter"}
+        if unknown:
+            raise ParameterError(
+                f"unknown fine-tuning parameter(s) {sorted(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+    def for_task(self, task: str | TaskSpec) -> "FinetuneParams":
+        """These parameters with a per-task ``train_cap`` mapping resolved to ``task``'s cap."""
+        if not isinstance(self.train_cap, Mapping):
+            return self
+        name = task_spec(task).name
+        caps = dict(self.train_cap)
+        if name not in caps and "default" not in caps:
+            raise ParameterError(f"train_cap names no cap for {name} and has no 'default': {caps}")
+        return replace(self, train_cap=caps.get(name, caps.get("default")))
+
+    def training_parts(self) -> dict[str, Any]:
+        """The parameters that determine the fine-tuned weights (the checkpoint cache key)."""
+        out = asdict(self)
+        for k in ("dev_cap", "eval_batch_size"):
+            out.pop(k)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# model construction
+# ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=4)
+def _load_base(name: str) -> LoadedModel:
+    return load_encoder(name)
+
+
+def base_encoder(model: str | LoadedModel) -> LoadedModel:
+    """The pre-trained encoder: a :class:`LoadedModel` as given, or loaded (once per process) by name."""
+    return model if isinstance(model, LoadedModel) else _load_base(str(model))
+
+
+def normal_init_(module: torch.nn.Module, std: float, generator: torch.Generator) -> None:
+    """Re-draw weights as BERT initialises them: Linear/Embedding ~ N(0, std), biases 0, LayerNorm 1/0.
+
+    This is the "weights randomly sampled from normal distribution" configuration
+    of Kovaleva et al. §4.3 when applied to the whole model.
+    """
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, torch.nn.Linear):
+                m.weight.normal_(0.0, std, generator=generator)
+                if m.bias is not None:
+                    m.bias.zero_()
+            elif isinstance(m, torch.nn.Embedding):
+                m.weight.normal_(0.0, std, generator=generator)
+                if m.padding_idx is not None:
+                    m.weight[m.padding_idx].zero_()
+            elif isinstance(m, torch.nn.LayerNorm):
+                if m.weight is not None:
+                    m.weight.fill_(1.0)
+                if m.bias is not None:
+                    m.bias.zero_()
+
+
+def head_modules(classifier: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules outside the encoder (for BERT: dropout and the linear ``classifier``)."""
+    prefix = classifier.base_model_prefix
+    return [m for name, m in classifier.named_children() if name != prefix]
+
+
+def build_classifier(base: LoadedModel, task: str | TaskSpec, init: str, seed: int) -> torch.nn.Module:
+    """A sequence classifier for ``task`` on top of ``base``'s architecture, initialised as ``init``.
+
+    ``"pretrained"`` and ``"pretrained_ft"`` copy the pre-trained encoder (pooler
+    included) and draw a new head; ``"random_ft"`` re-draws every weight. The
+    draw is seeded by ``seed`` alone (a private generator), so it is
+    reproducible whatever else used the global RNG.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    spec = task_spec(task)
+    check_init(init)
+    config = copy.deepcopy(base.model.config)
+    config.num_labels = spec.num_labels
+    config.problem_type = "regression" if spec.is_regression else "single_label_classification"
+    if spec.labels is not None:
+        config.id2label = dict(enumerate(spec.labels))
+        config.label2id = {v: k for k, v in config.id2label.items()}
+    else:
+        config.id2label, config.label2id = {0: "score"}, {"score": 0}
+    with torch.random.fork_rng(devices=[]):  # from_config's own initialisation is overwritten below
+        classifier = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+    std = float(getattr(config, "initializer_range", 0.02))
+    generator = torch.Generator().manual_seed(int(seed))
+    if init == "random_ft":
+        normal_init_(classifier, std, generator)
+    else:
+        encoder = classifier.base_model
+        missing, unexpected = encoder.load_state_dict(base.model.state_dict(), strict=False)
+        if unexpected or [k for k in missing if not k.endswith("position_ids")]:
+            raise ModelError(
+                f"the encoder of {base.name} does not fit a sequence classifier: "
+                f"missing {missing[:5]}, unexpected {unexpected[:5]}"
+            )
+        for m in head_modules(classifier):
+            normal_init_(m, std, generator)
+    classifier.to(next(base.model.parameters()).device)
+    classifier.eval()
+    return classifier
+
+
+def check_init(init: str) -> str:
+    if init not in INITS:
+        raise ParameterError(f"unknown initialisation {init!r}; choose one of: {', '.join(INITS)}")
+    return init
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding and batching
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class EncodedSet:
+    """Tokenised examples: per-example id lists and the gold labels."""
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]]
+    labels: np.ndarray
+    regression: bool
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self.input_ids))
+
+
+def encode_examples(tokenizer: Any, examples: Sequence[Example], spec: TaskSpec, max_length: int) -> EncodedSet:
+    """``[CLS] a [SEP] (b [SEP])`` WordPiece ids, truncated longest-first to ``max_length`` (as BERT's GLUE code)."""
+    if not examples:
+        raise ParameterError(f"no {spec.name} examples to encode")
+    a = [e.text_a for e in examples]
+    b = [e.text_b or "" for e in examples] if spec.is_pair else None
+    enc = tokenizer(a, b, truncation=True if b is None else "longest_first", max_length=max_length,
+                    return_token_type_ids=True)
+    dtype = np.float32 if spec.is_regression else np.int64
+    labels = np.asarray([e.label for e in examples], dtype=dtype)
+    return EncodedSet(list(enc["input_ids"]), list(enc["token_type_ids"]), labels, spec.is_regression)
+
+
+def collate(data: EncodedSet, idx: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad the examples ``idx`` to the longest of them: input ids, segment ids, attention mask, labels."""
+    width = max(len(data.input_ids[i]) for i in idx)
+    ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+    types = torch.zeros((len(idx), width), dtype=torch.long)
+    mask = torch.zeros((len(idx), width), dtype=torch.long)
+    for row, i in enumerate(idx):
+        n = len(data.input_ids[i])
+        ids[row, :n] = torch.tensor(data.input_ids[i], dtype=torch.long)
+        types[row, :n] = torch.tensor(data.token_type_ids[i], dtype=torch.long)
+        mask[row, :n] = 1
+    labels = torch.from_numpy(data.labels[np.asarray(idx)])
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": labels}
+
+
+def training_batches(
+    lengths: np.ndarray, batch_size: int, n_steps: int, seed: int, group_by_length: bool = False
+) -> list[np.ndarray]:
+    """The example indices of each of the ``n_steps`` updates: seeded reshuffles, epoch after epoch.
+
+    With ``group_by_length`` each epoch's permutation is cut into chunks of 50
+    batches, each chunk sorted by length before batching, and the batches of the
+    epoch shuffled, so a batch holds examples of similar length (less padding).
+    """
+    n = len(lengths)
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray] = []
+    while len(out) < n_steps:
+        perm = rng.permutation(n)
+        if group_by_length:
+            chunk = batch_size * 50
+            perm = np.concatenate(
+                [c[np.argsort(-lengths[c], kind="stable")] for c in np.array_split(perm, max(1, math.ceil(n / chunk)))]
+            )
+        epoch = [perm[i : i + batch_size] for i in range(0, n, batch_size)]
+        if group_by_length:
+            epoch = [epoch[i] for i in rng.permutation(len(epoch))]
+        out.extend(epoch)
+    return out[:n_steps]
+
+
+def n_updates(n_train: int, params: FinetuneParams) -> int:
+    """Number of optimiser updates: ``ceil(epochs x ceil(n_train / batch_size))``."""
+    return max(1, math.ceil(params.epochs * math.ceil(n_train / params.batch_size)))
+
+
+def lr_factor(step: int, total: int, warmup: float) -> float:
+    """Learning-rate multiplier of update ``step`` (0-based): linear warm-up, then linear decay towards 0."""
+    n_warm = int(round(warmup * total))
+    if step < n_warm:
+        return (step + 1) / n_warm
+    return max(0.0, (total - step) / max(1, total - n_warm))
+
+
+def loss_of(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
+    """Mean squared error on the single output (STS-B), else cross-entropy."""
+    if regression:
+        return torch.nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+    return torch.nn.functional.cross_entropy(logits, labels)
+
+
+def _optimizer(model: torch.nn.Module, params: FinetuneParams) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name) else decay).append(p)
+    groups = [{"params": decay, "weight_decay": params.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    try:  # the fused kernel is several times faster on CPU for the same update
+        return torch.optim.AdamW(groups, lr=params.lr, eps=params.adam_eps, fused=True)
+    except (RuntimeError, TypeError):  # pragma: no cover - devices or versions without it
+        return torch.optim.AdamW(groups, lr=params.lr, eps=params.adam_eps)
+
+
+@dataclass
+class TrainLog:
+    """What happened during fine-tuning: one loss and one learning rate per update."""
+
+    n_steps: int = 0
+    losses: list[float] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    n_train: int = 0
+    padded_tokens: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def train_classifier(
+    classifier: torch.nn.Module,
+    data: EncodedSet,
+    params: FinetuneParams,
+    seed: int,
+    *,
+    pad_id: int = 0,
+    save_steps: Iterable[int] = (),
+    on_save: Callable[[int, TrainLog], None] | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    desc: str = "fine-tuning",
+) -> TrainLog:
+    """Fine-tune ``classifier`` in place on ``data`` (Devlin et al.'s recipe; see the module docstring).
+
+    ``on_save(step, log)`` is called after update ``step`` (1-based) for every
+    step in ``save_steps``; ``on_step(step, loss)`` after every update.
+    ``stop_after`` ends training after that many updates while keeping the
+    learning-rate schedule of the full run (an intermediate checkpoint without
+    training to the end).
+    """
+    total = n_updates(len(data), params)
+    batches = training_batches(data.lengths, params.batch_size, total, seed, params.group_by_length)
+    if stop_after is not None:
+        batches = batches[: max(1, int(stop_after))]
+    save_steps = set(int(s) for s in save_steps)
+    with torch.random.fork_rng(devices=[]):  # seed the dropout masks without touching the caller's RNG
+        torch.manual_seed(seed)
+        return _train_loop(classifier, data, params, total, batches, pad_id, save_steps, on_save, on_step,
+                           progress, desc)
+
+
+def _train_loop(
+    classifier: torch.nn.Module, data: EncodedSet, params: FinetuneParams, total: int, batches: list[np.ndarray],
+    pad_id: int, save_steps: set[int], on_save: Callable[[int, TrainLog], None] | None,
+    on_step: Callable[[int, float], None] | None, progress: bool, desc: str,
+) -> TrainLog:
+    """The update loop of :func:`train_classifier` (``total`` sets the schedule; ``batches`` may stop earlier)."""
+    from tqdm.auto import tqdm
+
+    optimizer = _optimizer(classifier, params)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, params.warmup))
+    log = TrainLog(n_train=len(data))
+    device = next(classifier.parameters()).device
+    classifier.train()
+    start = time.perf_counter()
+    bar = tqdm(batches, desc=desc, disable=not progress, leave=False)
+    try:
+        for step, idx in enumerate(bar, start=1):
+            batch = {k: v.to(device) for k, v in collate(data, idx, pad_id).items()}
+            labels = batch.pop("labels")
+            logits = classifier(**batch).logits
+            loss = loss_of(logits, labels, data.regression)
+            if not torch.isfinite(loss):
+                raise ModelError(f"fine-tuning diverged at update {step}: loss {loss.item()}; lower the lr")
+            loss.backward()
+            if params.max_grad_norm:
+                torch.nn.utils.clip_grad_norm_(classifier.parameters(), params.max_grad_norm)
+            log.lrs.append(float(scheduler.get_last_lr()[0]))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            log.losses.append(float(loss.detach()))
+            log.padded_tokens += int(batch["input_ids"].numel())
+            log.n_steps = step
+            bar.set_postfix(loss=f"{log.losses[-1]:.3f}", refresh=False)
+            if on_step is not None:
+                on_step(step, log.losses[-1])
+            if step in save_steps and on_save is not None:
+                log.seconds = time.perf_counter() - start
+                classifier.eval()
+                on_save(step, log)
+                classifier.train()
+    finally:
+        bar.close()
+        classifier.eval()
+    log.seconds = time.perf_counter() - start
+    return log
+
+
+# ---------------------------------------------------------------------------------------------
+# prediction and evaluation
+# ---------------------------------------------------------------------------------------------
+def _task_of(classifier: LoadedModel, task: str | TaskSpec | None) -> TaskSpec:
+    if task is not None:
+        return task_spec(task)
+    if "task" not in classifier.extra:
+        raise ParameterError("this model does not say which task it classifies; pass task=")
+    return task_spec(classifier.extra["task"])
+
+
+def predict_logits(
+    classifier: LoadedModel,
+    examples: Sequence[Example] | GlueSplit,
+    *,
+    task: str | TaskSpec | None = None,
+    batch_size: int = 64,
+    max_length: int | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """The classifier's outputs ``logits[example, label]`` (STS-B: ``[example, 1]`` scores), in input order.
+
+    Runs in eval mode (no dropout), batches sorted by length to save padding.
+    """
+    from tqdm.auto import tqdm
+
+    spec = _task_of(classifier, task)
+    exs = examples.examples if isinstance(examples, GlueSplit) else list(examples)
+    max_length = max_length or int(classifier.extra.get("max_length", 128))
+    data = encode_examples(classifier.tokenizer, exs, spec, max_length)
+    model = classifier.model
+    was_training = model.training
+    model.eval()
+    order = np.argsort(data.lengths, kind="stable")
+    out = np.zeros((len(data), spec.num_labels), dtype=np.float32)
+    device = next(model.parameters()).device
+    pad_id = classifier.tokenizer.pad_token_id or 0
+    try:
+        with torch.inference_mode():
+            starts = range(0, len(order), batch_size)
+            for s in tqdm(starts, desc=f"evaluating {spec.name}", disable=not progress, leave=False):
+                idx = order[s : s + batch_size]
+                batch = collate(data, idx, pad_id)
+                batch.pop("labels")
+                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
+                out[idx] = logits.float().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def metrics_from_logits(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """GLUE metrics plus ``score`` (Kovaleva's Table 1 number, x 100), ``n`` and, for classification,
+    ``top_class_share``: the share of examples given the most frequent prediction (1.0 = a constant
+    classifier, as the untrained heads of Table 1 are)."""
+    spec = task_spec(task)
+    pred = predictions_from_logits(spec, logits)
+    m = glue_metrics(spec, pred, labels)
+    m["score"] = task_score(spec, m)
+    m["n"] = int(len(labels))
+    if not spec.is_regression:
+        m["top_class_share"] = float(np.bincount(pred, minlength=spec.num_labels).max() / len(pred))
+    return m
+
+
+def evaluate(
+    classifier: LoadedModel,
+    examples: Sequence[Example] | GlueSplit,
+    batch_size: int = 64,
+    *,
+    task: str | TaskSpec | None = None,
+    max_length: int | None = None,
+    progress: bool = False,
+) -> dict[str, float]:
+    """Score ``classifier`` on ``examples``: GLUE metrics (fractions), ``score`` (x 100) and ``n``."""
+    spec = _task_of(classifier, task)
+    exs = examples.examples if isinstance(examples, GlueSplit) else list(examples)
+    logits = predict_logits(classifier, exs, task=spec, batch_size=batch_size, max_length=max_length,
+                            progress=progress)
+    labels = np.asarray([e.label for e in exs])
+    return metrics_from_logits(spec, logits, labels)
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint cache
+# ---------------------------------------------------------------------------------------------
+WEIGHTS_FILE = "model.safetensors"
+COMPLETE_FILE = "COMPLETE"
+
+
+def finetune_root() -> Path:
+    """``cache_dir()/finetune``: one folder per checkpoint key."""
+    path = cache_dir() / "finetune"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def save_checkpoint(model: torch.nn.Module, key: str, meta: Mapping[str, Any], root: Path | None = None) -> Path:
+    """Write ``model`` (weights + config) and ``meta`` under ``root/key``; returns the folder.
+
+    Everything goes to a temporary sibling folder first; ``COMPLETE`` (SHA-256 of
+    every other file) is written last and the folder is renamed into place, so a
+    crash at any moment leaves either nothing under ``key`` or a complete checkpoint.
+    """
+    from safetensors.torch import save_file
+
+    root = Path(root) if root else finetune_root()
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-{os.getpid()}-", dir=root))
+    final = root / key
+    try:
+        state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / WEIGHTS_FILE), metadata={"key": key})
+        model.config.to_json_file(str(tmp / "config.json"))
+        atomic_write_json(tmp / "meta.json", dict(meta))
+        for name in (WEIGHTS_FILE, "config.json"):
+            _fsync_file(tmp / name)
+        checks = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        atomic_write_json(tmp / COMPLETE_FILE, {"key": key, "sha256": checks})
+        _fsync_dir(tmp)
+        if final.exists():  # an incomplete or corrupt earlier attempt (complete ones are never rewritten)
+            shutil.rmtree(final)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if read_complete(final) is None:  # pragma: no cover - lost a race to a broken writer
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # another process finished the same checkpoint first
+        _fsync_dir(root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _remove_stale_tmp(root, key)
+    return final
+
+
+def _remove_stale_tmp(root: Path, key: str) -> None:
+    """Delete temporary folders of ``key`` left by writers that no longer run."""
+    for tmp in root.glob(f".{key}.tmp-*"):
+        try:
+            pid = int(tmp.name.split(".tmp-", 1)[1].split("-", 1)[0])
+        except (IndexError, ValueError):
+            continue
+        if pid == os.getpid() or not _pid_alive(pid):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover
+        return True
+    return True
+
+
+def read_complete(folder: Path) -> dict | None:
+    """The ``COMPLETE`` record of a checkpoint folder if every file matches its checksum, else ``None``."""
+    import json
+
+    marker = Path(folder) / COMPLETE_FILE
+    if not marker.exists():
+        return None
+    try:
+        record = json.loads(marker.read_text())
+        checks = record["sha256"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if WEIGHTS_FILE not in checks or "config.json" not in checks:
+        return None
+    for name, digest in checks.items():
+        path = Path(folder) / name
+        if not path.is_file() or sha256_file(path) != digest:
+            return None
+    return record
+
+
+def load_checkpoint(key: str, root: Path | None = None) -> tuple[torch.nn.Module, dict] | None:
+    """The checkpoint stored under ``key`` as ``(model, meta)``, or ``None`` when absent.
+
+    An incomplete or corrupt checkpoint also gives ``None``, with a
+    :class:`CheckpointCorruptWarning` (the caller trains it again).
+    """
+    import json
+
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    folder = (Path(root) if root else finetune_root()) / key
+    if not folder.exists():
+        return None
+    if read_complete(folder) is None:
+        warnings.warn(
+            f"checkpoint {folder} is incomplete or fails its checksum; training it again",
+            CheckpointCorruptWarning,
+            stacklevel=3,
+        )
+        return None
+    try:
+        config = AutoConfig.from_pretrained(str(folder))
+        with torch.random.fork_rng(devices=[]):  # the stored weights replace the initialisation
+            model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+        model.load_state_dict(load_file(str(folder / WEIGHTS_FILE)), strict=True)
+        meta = json.loads((folder / "meta.json").read_text())
+    except Exception as exc:  # a checkpoint from an incompatible version of the code
+        warnings.warn(f"checkpoint {folder} could not be loaded ({exc}); training it again",
+                      CheckpointCorruptWarning, stacklevel=3)
+        return None
+    model.eval()
+    return model, meta
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entry point
+# ---------------------------------------------------------------------------------------------
+_FILE_SHA: dict[tuple, str] = {}
+
+
+def _file_checksum(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _FILE_SHA:
+        _FILE_SHA[key] = sha256_file(path)
+    return _FILE_SHA[key]
+
+
+def checkpoint_parts(
+    base: LoadedModel, task: str | TaskSpec, init: str, params: FinetuneParams, seed: int, fraction: float = 1.0
+) -> dict[str, Any]:
+    """Everything that determines a (fine-tuned) classifier's weights: the checkpoint cache key's parts.
+
+    The task enters as its training data (the folder), so MNLI-m and MNLI-mm name
+    one and the same MNLI model, scored on the matched or the mismatched dev set.
+    """
+    spec = task_spec(task)
+    check_init(init)
+    parts: dict[str, Any] = {
+        "code": CODE_VERSION,
+        "model": base.fingerprint,
+        "task": spec.folder,
+        "init": init,
+        "seed": int(seed),
+    }
+    if init != "pretrained":
+        train_file = task_path(spec, "train")
+        parts.update(
+            train_sha256=_file_checksum(train_file),
+            train_sample_seed=TRAIN_SAMPLE_SEED,
+            params=params.for_task(spec).training_parts(),
+            fraction=round(float(fraction), 6),
+        )
+    return parts
+
+
+def _classifier(model: torch.nn.Module, base: LoadedModel, spec: TaskSpec, init: str, seed: int,
+                params: FinetuneParams, key: str, path: Path | None, extra: Mapping[str, Any]) -> LoadedModel:
+    return LoadedModel(
+        model=model,
+        tokenizer=base.tokenizer,
+        name=f"{base.name} / {spec.name} / {init} / seed {seed}",
+        path=path,
+        fingerprint=key[:16],
+        revision=base.revision,
+        extra={"task": spec.name, "init": init, "seed": int(seed), "max_length": params.max_length,
+               "base_fingerprint": base.fingerprint, "checkpoint_key": key, **extra},
+    )
+
+
+def _check_fractions(values: Iterable[float]) -> list[float]:
+    out = sorted({round(float(f), 6) for f in values})
+    bad = [f for f in out if not 0.0 < f <= 1.0]
+    if bad:
+        raise ParameterError(f"checkpoint fractions must lie in (0, 1], got {bad}")
+    return out
+
+
+def _step_of(fraction: float, total: int) -> int:
+    return max(1, min(total, math.ceil(fraction * total - 1e-9)))
+
+
+def get_finetuned(
+    model: str | LoadedModel,
+    task: str | TaskSpec,
+    init: str,
+    params: Mapping[str, Any] | FinetuneParams,
+    seed: int = 0,
+    *,
+    fraction: float = 1.0,
+    save_at: Iterable[float] = (),
+    use_cache: bool = True,
+    evaluate_dev: bool = True,
+    progress: bool = True,
+    on_step: Callable[[int, float], None] | None = None,
+) -> tuple[LoadedModel, dict[str, Any]]:
+    """A classifier for ``task`` initialised as ``init`` (and fine-tuned unless ``"pretrained"``), with its dev metrics.
+
+    Returns ``(classifier, metrics)``: ``classifier`` is a :class:`LoadedModel`
+    whose ``model`` is a ``BertForSequenceClassification`` (``extra`` records
+    task, init, seed, max_length, the training log); ``metrics`` holds the GLUE
+    metrics on the (capped) dev set, ``score`` as in Kovaleva's Table 1 and
+    ``n``, or is empty when ``evaluate_dev`` is false.
+
+    ``fraction`` < 1 returns the intermediate checkpoint after that share of the
+    updates (Michel §6); ``save_at`` lists further shares to checkpoint while
+    training (each cached under its own key). A cached checkpoint is loaded
+    instead of training; ``use_cache=False`` neither reads nor writes the cache.
+    """
+    spec = task_spec(task)
+    check_init(init)
+    p = FinetuneParams.from_mapping(params).for_task(spec)
+    base = base_encoder(model)
+    fractions = _check_fractions([fraction])
+    extra: dict[str, Any] = {}
+
+    if init == "pretrained":  # Kovaleva's "pre-trained" column: untrained head, no fine-tuning
+        key = cache_key(checkpoint_parts(base, spec, init, p, seed))
+        net = build_classifier(base, spec, init, seed)
+        clf = _classifier(net, base, spec, init, seed, p, key, None, {"train_log": None})
+    else:
+        key = cache_key(checkpoint_parts(base, spec, init, p, seed, fraction))
+        also = [cache_key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
+        hit = None
+        if use_cache and all((finetune_root() / k / COMPLETE_FILE).exists() for k in also):
+            hit = load_checkpoint(key)
+        if hit is not None:
+            net, meta = hit
+            net.to(next(base.model.parameters()).device)
+            extra = {"train_log": meta.get("train_log"), "step": meta.get("step"), "n_steps": meta.get("n_steps")}
+            clf = _classifier(net, base, spec, init, seed, p, key, finetune_root() / key, extra)
+        else:
+            clf = _train_and_cache(base, spec, init, p, seed, fractions[0], save_at, use_cache, progress, on_step)
+    metrics: dict[str, Any] = {}
+    if evaluate_dev:
+        metrics = dev_metrics(clf, spec, p, use_cache=use_cache, progress=progress)
+    return clf, metrics
+
+
+def _train_and_cache(
+    base: LoadedModel, spec: TaskSpec, init: str, p: FinetuneParams, seed: int, fraction: float,
+    save_at: Iterable[float], use_cache: bool, progress: bool, on_step: Callable[[int, float], None] | None,
+) -> LoadedModel:
+    """Fine-tune once, checkpointing every requested share of the updates; return the ``fraction`` one.
+
+    With the cache on, training always runs to the end (the final model is
+    cached too); without it, training stops at ``fraction``.
+    """
+    train = load_split(spec, "train", cap=p.train_cap, seed=TRAIN_SAMPLE_SEED)
+    data = encode_examples(base.tokenizer, train.examples, spec, p.max_length)
+    total = n_updates(len(data), p)
+    wanted = _check_fractions([*save_at, fraction, 1.0] if use_cache else [fraction])
+    at_step: dict[int, list[float]] = {}
+    for f in wanted:
+        at_step.setdefault(_step_of(f, total), []).append(f)
+    net = build_classifier(base, spec, init, seed)
+    result: dict[str, LoadedModel] = {}
+
+    def on_save(step: int, log: TrainLog) -> None:
+        for f in at_step[step]:
+            parts = checkpoint_parts(base, spec, init, p, seed, f)
+            key = cache_key(parts)
+            info = {"train_log": log.as_dict(), "step": step, "n_steps": total}
+            folder = save_checkpoint(net, key, {"parts": parts, "n_train_total": train.n_total, **info}) \
+                if use_cache else None
+            if f == fraction:
+                snapshot = copy.deepcopy(net) if step < total else net
+                result["clf"] = _classifier(snapshot, base, spec, init, seed, p, key, folder, info)
+
+    train_classifier(
+        net, data, p, seed, pad_id=base.tokenizer.pad_token_id or 0,
+        save_steps=at_step.keys(), on_save=on_save, on_step=on_step, progress=progress,
+        stop_after=None if use_cache else max(at_step),
+        desc=f"fine-tuning {spec.name} ({init}, seed {seed})",
+    )
+    return result["clf"]
+
+
+def dev_metrics(
+    classifier: LoadedModel, task: str | TaskSpec, params: Mapping[str, Any] | FinetuneParams, *,
+    use_cache: bool = True, progress: bool = False,
+) -> dict[str, Any]:
+    """Metrics of ``classifier`` on ``task``'s dev set (capped to ``params.dev_cap``); dev logits are cached."""
+    spec = task_spec(task)
+    p = FinetuneParams.from_mapping(params)
+    dev = load_split(spec, "dev", cap=p.dev_cap, seed=DEV_SAMPLE_SEED)
+    parts = {
+        "code": CODE_VERSION,
+        "classifier": classifier.extra.get("checkpoint_key") or classifier.fingerprint,
+        "task": spec.name,
+        "dev_sha256": _file_checksum(dev.path),
+        "dev_cap": p.dev_cap,
+        "dev_sample_seed": DEV_SAMPLE_SEED,
+        "max_length": p.max_length,
+    }
+
+    def compute() -> dict[str, np.ndarray]:
+        logits = predict_logits(classifier, dev, task=spec, batch_size=p.eval_batch_size,
+                                max_length=p.max_length, progress=progress)
+        return {"logits": logits, "labels": dev.labels}
+
+    arrays = cached_arrays("glue-eval", parts, compute, enabled=use_cache)
+    out: dict[str, Any] = metrics_from_logits(spec, arrays["logits"], arrays["labels"])
+    out["n_dev_total"] = dev.n_total
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Kovaleva et al., Table 1
+# ---------------------------------------------------------------------------------------------
+def table1(
+    model: str | LoadedModel,
+    tasks: Sequence[str] = KOVALEVA_TASKS,
+    params: Mapping[str, Any] | FinetuneParams | None = None,
+    *,
+    seeds: Sequence[int] = (0,),
+    inits: Sequence[str] = INITS,
+    missing: str = "skip",
+    use_cache: bool = True,
+    progress: bool = True,
+):
+    """Kovaleva et al.'s Table 1 for ``model``: one row per (task, init), the paper's numbers beside ours.
+
+    Columns: ``task``, ``init``, ``metric`` (what ``ours``/``paper`` measure),
+    ``paper``, ``ours`` (mean over ``seeds``), ``ours_std``, ``paper_acc`` /
+    ``ours_acc`` (MRPC and QQP, whose cell is "F1/Acc"), ``top_class_share``
+    (share of the most frequent prediction; 1.0 = a constant classifier, NaN for
+    STS-B), ``n_train``, ``n_dev``, ``seeds`` and ``note``. A task whose files are not in the data directory gets
+    a row with ``ours`` = NaN and a note (``missing="skip"``) or raises
+    :class:`~attnbook.core.errors.MissingDataError` (``missing="raise"``). ``"pretrained"`` rows need
+    only the dev file.
+    """
+    import pandas as pd
+
+    if missing not in ("skip", "raise"):
+        raise ParameterError("missing must be 'skip' or 'raise'")
+    p = FinetuneParams.from_mapping(params or {})
+    base = base_encoder(model)
+    rows = []
+    for task in tasks:
+        spec = task_spec(task)
+        for init in inits:
+            check_init(init)
+            paper = PAPER_TABLE1.get(spec.name, {}).get(init, (float("nan"), None))
+            row = {
+                "task": spec.name, "init": init, "metric": _metric_label(spec.name),
+                "paper": paper[0], "ours": float("nan"), "ours_std": float("nan"),
+                "paper_acc": paper[1] if paper[1] is not None else float("nan"), "ours_acc": float("nan"),
+                "top_class_share": float("nan"), "n_train": 0, "n_dev": 0, "seeds": ",".join(map(str, seeds)),
+                "note": "",
+            }
+            needed = ["dev"] + ([] if init == "pretrained" else ["train"])
+            absent = [s for s in needed if not available(spec, s)]
+            if absent:
+                if missing == "raise":
+                    task_path(spec, absent[0])  # raises MissingDataError naming the fetch command
+                row["note"] = f"not run: {' and '.join(spec.file(s) for s in absent)} not in the data directory"
+                rows.append(row)
+                continue
+            scores, accs, shares = [], [], []
+            for seed in seeds:
+                clf, m = get_finetuned(base, spec, init, p, seed, use_cache=use_cache, progress=progress)
+                scores.append(m["score"])
+                shares.append(m.get("top_class_share", float("nan")))
+                if "accuracy" in m and spec.name in F1_TASKS:
+                    accs.append(100.0 * m["accuracy"])
+                row["n_dev"] = m["n"]
+                log = clf.extra.get("train_log") or {}
+                row["n_train"] = int(log.get("n_train", 0))
+            row["ours"] = float(np.mean(scores))
+            row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
+            if accs:
+                row["ours_acc"] = float(np.mean(accs))
+            row["top_class_share"] = float(np.mean(shares))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _metric_label(task: str) -> str:
+    return {"f1": "F1", "pearson": "Pearson r", "accuracy": "accuracy"}[TABLE1_METRIC[task]]
+
+
+def table1_wide(df) -> Any:
+    """Table 1 laid out as in the paper: one row per task, one column per init, cells ``"ours (paper)"``."""
+    import pandas as pd
+
+    def cell(r) -> str:
+        ours = "n/a" if np.isnan(r["ours"]) else f"{r['ours']:.1f}"
+        paper = "n/a" if np.isnan(r["paper"]) else f"{r['paper']:g}"
+        if r["task"] in F1_TASKS:
+            oa = "n/a" if np.isnan(r["ours_acc"]) else f"{r['ours_acc']:.1f}"
+            pa = "n/a" if np.isnan(r["paper_acc"]) else f"{r['paper_acc']:g}"
+            return f"{ours}/{oa} ({paper}/{pa})"
+        return f"{ours} ({paper})"
+
+    cells = df.assign(cell=df.apply(cell, axis=1))
+    wide = cells.pivot(index="task", columns="init", values="cell")
+    order_rows = [t for t in df["task"].drop_duplicates()]
+    order_cols = [i for i in INITS if i in wide.columns]
+    wide = wide.loc[order_rows, order_cols].rename(columns=INIT_LABELS)
+    wide.insert(0, "metric", [_metric_label(t) + ("/accuracy" if t in F1_TASKS else "") for t in order_rows])
+    return pd.DataFrame(wide)
+
+
+# ---------------------------------------------------------------------------------------------
+# throughput (make bench)
+# ---------------------------------------------------------------------------------------------
+def bert_base_config(vocab_size: int = 30522):
+    """A ``BertConfig`` of bert-base's size (12 layers x 12 heads, hidden 768, FFN 3072), eager attention."""
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                      intermediate_size=3072, max_position_embeddings=512, attn_implementation="eager")
+
+
+def training_throughput(
+    model: str | LoadedModel | Any = "embedded",
+    *,
+    n_steps: int = 5,
+    warmup_steps: int = 1,
+    batch_size: int = 32,
+    seq_len: int = 128,
+    num_labels: int = 2,
+    threads: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fine-tuning speed: training examples per second over ``n_steps`` full updates (after ``warmup_steps``).
+
+    ``model`` is a model name, a :class:`LoadedModel`, or a transformers config
+    (e.g. :func:`bert_base_config` for a randomly initialised bert-base-sized
+    model). Each update is forward, backward, clipping and an AdamW step on a
+    batch of random token ids of length ``seq_len``. Returns the numbers
+    (wall and process CPU seconds); nothing is asserted about them.
+    """
+    from transformers import AutoModelForSequenceClassification, PretrainedConfig
+
+    if threads:
+        torch.set_num_threads(int(threads))
+    torch.manual_seed(seed)
+    if isinstance(model, PretrainedConfig):
+        config = copy.deepcopy(model)
+        config.num_labels = num_labels
+        net = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+        label = f"random {config.num_hidden_layers}x{config.num_attention_heads} hidden {config.hidden_size}"
+    else:
+        base = base_encoder(model)
+        config = base.model.config
+        net = build_classifier(base, "SST-2" if num_labels == 2 else "MNLI-m", "pretrained_ft", seed)
+        label = base.name
+    vocab = int(config.vocab_size)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(min(1000, vocab // 2), vocab, (batch_size, seq_len), generator=gen)
+    mask = torch.ones_like(ids)
+    labels = torch.randint(0, num_labels, (batch_size,), generator=gen)
+    p = FinetuneParams(batch_size=batch_size)
+    opt = _optimizer(net, p)
+    net.train()
+
+    def step() -> None:
+        loss = loss_of(net(input_ids=ids, attention_mask=mask).logits, labels, regression=False)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(warmup_steps):
+        step()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(n_steps):
+        step()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {
+        "model": label,
+        "parameters_m": round(sum(x.numel() for x in net.parameters()) / 1e6, 2),
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "steps": n_steps,
+        "threads": torch.get_num_threads(),
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "seconds_per_step": wall / n_steps,
+        "examples_per_s": n_steps * batch_size / wall,
+    }
+
+
+def benchmark_throughput(
+    n_steps: int = 3, batch_size: int = 32, seq_len: int = 128, threads: int | None = None
+) -> dict[str, Any]:
+    """``make bench``: fine-tuning examples/s of the embedded model and of a random bert-base-sized model.
+
+    The ratio says how much slower the paper profile's model trains per example
+    on this machine (bert-base is about 5x the embedded model's parameters
+    outside the embeddings and twice its depth).
+    """
+    embedded = training_throughput("embedded", n_steps=n_steps, batch_size=batch_size, seq_len=seq_len,
+                                   threads=threads)
+    bert_base = training_throughput(bert_base_config(), n_steps=n_steps, batch_size=batch_size, seq_len=seq_len,
+                                    threads=threads)
+    return {
+        "embedded": embedded,
+        "bert_base_random": bert_base,
+        "bert_base_slowdown": embedded["examples_per_s"] / bert_base["examples_per_s"],
+    }

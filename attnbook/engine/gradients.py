@@ -1,0 +1,319 @@
+"""Gradient-based importance of attention to token types (Clark et al. §3.2, Fig. 3).
+
+Clark et al. measure how much the masked-language-modelling (MLM) loss would
+change if a head attended more or less to a token: the magnitude of the
+gradient of the loss with respect to each attention weight,
+``|dL / d attn[layer, head, query, key]|``, averaged over the weights to
+``[SEP]``, to ``.``/``,`` and to all other unmasked tokens.
+
+The MLM loss needs an MLM head. ``bert-base-uncased`` ships one; the book's
+embedded model (all-MiniLM-L6-v2, trained as a sentence encoder) does not, so
+:func:`get_mlm_head` fits one on the **frozen** encoder: BERT's head
+architecture (dense + GELU + LayerNorm, then a decoder tied to the frozen input
+word embeddings, with a trainable bias) trained on WikiText segments *disjoint*
+from the analysed ones. Its held-out loss and accuracy are reported so a reader
+can judge it. Gradients then flow through the unchanged encoder.
+
+Masking follows BERT's pre-training: 15% of the non-special pieces, of which
+80% become ``[MASK]``, 10% a random piece and 10% stay; the loss is the mean
+cross-entropy over the chosen pieces of each segment (so a segment's gradients
+do not depend on what else is in its batch).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from attnbook.core.cache import cached_arrays
+from attnbook.engine.extract import Encoded, make_batches
+from attnbook.engine.models import LoadedModel, has_mlm_head
+
+MASK_RATE = 0.15
+
+
+class MLMHead(nn.Module):
+    """BERT's MLM head: transform (dense, GELU, LayerNorm) and a decoder tied to the word embeddings."""
+
+    def __init__(self, word_embeddings: nn.Embedding, hidden_size: int, layer_norm_eps: float = 1e-12):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.layer_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.word_embeddings = word_embeddings  # shared with the encoder, frozen
+        self.bias = nn.Parameter(torch.zeros(word_embeddings.num_embeddings))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        h = self.layer_norm(nn.functional.gelu(self.dense(hidden)))
+        return h @ self.word_embeddings.weight.T + self.bias
+
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        return {k: v for k, v in self.state_dict().items() if not k.startswith("word_embeddings")}
+
+
+def mask_tokens(example: Encoded, tokenizer, rng: np.random.Generator, rate: float = MASK_RATE):
+    """BERT-style masking of one example: returns ``(input_ids, targets)`` (targets -100 where not chosen)."""
+    ids = np.array(example.input_ids)
+    special = np.isin(ids, tokenizer.all_special_ids)
+    candidates = np.flatnonzero(~special)
+    n_pick = max(1, int(round(rate * len(candidates))))
+    chosen = rng.choice(candidates, size=min(n_pick, len(candidates)), replace=False)
+    targets = np.full_like(ids, -100)
+    targets[chosen] = ids[chosen]
+    roll = rng.random(len(chosen))
+    ids = ids.copy()
+    ids[chosen[roll < 0.8]] = tokenizer.mask_token_id
+    random_pos = chosen[(roll >= 0.8) & (roll < 0.9)]
+    ids[random_pos] = rng.integers(1000, tokenizer.vocab_size, size=len(random_pos))  # skip [unused]/special ids
+    return ids.tolist(), targets.tolist()
+
+
+def masked_copies(examples: Sequence[Encoded], tokenizer, seed: int) -> tuple[list[Encoded], list[list[int]]]:
+    """Masked versions of ``examples`` and their MLM targets, reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out, targets = [], []
+    for ex in examples:
+        ids, tgt = mask_tokens(ex, tokenizer, rng)
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        out.append(Encoded(ids, ex.token_type_ids, tokens, ex.words, dict(ex.meta)))
+        targets.append(tgt)
+    return out, targets
+
+
+def _pad_targets(targets: list[list[int]], index: list[int], width: int) -> torch.Tensor:
+    out = torch.full((len(index), width), -100, dtype=torch.long)
+    for b, i in enumerate(index):
+        out[b, : len(targets[i])] = torch.tensor(targets[i])
+    return out
+
+
+def per_segment_mlm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Sum over segments of each segment's mean cross-entropy over its masked pieces."""
+    ce = nn.functional.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100, reduction="none")
+    counts = (targets != -100).sum(1).clamp(min=1)
+    return (ce.sum(1) / counts).sum()
+
+
+@dataclass
+class MLMHeadFit:
+    """An MLM head and how it was obtained, with its held-out quality."""
+
+    head: MLMHead
+    source: str  # "pretrained" (the checkpoint's own head) or "fitted on the frozen encoder"
+    heldout_loss: float
+    heldout_accuracy: float
+    steps: int
+
+
+def _load_pretrained_head(loaded: LoadedModel) -> MLMHead:
+    from transformers import AutoModelForMaskedLM
+
+    mlm = AutoModelForMaskedLM.from_pretrained(str(loaded.path), attn_implementation="eager")
+    pred = mlm.cls.predictions
+    head = MLMHead(loaded.model.embeddings.word_embeddings, loaded.model.config.hidden_size,
+                   loaded.model.config.layer_norm_eps)
+    head.dense.load_state_dict(pred.transform.dense.state_dict())
+    head.layer_norm.load_state_dict(pred.transform.LayerNorm.state_dict())
+    head.bias.data.copy_(pred.bias.data if getattr(pred, "bias", None) is not None else pred.decoder.bias.data)
+    return head
+
+
+def _encode_hidden(loaded: LoadedModel, examples: Sequence[Encoded], targets: list[list[int]], batch_size: int):
+    """Final hidden states and targets at the masked positions (encoder frozen, no gradients)."""
+    feats, labels = [], []
+    pad = loaded.tokenizer.pad_token_id or 0
+    with torch.inference_mode():
+        for batch in make_batches(examples, batch_size, pad):
+            out = loaded.model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids,
+                               attention_mask=batch.attention_mask)
+            tgt = _pad_targets(targets, batch.index, batch.input_ids.shape[1])
+            sel = tgt != -100
+            feats.append(out.last_hidden_state[sel].clone())
+            labels.append(tgt[sel])
+    return torch.cat(feats), torch.cat(labels)
+
+
+def fit_mlm_head(
+    loaded: LoadedModel,
+    train: Sequence[Encoded],
+    heldout: Sequence[Encoded],
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int = 0,
+    lr: float = 1e-3,
+    progress: bool = True,
+) -> MLMHeadFit:
+    """Fit BERT's MLM head architecture on the frozen encoder's final hidden states.
+
+    Hidden states at the masked positions are computed once; then ``steps`` Adam
+    steps of ``batch_size`` segments' worth of masked positions train the head.
+    """
+    from tqdm.auto import tqdm
+
+    torch.manual_seed(seed)
+    tok = loaded.tokenizer
+    train_masked, train_tgt = masked_copies(train, tok, seed)
+    held_masked, held_tgt = masked_copies(heldout, tok, seed + 1)
+    x, y = _encode_hidden(loaded, train_masked, train_tgt, batch_size)
+    hx, hy = _encode_hidden(loaded, held_masked, held_tgt, batch_size)
+    emb = loaded.model.embeddings.word_embeddings
+    head = MLMHead(emb, loaded.model.config.hidden_size, loaded.model.config.layer_norm_eps)
+    params = [p for n, p in head.named_parameters() if not n.startswith("word_embeddings")]
+    opt = torch.optim.Adam(params, lr=lr)
+    per_step = max(1, int(len(x) * batch_size / max(len(train), 1)))
+    gen = torch.Generator().manual_seed(seed)
+    emb.weight.requires_grad_(False)
+    try:
+        for _ in tqdm(range(steps), desc="fitting MLM head", disable=not progress):
+            idx = torch.randint(0, len(x), (per_step,), generator=gen)
+            loss = nn.functional.cross_entropy(head(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        emb.weight.requires_grad_(True)
+    with torch.no_grad():
+        logits = head(hx)
+        held_loss = float(nn.functional.cross_entropy(logits, hy))
+        held_acc = float((logits.argmax(-1) == hy).float().mean())
+    return MLMHeadFit(head, "fitted on the frozen encoder", held_loss, held_acc, steps)
+
+
+def get_mlm_head(
+    loaded: LoadedModel,
+    train: Sequence[Encoded],
+    heldout: Sequence[Encoded],
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int = 0,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> MLMHeadFit:
+    """The checkpoint's own MLM head when it has one, else a head fitted on the frozen encoder (cached)."""
+    if has_mlm_head(loaded.path):
+        head = _load_pretrained_head(loaded)
+        masked, tgt = masked_copies(heldout, loaded.tokenizer, seed + 1)
+        hx, hy = _encode_hidden(loaded, masked, tgt, batch_size)
+        with torch.no_grad():
+            logits = head(hx)
+        return MLMHeadFit(head, "pretrained", float(nn.functional.cross_entropy(logits, hy)),
+                          float((logits.argmax(-1) == hy).float().mean()), 0)
+    if steps < 1:
+        raise ValueError(
+            f"model {loaded.name} has no MLM head and mlm_fit_steps={steps}; set mlm_fit_steps > 0 to fit one"
+        )
+    parts = {"model": loaded.fingerprint, "train": [e.input_ids for e in train][:3], "n_train": len(train),
+             "n_heldout": len(heldout), "steps": steps, "batch": batch_size, "seed": seed, "code": "mlm-head-v1"}
+    fit_info: dict = {}
+
+    def compute() -> dict[str, np.ndarray]:
+        fit = fit_mlm_head(loaded, train, heldout, steps=steps, batch_size=batch_size, seed=seed, progress=progress)
+        fit_info["fit"] = fit
+        arrays = {k: v.detach().numpy() for k, v in fit.head.trainable_state().items()}
+        arrays["_heldout"] = np.array([fit.heldout_loss, fit.heldout_accuracy])
+        return arrays
+
+    arrays = cached_arrays("mlm_head", parts, compute, enabled=use_cache)
+    if "fit" in fit_info:
+        return fit_info["fit"]
+    head = MLMHead(loaded.model.embeddings.word_embeddings, loaded.model.config.hidden_size,
+                   loaded.model.config.layer_norm_eps)
+    head.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items() if not k.startswith("_")}, strict=False)
+    loss, acc = arrays["_heldout"].tolist()
+    return MLMHeadFit(head, "fitted on the frozen encoder", loss, acc, steps)
+
+
+class AttentionGradientStats:
+    """Average ``|dL/d attn|`` per head for keys that are [SEP], [CLS], "."/",", or other unmasked tokens.
+
+    Per segment the mean is over (real query, key in the category) pairs; then the
+    mean over segments, as for the §3 attention statistics.
+    """
+
+    CATEGORIES = ("sep", "cls", "punct", "other")
+
+    def __init__(self, sep_id: int, punct_ids: list[int], mask_id: int, cls_id: int):
+        self.sep_id, self.punct_ids, self.mask_id, self.cls_id = sep_id, list(punct_ids), mask_id, cls_id
+        self.sums: dict[str, torch.Tensor] = {}
+        self.n = 0
+
+    def update(self, grads: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               targets: torch.Tensor) -> None:
+        """``grads[batch, layer, head, query, key]``; ``targets`` marks the masked pieces (not -100)."""
+        real = attention_mask.float()
+        sep = (input_ids == self.sep_id).float() * real
+        punct = torch.isin(input_ids, torch.tensor(self.punct_ids)).float() * real
+        masked = (targets != -100).float()
+        cls_ = (input_ids == self.cls_id).float() * real
+        other = real * (1 - sep) * (1 - punct) * (1 - masked) * (1 - cls_)
+        g = grads.abs()
+        for name, keys in zip(self.CATEGORIES, (sep, cls_, punct, other)):
+            total = torch.einsum("blhqk,bq,bk->blh", g, real, keys)
+            count = (real.sum(1) * keys.sum(1)).clamp(min=1)[:, None, None]
+            value = (total / count).sum(0).double()
+            self.sums[name] = self.sums[name] + value if name in self.sums else value
+        self.n += int(input_ids.shape[0])
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {f"grad_{k}": (v / self.n).numpy() for k, v in self.sums.items()}
+
+
+def attention_gradients(
+    loaded: LoadedModel,
+    head: MLMHead,
+    examples: Sequence[Encoded],
+    *,
+    batch_size: int = 8,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, np.ndarray]:
+    """``grad_sep``, ``grad_cls``, ``grad_punct``, ``grad_other``: mean ``|dL/d attn|`` per head, ``values[layer, head]``.
+
+    ``L`` is the per-segment mean MLM loss over BERT-style masked pieces. The
+    attention weights the model returns are the very tensors it multiplies with
+    the values (eager attention, eval mode), so ``torch.autograd.grad`` with
+    respect to them is the gradient Clark et al. describe.
+    """
+    from tqdm.auto import tqdm
+
+    tok = loaded.tokenizer
+    masked, targets = masked_copies(examples, tok, seed)
+    stats = AttentionGradientStats(tok.sep_token_id, tok.convert_tokens_to_ids([".", ","]), tok.mask_token_id,
+                                   tok.cls_token_id)
+    model = loaded.model
+    model.eval()
+    n_batches = math.ceil(len(masked) / batch_size)
+    for batch in tqdm(make_batches(masked, batch_size, tok.pad_token_id or 0), total=n_batches,
+                      desc="attention gradients", disable=not progress):
+        tgt = _pad_targets(targets, batch.index, batch.input_ids.shape[1])
+        with torch.enable_grad():
+            out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids,
+                        attention_mask=batch.attention_mask, output_attentions=True)
+            loss = per_segment_mlm_loss(head(out.last_hidden_state), tgt)
+            grads = torch.autograd.grad(loss, out.attentions)
+        stats.update(torch.stack(grads, 1), batch.input_ids, batch.attention_mask, tgt)
+    return stats.result()
+
+
+def cached_attention_gradients(loaded: LoadedModel, head: MLMHead, examples: Sequence[Encoded], *,
+                               batch_size: int = 8, seed: int = 0, use_cache: bool = True,
+                               progress: bool = True) -> dict[str, np.ndarray]:
+    """:func:`attention_gradients`, cached by model, MLM head, inputs and seed."""
+    import hashlib
+
+    from attnbook.core.cache import examples_digest
+
+    h = hashlib.sha256()
+    for k, v in sorted(head.trainable_state().items()):
+        h.update(k.encode())
+        h.update(v.detach().numpy().tobytes())
+    parts = {"model": loaded.fingerprint, "head": h.hexdigest()[:16], "inputs": examples_digest(examples),
+             "seed": seed, "code": "attention-gradients-v2"}
+    return cached_arrays("attention_gradients", parts,
+                         lambda: attention_gradients(loaded, head, examples, batch_size=batch_size, seed=seed,
+                                                     progress=progress), enabled=use_cache)

@@ -1,0 +1,756 @@
+"""Sweeps: the dev-set score with each head (or layer) switched off, and whether a change is real.
+
+Kovaleva et al. §4.6 disable one head at a time (Fig. 8) and one whole layer at a time
+(Fig. 9) and report the task score; Michel et al. §3.2 mask one head at a time and report
+Δ = score(without h) − base score. Both are "evaluate a classifier on the dev set under
+many head configurations", which is what this module does:
+
+* :func:`sweep_single_heads` — every head in turn (``mode="disable"``: Kovaleva's uniform
+  attention; ``mode="mask"``: Michel's ξ_h = 0), scores ``[layer, head]``;
+* :func:`sweep_layers` — every layer in turn, scores ``[layer]``;
+* :func:`sweep_configs` — any list of configurations ``[config, layer, head]``.
+
+**Fast path.** Switching off a head of layer ``l`` cannot change anything below ``l``. So
+per dev batch we run one baseline forward that keeps the hidden states entering every
+layer, and for a configuration whose first touched layer is ``l`` we run only layers
+``l .. L-1`` from the kept input, several configurations per forward pass (the batch is
+tiled, one copy per configuration). The naive path (a full forward per configuration)
+is kept for comparison; both give the same logits (tests check < 1e-5).
+
+**Paired statistics.** The same dev examples are scored with and without the
+intervention, so differences are tested paired over examples: a seeded bootstrap of the
+score difference (confidence interval and p-value), McNemar's exact test for accuracy,
+and :func:`surviving_gains`, the gains that stay significant after correcting for the
+number of heads tried.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
+from attnbook.core.heads import head_label
+from attnbook.engine.interventions import Intervention, Mode, intervene, model_shape, restore_attention, unwrap, use_attnbook_attention
+
+#: ``score_fn(logits[example, class], labels[example]) -> float`` (numpy arrays)
+ScoreFn = Callable[[np.ndarray, np.ndarray], float]
+
+_INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Share of examples whose arg-max class is the gold label."""
+    return float(np.mean(np.argmax(logits, axis=-1) == labels))
+
+
+def f1_positive(logits: np.ndarray, labels: np.ndarray) -> float:
+    """F1 of class 1 (MRPC, QQP in Kovaleva et al.)."""
+    pred = np.argmax(logits, axis=-1) == 1
+    gold = np.asarray(labels) == 1
+    tp = float(np.sum(pred & gold))
+    denom = float(np.sum(pred) + np.sum(gold))
+    return 2.0 * tp / denom if denom else 0.0
+
+
+def task_score_fn(task: Any) -> ScoreFn:
+    """A ``score_fn`` giving the number Kovaleva et al.'s Table 1 prints for a GLUE ``task``
+    (x 100: F1 for MRPC/QQP, Pearson r for STS-B, accuracy otherwise; see :mod:`attnbook.data.glue_metrics`)."""
+    from attnbook.data.glue_metrics import glue_metrics, predictions_from_logits, task_score
+
+    def score(logits: np.ndarray, labels: np.ndarray) -> float:
+        return task_score(task, glue_metrics(task, predictions_from_logits(task, logits), labels))
+
+    return score
+
+
+def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-example correctness ``bool[example]`` of the arg-max prediction."""
+    return np.argmax(logits, axis=-1) == np.asarray(labels)
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+@dataclass
+class LabeledBatch:
+    """Model inputs (``input_ids``, ``attention_mask``, ``token_type_ids``) and gold labels."""
+
+    inputs: dict[str, torch.Tensor]
+    labels: torch.Tensor | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.inputs["input_ids"].shape[0])
+
+
+def as_labeled_batches(batches: Iterable[Any]) -> list[LabeledBatch]:
+    """Normalise batches: mappings with ``input_ids``/``attention_mask``/(``token_type_ids``) and
+    ``labels`` (or ``label``), objects with those attributes (e.g. :class:`attnbook.engine.extract.Batch`
+    plus a ``labels`` attribute), or :class:`LabeledBatch`."""
+    out = []
+    for b in batches:
+        if isinstance(b, LabeledBatch):
+            out.append(b)
+            continue
+        get = (lambda k: b.get(k)) if isinstance(b, Mapping) else (lambda k: getattr(b, k, None))
+        inputs = {k: get(k) for k in _INPUT_KEYS if get(k) is not None}
+        if "input_ids" not in inputs:
+            raise ParameterError(f"a batch needs 'input_ids'; got {type(b).__name__}")
+        labels = get("labels")
+        if labels is None:
+            labels = get("label")
+        if labels is not None and not isinstance(labels, torch.Tensor):
+            labels = torch.as_tensor(np.asarray(labels))
+        out.append(LabeledBatch(inputs=inputs, labels=labels))
+    if not out:
+        raise EmptyDataError("no batches to evaluate")
+    return out
+
+
+def classification_batches(
+    tokenizer: Any,
+    first: Sequence[str],
+    second: Sequence[str] | None = None,
+    labels: Sequence[int | float] | None = None,
+    *,
+    batch_size: int = 32,
+    max_length: int = 128,
+) -> list[LabeledBatch]:
+    """Tokenise sentence (pairs) into padded :class:`LabeledBatch` es, in input order."""
+    if second is not None and len(second) != len(first):
+        raise ParameterError(f"{len(first)} first sentences but {len(second)} second sentences")
+    if labels is not None and len(labels) != len(first):
+        raise ParameterError(f"{len(first)} sentences but {len(labels)} labels")
+    out = []
+    for start in range(0, len(first), batch_size):
+        sl = slice(start, start + batch_size)
+        enc = tokenizer(
+            list(first[sl]),
+            list(second[sl]) if second is not None else None,
+            padding=True,
+            truncation=True,
+            max_length=max_length,
+            return_tensors="pt",
+        )
+        lab = torch.as_tensor(np.asarray(labels[sl])) if labels is not None else None
+        out.append(LabeledBatch(inputs={k: enc[k] for k in _INPUT_KEYS if k in enc}, labels=lab))
+    if not out:
+        raise EmptyDataError("no sentences to batch")
+    return out
+
+
+def gold_labels(batches: Sequence[LabeledBatch]) -> np.ndarray:
+    """The gold labels of all batches, concatenated."""
+    if any(b.labels is None for b in batches):
+        raise ParameterError("scoring needs gold labels: give every batch a 'labels' entry")
+    return torch.cat([b.labels.reshape(-1) for b in batches]).cpu().numpy()
+
+
+# ----------------------------------------------------------------------------- model pieces
+
+
+def output_of(out: Any) -> torch.Tensor:
+    """What the sweeps score: ``logits`` of a classifier, else the pooled output (else [CLS])."""
+    logits = getattr(out, "logits", None)
+    if logits is not None:
+        return logits
+    pooled = getattr(out, "pooler_output", None)
+    if pooled is not None:
+        return pooled
+    return out.last_hidden_state[:, 0]
+
+
+class EncoderStack:
+    """Layer-by-layer access to a BERT-family classifier, for running layers ``l..L-1`` alone.
+
+    Supports ``BertModel`` (output: pooled [CLS]) and ``BertForSequenceClassification``
+    (output: logits). Other models work with ``fast=False``.
+
+    The output reads only the first ([CLS]) position of the last layer, so :meth:`run_from` computes
+    that layer for the [CLS] query alone (keys and values of every token, the query, feed-forward and
+    output of one): the same numbers as the whole layer, at a fraction of its cost. ``cls_only=False``
+    runs the whole last layer.
+    """
+
+    def __init__(self, model: torch.nn.Module, cls_only: bool = True):
+        self.model = model
+        base = getattr(model, "base_model", model)
+        if not (hasattr(base, "embeddings") and hasattr(getattr(base, "encoder", None), "layer")):
+            raise ModelError(
+                f"the fast sweep needs a BERT-style encoder (embeddings + encoder.layer); "
+                f"{type(model).__name__} has none: use fast=False"
+            )
+        if getattr(base.config, "is_decoder", False):
+            raise ModelError("the fast sweep supports bidirectional encoders only: use fast=False")
+        self.base = base
+        self.layers = list(base.encoder.layer)
+        name = type(model).__name__
+        if model is base:
+            self._head = lambda h: base.pooler(h) if base.pooler is not None else h[:, 0]
+        elif name.endswith("ForSequenceClassification") and hasattr(model, "classifier") and hasattr(model, "dropout"):
+            if base.pooler is None:
+                raise ModelError(f"{name} has no pooler: use fast=False")
+            self._head = lambda h: model.classifier(model.dropout(base.pooler(h)))
+        else:
+            raise ModelError(f"the fast sweep supports BertModel and BertForSequenceClassification, not {name}: use fast=False")
+        self.cls_only = cls_only and _has_bert_layer_parts(self.layers[-1])
+
+    def embed(self, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Embedding output and the 4D attention mask the layers receive (as ``BertModel.forward`` builds them)."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        emb = self.base.embeddings(input_ids=inputs["input_ids"], token_type_ids=inputs.get("token_type_ids"))
+        mask = create_bidirectional_mask(
+            config=self.base.config, inputs_embeds=emb, attention_mask=inputs.get("attention_mask")
+        )
+        return emb, mask
+
+    def layer_inputs(self, inputs: Mapping[str, torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor | None]:
+        """``hidden[l]`` entering each layer ``l`` (``hidden[L]`` is the encoder output) and the mask."""
+        h, mask = self.embed(inputs)
+        hidden = [h]
+        for layer in self.layers:
+            h = layer(h, mask)
+            hidden.append(h)
+        return hidden, mask
+
+    def run_from(self, start: int, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Run layers ``start..L-1`` and the head on ``hidden`` (the input of layer ``start``)."""
+        h = hidden
+        last = len(self.layers) - 1
+        for layer in self.layers[start:last] if self.cls_only else self.layers[start:]:
+            h = layer(h, mask)
+        if self.cls_only and start <= last:
+            h = _first_query_only(self.layers[last], h, mask)  # [batch, 1, hidden]: the [CLS] row
+        return self._head(h)
+
+
+def _has_bert_layer_parts(layer: torch.nn.Module) -> bool:
+    """Whether ``layer`` is built like transformers' ``BertLayer`` (self-attention, output, feed-forward)."""
+    att = getattr(layer, "attention", None)
+    sa = getattr(att, "self", None)
+    return (
+        all(hasattr(sa, n) for n in ("query", "key", "value", "scaling", "attention_head_size", "config"))
+        and hasattr(att, "output") and hasattr(layer, "intermediate") and hasattr(layer, "output")
+        and not getattr(layer, "add_cross_attention", False)
+    )
+
+
+def _first_query_only(layer: torch.nn.Module, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """A ``BertLayer``'s output at position 0 only: ``layer(hidden, mask)[:, :1]``, computed for one query.
+
+    Keys and values come from every position; the query, the attention output, the residual and the
+    feed-forward block from position 0. The attention function is the one the model is configured with
+    (so interventions apply as in a whole-layer pass)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+
+    sa = layer.attention.self
+    n_batch, n_tokens, _ = hidden.shape
+    d = sa.attention_head_size
+    first = hidden[:, :1]
+    query = sa.query(first).view(n_batch, 1, -1, d).transpose(1, 2)
+    key = sa.key(hidden).view(n_batch, n_tokens, -1, d).transpose(1, 2)
+    value = sa.value(hidden).view(n_batch, n_tokens, -1, d).transpose(1, 2)
+    attention = ALL_ATTENTION_FUNCTIONS.get_interface(sa.config._attn_implementation, eager_attention_forward)
+    context, _ = attention(sa, query, key, value, None if mask is None else mask[:, :, :1, :],
+                           dropout=0.0, scaling=sa.scaling)
+    attended = layer.attention.output(context.reshape(n_batch, 1, -1).contiguous(), first)
+    return layer.output(layer.intermediate(attended), attended)
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+def _identity_layers(configs: torch.Tensor, mode: Mode) -> torch.Tensor:
+    """``bool[config, layer]``: whether a configuration leaves the layer untouched."""
+    if mode == "mask":
+        return (configs == 1).all(-1)
+    return ~configs.any(-1)
+
+
+def first_touched_layer(configs: torch.Tensor, mode: Mode) -> np.ndarray:
+    """For each configuration ``[layer, head]``, the first layer it changes (``n_layers`` if none)."""
+    touched = ~_identity_layers(configs, mode)
+    n_layers = configs.shape[1]
+    first = torch.where(touched.any(-1), touched.to(torch.int64).argmax(-1), torch.full_like(touched[:, 0], n_layers, dtype=torch.int64))
+    return first.cpu().numpy()
+
+
+def _as_configs(configs: Any, mode: Mode, model: Any) -> torch.Tensor:
+    n_layers, n_heads = model_shape(model)
+    t = torch.as_tensor(np.asarray(configs)) if not isinstance(configs, torch.Tensor) else configs
+    if t.ndim == 2:
+        t = t[None]
+    if t.ndim != 3 or tuple(t.shape[1:]) != (n_layers, n_heads):
+        raise ParameterError(f"configurations have shape [n, {n_layers}, {n_heads}], got {tuple(t.shape)}")
+    if mode == "mask":
+        return t.to(torch.float32)
+    if mode == "disable":
+        return t.to(torch.bool)
+    raise ParameterError(f"mode is 'mask' or 'disable', got {mode!r}")
+
+
+def evaluate_configs(
+    model: Any,
+    batches: Iterable[Any],
+    configs: Any,
+    mode: Mode,
+    *,
+    fast: bool = True,
+    configs_per_forward: int | None = None,
+    max_rows: int = 32,
+    progress: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outputs of ``model`` on every batch under every configuration.
+
+    ``configs[config, layer, head]``: masks ξ (``mode="mask"``) or disabled flags
+    (``mode="disable"``). Returns ``(outputs[config, example, ...], baseline[example, ...])``,
+    examples in batch order. ``fast`` reuses the baseline's hidden states below each
+    configuration's first touched layer; ``configs_per_forward`` (default: as many as fit in
+    ``max_rows`` rows) configurations share one forward pass. On CPU, stacking more than about 32
+    rows was measured to be slower per row (the maps of a large stacked batch fall out of cache), hence
+    the small default; on a GPU a larger ``max_rows`` helps.
+    """
+    module = unwrap(model)
+    cfg = _as_configs(configs, mode, module)
+    data = as_labeled_batches(batches)
+    stack = EncoderStack(module) if fast else None
+    was_training = module.training
+    module.eval()
+    previous = use_attnbook_attention(module)
+    device = next(module.parameters()).device
+    cfg = cfg.to(device)
+    outputs: list[torch.Tensor] = []
+    baselines: list[torch.Tensor] = []
+    try:
+        with torch.inference_mode():
+            iterator = data
+            if progress:
+                from tqdm.auto import tqdm
+
+                iterator = tqdm(data, desc=f"sweep ({'fast' if fast else 'naive'})")
+            for batch in iterator:
+                inputs = {k: v.to(device) for k, v in batch.inputs.items()}
+                if fast:
+                    out, base = _fast_batch(stack, inputs, cfg, mode, configs_per_forward, max_rows)
+                else:
+                    out, base = _naive_batch(module, inputs, cfg, mode)
+                outputs.append(out.float().cpu())
+                baselines.append(base.float().cpu())
+    finally:
+        restore_attention(module, previous)
+        module.train(was_training)
+    return torch.cat(outputs, dim=1), torch.cat(baselines, dim=0)
+
+
+def _naive_batch(module, inputs, cfg, mode) -> tuple[torch.Tensor, torch.Tensor]:
+    base = output_of(module(**inputs))
+    outs = []
+    for k in range(cfg.shape[0]):
+        with intervene(module, Intervention(mode, cfg[k])):
+            outs.append(output_of(module(**inputs)))
+    return torch.stack(outs), base
+
+
+def _fast_batch(stack: EncoderStack, inputs, cfg, mode, configs_per_forward, max_rows):
+    hidden, mask = stack.layer_inputs(inputs)
+    base = stack.run_from(len(stack.layers), hidden[-1], mask)
+    n_rows = hidden[0].shape[0]
+    per_forward = configs_per_forward or max(1, max_rows // n_rows)
+    starts = first_touched_layer(cfg, mode)
+    out = torch.empty((cfg.shape[0], *base.shape), dtype=base.dtype, device=base.device)
+    for start in np.unique(starts):
+        idx = np.flatnonzero(starts == start)
+        if start >= len(stack.layers):  # touches nothing
+            out[idx] = base
+            continue
+        for lo in range(0, len(idx), per_forward):
+            chunk = idx[lo : lo + per_forward]
+            g = len(chunk)
+            h = hidden[start].repeat(g, 1, 1)
+            m = mask.repeat(g, 1, 1, 1) if mask is not None else None
+            with intervene(stack.model, Intervention(mode, cfg[torch.as_tensor(chunk, device=cfg.device)])):
+                res = stack.run_from(int(start), h, m)
+            out[torch.as_tensor(chunk)] = res.reshape(g, n_rows, *res.shape[1:])
+    return out, base
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+
+@dataclass
+class SweepResult:
+    """Scores of a model under a set of head interventions, with the outputs behind them.
+
+    ``scores`` is ``[layer, head]`` (single heads), ``[layer]`` (layers) or ``[config]``;
+    ``outputs`` is ``[*scores.shape, example, class]``; ``names`` are the 1-based labels shown
+    to readers, in ``scores.reshape(-1)`` order.
+    """
+
+    kind: str
+    mode: str
+    scores: np.ndarray
+    baseline_score: float
+    outputs: np.ndarray
+    baseline_outputs: np.ndarray
+    gold: np.ndarray
+    names: list[str]
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def delta(self) -> np.ndarray:
+        """Score change, intervened − baseline (Michel's Δ, Kovaleva's gain)."""
+        return self.scores - self.baseline_score
+
+    def predictions(self) -> np.ndarray:
+        """Arg-max classes ``[*scores.shape, example]`` under each intervention."""
+        return np.argmax(self.outputs, axis=-1)
+
+    def flat_outputs(self) -> np.ndarray:
+        """Outputs as ``[config, example, class]`` in ``names`` order."""
+        return self.outputs.reshape(-1, *self.outputs.shape[self.scores.ndim :])
+
+    def table(self):
+        """Long table: name, 1-based layer (and head), score, delta."""
+        import pandas as pd
+
+        rows = []
+        for i, (name, score) in enumerate(zip(self.names, self.scores.reshape(-1))):
+            row = {"name": name, "score": float(score), "delta": float(score - self.baseline_score)}
+            if self.kind == "single_heads" or self.kind == "all_but_one":
+                layer, head = np.unravel_index(i, self.scores.shape)
+                row.update(layer=int(layer) + 1, head=int(head) + 1)
+            elif self.kind == "layers":
+                row.update(layer=i + 1)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def sweep_configs(
+    model: Any,
+    batches: Iterable[Any],
+    configs: Any,
+    mode: Mode = "disable",
+    score_fn: ScoreFn = accuracy,
+    *,
+    names: Sequence[str] | None = None,
+    kind: str = "configs",
+    shape: tuple[int, ...] | None = None,
+    fast: bool = True,
+    configs_per_forward: int | None = None,
+    progress: bool = False,
+) -> SweepResult:
+    """Score ``model`` on ``batches`` under each configuration ``configs[config, layer, head]``."""
+    data = as_labeled_batches(batches)
+    gold = gold_labels(data)
+    outs, base = evaluate_configs(
+        model, data, configs, mode, fast=fast, configs_per_forward=configs_per_forward, progress=progress
+    )
+    outs_np, base_np = outs.numpy(), base.numpy()
+    scores = np.array([score_fn(o, gold) for o in outs_np], dtype=np.float64)
+    shape = shape or (len(scores),)
+    return SweepResult(
+        kind=kind,
+        mode=mode,
+        scores=scores.reshape(shape),
+        baseline_score=float(score_fn(base_np, gold)),
+        outputs=outs_np.reshape(*shape, *outs_np.shape[1:]),
+        baseline_outputs=base_np,
+        gold=gold,
+        names=list(names) if names is not None else [str(i) for i in range(len(scores))],
+        meta={"fast": fast, "n_examples": int(len(gold))},
+    )
+
+
+def single_head_configs(n_layers: int, n_heads: int, mode: Mode, *, keep_only: bool = False) -> np.ndarray:
+    """One configuration per head, layer-major: that head switched off (or, with ``keep_only``,
+    every *other* head of its layer switched off — Michel §3.3)."""
+    k = n_layers * n_heads
+    off = np.zeros((k, n_layers, n_heads), dtype=bool)
+    for i in range(k):
+        layer, head = divmod(i, n_heads)
+        if keep_only:
+            off[i, layer, :] = True
+            off[i, layer, head] = False
+        else:
+            off[i, layer, head] = True
+    return (~off).astype(np.float32) if mode == "mask" else off
+
+
+def sweep_single_heads(
+    model: Any,
+    batches: Iterable[Any],
+    mode: Mode = "disable",
+    score_fn: ScoreFn = accuracy,
+    **kwargs: Any,
+) -> SweepResult:
+    """Each head switched off on its own; ``.scores[layer, head]``.
+
+    ``mode="disable"``: Kovaleva et al. §4.6, Fig. 8 (uniform attention);
+    ``mode="mask"``: Michel et al. §3.2 (ξ_h = 0, Δ = score without h − base).
+    """
+    n_layers, n_heads = model_shape(unwrap(model))
+    configs = single_head_configs(n_layers, n_heads, mode)
+    names = [head_label(l, h) for l in range(n_layers) for h in range(n_heads)]
+    return sweep_configs(
+        model, batches, configs, mode, score_fn, names=names, kind="single_heads", shape=(n_layers, n_heads), **kwargs
+    )
+
+
+def sweep_layers(
+    model: Any,
+    batches: Iterable[Any],
+    mode: Mode = "disable",
+    score_fn: ScoreFn = accuracy,
+    **kwargs: Any,
+) -> SweepResult:
+    """Every head of one layer switched off, each layer in turn; ``.scores[layer]`` (Kovaleva §4.6, Fig. 9)."""
+    n_layers, n_heads = model_shape(unwrap(model))
+    off = np.zeros((n_layers, n_layers, n_heads), dtype=bool)
+    for layer in range(n_layers):
+        off[layer, layer] = True
+    configs = (~off).astype(np.float32) if mode == "mask" else off
+    names = [f"layer {l + 1}" for l in range(n_layers)]
+    return sweep_configs(model, batches, configs, mode, score_fn, names=names, kind="layers", shape=(n_layers,), **kwargs)
+
+
+def benchmark_sweep(
+    model: Any,
+    batches: Iterable[Any],
+    mode: Mode = "disable",
+    score_fn: ScoreFn = accuracy,
+    *,
+    configs_per_forward: int | None = None,
+) -> dict:
+    """Time the fast and the naive single-head sweep on the same data (for ``make bench``).
+
+    Returns seconds of each, the speed-up and the largest absolute output difference.
+    No assertions: speed lives in the benchmark report.
+    """
+    data = as_labeled_batches(batches)
+    t0 = time.perf_counter()
+    fast = sweep_single_heads(model, data, mode, score_fn, fast=True, configs_per_forward=configs_per_forward)
+    t1 = time.perf_counter()
+    naive = sweep_single_heads(model, data, mode, score_fn, fast=False)
+    t2 = time.perf_counter()
+    return {
+        "mode": mode,
+        "n_examples": int(len(fast.gold)),
+        "n_configs": int(fast.scores.size),
+        "fast_seconds": t1 - t0,
+        "naive_seconds": t2 - t1,
+        "speedup": (t2 - t1) / max(t1 - t0, 1e-12),
+        "max_abs_output_diff": float(np.max(np.abs(fast.outputs - naive.outputs))),
+    }
+
+
+# ----------------------------------------------------------------------------- paired statistics
+
+
+def _bootstrap_indices(n: int, n_resamples: int, seed: int, chunk: int = 200) -> Iterable[np.ndarray]:
+    """Resamples of ``n`` example indices (with replacement), ``[resample, n]`` in chunks; seeded."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_resamples:
+        k = min(chunk, n_resamples - done)
+        yield rng.integers(0, n, size=(k, n))
+        done += k
+
+
+def bootstrap_counts(n: int, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """``counts[resample, example]``: how often each example is drawn in each resample.
+
+    The same draws as :func:`bootstrap_delta` with the same seed, so a whole sweep can be
+    bootstrapped at once for a per-example metric (``deltas = counts @ per_example_diff / n``).
+    """
+    out = np.zeros((n_resamples, n), dtype=np.float64)
+    row = 0
+    for idx in _bootstrap_indices(n, n_resamples, seed):
+        for r in idx:
+            out[row] = np.bincount(r, minlength=n)
+            row += 1
+    return out
+
+
+def _summarise(delta: float, resampled: np.ndarray, confidence: float) -> dict:
+    """Percentile interval and two-sided p-value ((count + 1) / (R + 1) on the far side of 0, doubled)."""
+    alpha = (1 - confidence) / 2
+    below, above = int(np.sum(resampled <= 0)), int(np.sum(resampled >= 0))
+    return {
+        "delta": float(delta),
+        "ci_low": float(np.quantile(resampled, alpha)),
+        "ci_high": float(np.quantile(resampled, 1 - alpha)),
+        "p_value": min(1.0, 2 * (min(below, above) + 1) / (len(resampled) + 1)),
+    }
+
+
+def bootstrap_delta(
+    base_outputs: np.ndarray,
+    new_outputs: np.ndarray,
+    gold: np.ndarray,
+    score_fn: ScoreFn = accuracy,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
+    """Paired bootstrap of ``score(new) − score(base)`` over dev examples.
+
+    Each resample draws examples with replacement and scores *both* systems on the same
+    draw (Koehn 2004; Michel §3.2 use 1000 resamples for BLEU). Returns the observed
+    ``delta``, the percentile interval ``ci_low``/``ci_high`` and a two-sided ``p_value``
+    ((count + 1) / (resamples + 1) of resampled deltas on the other side of zero, doubled).
+    Seeded: the same seed gives the same resamples for every head, so heads are compared
+    on identical draws.
+    """
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence}")
+    gold = np.asarray(gold)
+    n = len(gold)
+    if n == 0:
+        raise EmptyDataError("no examples to bootstrap")
+    delta = float(score_fn(new_outputs, gold) - score_fn(base_outputs, gold))
+    if score_fn is accuracy:
+        diff = correct(new_outputs, gold).astype(np.float64) - correct(base_outputs, gold)
+        resampled = bootstrap_counts(n, n_resamples, seed) @ diff / n
+    else:
+        resampled = np.concatenate(
+            [
+                [score_fn(new_outputs[i], gold[i]) - score_fn(base_outputs[i], gold[i]) for i in idx]
+                for idx in _bootstrap_indices(n, n_resamples, seed)
+            ]
+        )
+    return _summarise(delta, resampled, confidence)
+
+
+def mcnemar_exact(base_correct: np.ndarray, new_correct: np.ndarray) -> dict:
+    """McNemar's exact test for paired accuracies.
+
+    ``b``: examples the baseline gets right and the intervened model wrong; ``c``: the reverse.
+    Under no difference ``c ~ Binomial(b + c, 1/2)``; the two-sided exact p-value is returned.
+    """
+    from scipy.stats import binomtest
+
+    base_correct, new_correct = np.asarray(base_correct, bool), np.asarray(new_correct, bool)
+    if base_correct.shape != new_correct.shape:
+        raise ParameterError(f"paired arrays differ in shape: {base_correct.shape} vs {new_correct.shape}")
+    b = int(np.sum(base_correct & ~new_correct))
+    c = int(np.sum(~base_correct & new_correct))
+    p = 1.0 if b + c == 0 else float(binomtest(c, b + c, 0.5).pvalue)
+    return {"b": b, "c": c, "p_value": p}
+
+
+def paired_ttest(base_correct: np.ndarray, new_correct: np.ndarray) -> float:
+    """Two-sided paired t-test on per-example correctness (Michel §3.2 report a t-test for BERT;
+    whether theirs was paired is not stated). Identical predictions give p = 1."""
+    from scipy.stats import ttest_rel
+
+    diff = np.asarray(new_correct, float) - np.asarray(base_correct, float)
+    if np.all(diff == diff[0]):
+        return 1.0 if diff[0] == 0 else 0.0
+    return float(ttest_rel(np.asarray(new_correct, float), np.asarray(base_correct, float)).pvalue)
+
+
+def adjust_pvalues(p: Sequence[float], method: str = "holm") -> np.ndarray:
+    """Family-wise (``"holm"``, ``"bonferroni"``) or false-discovery (``"fdr_bh"``) adjusted p-values;
+    ``"none"`` returns them unchanged."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0 or method == "none":
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    if method == "bonferroni":
+        adj = np.minimum(1.0, ranked * m)
+    elif method == "holm":
+        adj = np.minimum(1.0, np.maximum.accumulate(ranked * (m - np.arange(m))))
+    elif method == "fdr_bh":
+        adj = np.minimum(1.0, np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1])
+    else:
+        raise ParameterError(f"correction is 'holm', 'bonferroni', 'fdr_bh' or 'none', got {method!r}")
+    out = np.empty(m)
+    out[order] = adj
+    return out
+
+
+def compare_to_baseline(
+    sweep: SweepResult,
+    score_fn: ScoreFn = accuracy,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    mcnemar: bool | None = None,
+):
+    """Per intervention: score, Δ, bootstrap CI and p-value, and (for accuracy) McNemar's exact test.
+
+    Every intervention is bootstrapped on the same seeded draws. Returns a DataFrame in
+    ``sweep.names`` order with columns ``name, score, delta, ci_low, ci_high, p_bootstrap``
+    and, when ``mcnemar`` (default: ``score_fn is accuracy``), ``b, c, p_mcnemar``.
+    """
+    import pandas as pd
+
+    mcnemar = (score_fn is accuracy) if mcnemar is None else mcnemar
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence}")
+    outputs = sweep.flat_outputs()
+    gold = sweep.gold
+    base_ok = correct(sweep.baseline_outputs, gold)
+    counts = bootstrap_counts(len(gold), n_resamples, seed) if score_fn is accuracy else None
+    rows = []
+    for name, outs in zip(sweep.names, outputs):
+        if counts is not None:  # accuracy: all resamples as one matrix product
+            diff = correct(outs, gold).astype(np.float64) - base_ok
+            bs = _summarise(diff.mean(), counts @ diff / len(gold), confidence)
+        else:
+            bs = bootstrap_delta(
+                sweep.baseline_outputs, outs, gold, score_fn, n_resamples=n_resamples, seed=seed, confidence=confidence
+            )
+        row = {
+            "name": name,
+            "score": float(score_fn(outs, gold)),
+            "delta": bs["delta"],
+            "ci_low": bs["ci_low"],
+            "ci_high": bs["ci_high"],
+            "p_bootstrap": bs["p_value"],
+        }
+        if mcnemar:
+            mc = mcnemar_exact(base_ok, correct(outs, gold))
+            row.update(b=mc["b"], c=mc["c"], p_mcnemar=mc["p_value"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def surviving_gains(
+    comparison: Any,
+    *,
+    alpha: float = 0.05,
+    test: str = "mcnemar",
+    correction: str = "holm",
+    **kwargs: Any,
+):
+    """Which gains (Δ > 0) are significant after correcting for every intervention tried.
+
+    ``comparison`` is a :func:`compare_to_baseline` table or a :class:`SweepResult` (then
+    ``kwargs`` go to :func:`compare_to_baseline`). The correction runs over *all*
+    interventions (a sweep of 144 heads is 144 tests), not only the gains. Returns the
+    gains sorted by Δ with ``p_adjusted`` and ``survives``.
+    """
+    if isinstance(comparison, SweepResult):
+        comparison = compare_to_baseline(comparison, **kwargs)
+    column = {"mcnemar": "p_mcnemar", "bootstrap": "p_bootstrap"}.get(test)
+    if column is None or column not in comparison:
+        raise ParameterError(f"test is 'mcnemar' (accuracy only) or 'bootstrap', got {test!r}")
+    table = comparison.copy()
+    table["p_adjusted"] = adjust_pvalues(table[column].to_numpy(), correction)
+    table["survives"] = (table["delta"] > 0) & (table["p_adjusted"] < alpha)
+    gains = table[table["delta"] > 0].sort_values("delta", ascending=False, kind="stable")
+    return gains.reset_index(drop=True)

@@ -1,0 +1,819 @@
+"""Attention-based probing classifiers for dependency parsing (Clark et al. §5, Table 3).
+
+Clark §5 asks how much syntax is spread over *combinations* of heads. Each probe
+is a small graph-based parser: for every dependent ``j`` it gives a distribution
+over the other words ``i`` of the sentence as ``j``'s syntactic head, and is
+trained with cross-entropy on gold trees. BERT is frozen: its word-level
+attention maps (Clark §4.1 conversion) are fixed inputs. With ``α^k_ij`` the
+attention of head ``k`` *from* word ``i`` *to* word ``j``:
+
+* **attention-only** (:class:`AttentionOnlyProbe`):
+  ``p(i|j) ∝ exp(Σ_k w_k α^k_ij + u_k α^k_ji)``, two weights per head
+  (candidate head -> dependent, and dependent -> candidate head);
+* **attention-and-words** (:class:`AttentionWordsProbe`): the per-head weights
+  depend on the two words, ``w_k = W_k,:(v_i ⊕ v_j)`` and ``u_k = U_k,:(v_i ⊕ v_j)``
+  with frozen word vectors ``v``. Here ``v ⊕ 1``: a per-head bias is added, so
+  the probe contains the attention-only probe and an out-of-vocabulary word (zero
+  vector, :mod:`attnbook.data.glove`) falls back to word-independent weights;
+* baselines (Table 3): **right-branching** (the next word is the head);
+  **distances + words** (:class:`DistanceMLP`): a one-hidden-layer network over
+  ``v_i ⊕ v_j ⊕ distance features`` (indicators of short signed distances plus
+  continuous distance ahead/behind, Clark footnote 4); and the attention-and-words
+  probe on **a randomly initialised BERT that keeps the pretrained embeddings**
+  (:func:`random_init_copy`).
+
+Protocol (stated once):
+
+* Words are UD EWT syntactic words; candidates are the sentence's other words
+  (``[CLS]``/``[SEP]`` are not candidates and their attention is not a feature).
+* UAS is scored over every word whose gold head is a word (the root word is
+  skipped), punctuation included unless ``exclude_punct``; words cut by
+  truncation (``max_tokens``, :mod:`attnbook.engine.inputs`) and words whose head was cut
+  are not scored.
+* Training uses UD train (the first ``n_train`` sentences), evaluation UD dev.
+  The probes need every head's maps of every training sentence in memory; they
+  are stored as float16 ``[heads, words, words]`` per sentence (about
+  ``2 · layers · heads · n_words²`` bytes, ~85 KB for a UD train sentence and 72
+  heads), which is why ``n_train`` is a parameter.
+* Adam, a **fixed number of epochs** (no early stopping: the dev set is the test
+  set here and is never used to choose anything), length-bucketed mini-batches
+  in a seeded order, parameters initialised at zero (uniform distribution over
+  candidates) except the MLP's hidden layer, which is seeded. Learning rates per
+  probe: :data:`LEARNING_RATES`, fixed after a few exploratory runs with the
+  embedded model (higher rates made the training loss diverge for the
+  attention-and-words probe; dev UAS was looked at in those runs too, so dev is
+  not untouched by this one choice).
+* Two reparametrisations that leave each probe's family of functions unchanged and
+  only condition Adam: every head's attention is multiplied by ``1/RMS`` of its
+  values on the training pairs (:func:`attention_scale`), and word vectors are
+  standardised per dimension on the training words (:func:`vector_standardizer`).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from attnbook.data.conllu import Sentence
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.engine.extract import Batch, Encoded, stream_attention
+from attnbook.core.heads import head_label
+from attnbook.engine.inputs import encode_words
+from attnbook.engine.models import LoadedModel, wrap_model
+from attnbook.engine.wordlevel import token_to_word_attention
+
+#: Clark et al. (2019) Table 3, UAS on the PTB/SD dev set (BERT-base)
+PAPER_TABLE3: dict[str, float] = {
+    "right_branching": 26.0,
+    "distances_words": 58.0,
+    "random_init_attn_words": 30.0,
+    "attn": 61.0,
+    "attn_words": 77.0,
+}
+
+#: readable names of the Table 3 rows (the paper's words are GloVe)
+TABLE3_NAMES: dict[str, str] = {
+    "right_branching": "Right-branching",
+    "distances_words": "Distances + word vectors",
+    "random_init_attn_words": "Random-init attn + word vectors",
+    "attn": "Attn",
+    "attn_words": "Attn + word vectors",
+}
+
+#: bump when a change here changes the numbers (part of cache keys)
+CODE_VERSION = "probes-1"
+
+#: Adam learning rates per probe (see the module doc for how they were chosen)
+LEARNING_RATES: dict[str, float] = {"distances_words": 1e-2, "attn": 1e-2, "attn_words": 3e-3}
+
+#: short signed distances (candidate minus dependent) with an indicator feature in :class:`DistanceMLP`
+SHORT_DISTANCES = (-4, -3, -2, -1, 1, 2, 3, 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ProbeData:
+    """Sentences ready for the probes (all per-sentence arrays cover the ``n`` kept words).
+
+    ``maps[s]``: float16 ``[layer * head, n, n]`` word-level attention among the words
+    (layer-major head order, ``α[k, from, to]``); ``heads[s]``: int64 ``[n]`` gold head
+    position, ``-1`` when the word is not scored; ``vectors[s]``: float32 ``[n, dim]``.
+    """
+
+    maps: list[np.ndarray]
+    heads: list[np.ndarray]
+    vectors: list[np.ndarray]
+    words: list[list[str]]
+    n_layers: int
+    n_heads: int
+
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    @property
+    def n_scored(self) -> int:
+        return int(sum((h >= 0).sum() for h in self.heads))
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors[0].shape[1]) if self.vectors else 0
+
+    def nbytes(self) -> int:
+        return int(sum(m.nbytes for m in self.maps))
+
+
+def gold_heads(sentence: Sentence, n_kept: int, exclude_punct: bool = False) -> np.ndarray:
+    """Gold head positions of the first ``n_kept`` words; ``-1`` = not scored (root, cut head, punct)."""
+    out = np.full(n_kept, -1, dtype=np.int64)
+    for i, (h, rel) in enumerate(zip(sentence.heads0()[:n_kept], sentence.deprel[:n_kept])):
+        if 0 <= h < n_kept and not (exclude_punct and rel == "punct"):
+            out[i] = h
+    return out
+
+
+def encode_for_probe(tokenizer, sentences: Sequence[Sentence], max_tokens: int = 128) -> list[Encoded]:
+    """Word-by-word encodings (:func:`attnbook.engine.inputs.encode_words`) of ``sentences``."""
+    return [
+        encode_words(tokenizer, s.words, max_tokens=max_tokens, meta={"sentence": k}) for k, s in enumerate(sentences)
+    ]
+
+
+def content_maps(word_maps: np.ndarray, example: Encoded) -> np.ndarray:
+    """The ``[layer * head, n, n]`` float16 block of the sentence's words (``[CLS]``/``[SEP]`` removed)."""
+    n = example.meta["n_words_kept"][0]
+    a = word_maps[:, :, 1 : n + 1, 1 : n + 1]
+    return a.reshape(-1, n, n).astype(np.float16)
+
+
+class WordMapCollector:
+    """Reducer keeping each example's content-word maps (float16); memory grows with the data (capped by callers)."""
+
+    def __init__(self, n_examples: int, from_reduce: str = "mean"):
+        self.maps: list[np.ndarray | None] = [None] * n_examples
+        self.from_reduce = from_reduce
+
+    def update(self, attn: torch.Tensor, batch: Batch) -> None:
+        for b, (i, example) in enumerate(zip(batch.index, batch.examples)):
+            n = int(batch.lengths[b])
+            wm = token_to_word_attention(attn[b, :, :, :n, :n].float().cpu().numpy(), example.words, self.from_reduce)
+            self.maps[i] = content_maps(wm, example)
+
+    def result(self) -> list[np.ndarray]:
+        return self.maps  # type: ignore[return-value]
+
+
+def model_word_vectors(loaded: LoadedModel, encoded: Sequence[Encoded]) -> list[np.ndarray]:
+    """A word's vector = the mean of its pieces' input (word-piece) embeddings in ``loaded``."""
+    emb = loaded.model.get_input_embeddings().weight.detach().cpu().float().numpy()
+    out = []
+    for ex in encoded:
+        n = ex.meta["n_words_kept"][0]
+        ids = np.asarray(ex.input_ids)
+        out.append(np.stack([emb[ids[ex.words[w]]].mean(0) for w in range(1, n + 1)]).astype(np.float32))
+    return out
+
+
+def glove_word_vectors(
+    glove, sentences: Sequence[Sentence], encoded: Sequence[Encoded]
+) -> tuple[list[np.ndarray], float]:
+    """GloVe vectors of the kept words (lowercased, OOV -> zero) and the OOV rate over those words."""
+    out, oov, total = [], 0, 0
+    for s, ex in zip(sentences, encoded):
+        n = ex.meta["n_words_kept"][0]
+        vecs, mask = glove.lookup(s.words[:n])
+        out.append(vecs)
+        oov += int(mask.sum())
+        total += n
+    return out, (oov / total if total else float("nan"))
+
+
+def extract_word_maps(
+    loaded: LoadedModel,
+    encoded: Sequence[Encoded],
+    *,
+    batch_size: int = 32,
+    progress: bool = True,
+    desc: str = "attention maps for the probes (§5)",
+    use_cache: bool = False,
+    cache_parts: dict | None = None,
+) -> list[np.ndarray]:
+    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:class:`WordMapCollector`).
+
+    With ``use_cache`` the maps are cached (:func:`attnbook.core.cache.cached_arrays`) under the
+    model fingerprint, the input ids and ``cache_parts``.
+    """
+
+    def compute() -> dict[str, np.ndarray]:
+        collector = WordMapCollector(len(encoded))
+        (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
+        return {"flat": np.concatenate([m.reshape(-1) for m in maps]),
+                "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
+
+    if use_cache:
+        import hashlib
+
+        from attnbook.core.cache import cached_arrays
+
+        h = hashlib.sha256()
+        for ex in encoded:
+            h.update(np.asarray(ex.input_ids, dtype=np.int64).tobytes())
+            h.update(repr(ex.words).encode())
+        parts = {"model": loaded.fingerprint, "inputs": h.hexdigest()[:16], "code": CODE_VERSION,
+                 **(cache_parts or {})}
+        arrays = cached_arrays("probe_word_maps", parts, compute)
+    else:
+        arrays = compute()
+    k = loaded.n_layers * loaded.n_heads
+    out, at = [], 0
+    for n in arrays["sizes"]:
+        size = k * int(n) * int(n)
+        out.append(arrays["flat"][at : at + size].reshape(k, int(n), int(n)))
+        at += size
+    return out
+
+
+def extract_probe_data(
+    loaded: LoadedModel,
+    sentences: Sequence[Sentence],
+    *,
+    word_vectors: str = "glove",
+    glove=None,
+    max_tokens: int = 128,
+    batch_size: int = 32,
+    exclude_punct: bool = False,
+    progress: bool = True,
+    desc: str = "attention maps for the probes (§5)",
+    use_cache: bool = False,
+) -> tuple[ProbeData, dict]:
+    """Word-level maps of every head, gold heads and word vectors of ``sentences``.
+
+    ``word_vectors`` is ``"glove"`` (needs ``glove``, :func:`attnbook.data.glove.load_glove`) or
+    ``"model"`` (mean input embedding of a word's pieces). Returns the data and an info
+    dict (``oov_rate`` for GloVe, ``n_words``, ``n_scored``, ``n_truncated_words``, ``map_bytes``).
+    """
+    if not sentences:
+        raise EmptyDataError("no sentences for the probe")
+    if word_vectors not in ("glove", "model"):
+        raise ParameterError(f"word_vectors is 'glove' or 'model', got {word_vectors!r}")
+    if word_vectors == "glove" and glove is None:
+        raise ParameterError("word_vectors='glove' needs the GloVe table: pass glove=attnbook.data.glove.load_glove()")
+    encoded = encode_for_probe(loaded.tokenizer, sentences, max_tokens)
+    maps = extract_word_maps(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc,
+                             use_cache=use_cache, cache_parts={"max_tokens": max_tokens})
+    info: dict = {}
+    if word_vectors == "glove":
+        vectors, info["oov_rate"] = glove_word_vectors(glove, sentences, encoded)
+    else:
+        vectors = model_word_vectors(loaded, encoded)
+    kept = [ex.meta["n_words_kept"][0] for ex in encoded]
+    heads = [gold_heads(s, n, exclude_punct) for s, n in zip(sentences, kept)]
+    data = ProbeData(maps, heads, vectors, [list(s.words[:n]) for s, n in zip(sentences, kept)],
+                     loaded.n_layers, loaded.n_heads)
+    info.update(n_sentences=len(data), n_words=int(sum(kept)), n_scored=data.n_scored,
+                n_truncated_words=int(sum(len(s) for s in sentences) - sum(kept)), map_bytes=data.nbytes())
+    return data, info
+
+
+def vector_standardizer(train: ProbeData):
+    """A function mapping :class:`ProbeData` to a copy whose vectors are standardised on ``train``'s words.
+
+    Each dimension gets mean 0 and standard deviation ``1/sqrt(dim)`` over the training
+    words (so a vector's norm is about 1). Every probe is linear in ``v ⊕ 1`` before
+    anything else, so this affine change is a reparametrisation (same family of probes)
+    that lets one Adam learning rate suit GloVe and model embeddings alike. OOV words
+    (zero vectors) map to a constant vector, still carrying no word identity.
+    """
+    allv = np.concatenate(train.vectors).astype(np.float64)
+    mu = allv.mean(0)
+    sd = (allv.std(0) + 1e-6) * np.sqrt(allv.shape[1])
+
+    def apply(data: ProbeData) -> ProbeData:
+        vecs = [((v - mu) / sd).astype(np.float32) for v in data.vectors]
+        return ProbeData(data.maps, data.heads, vecs, data.words, data.n_layers, data.n_heads)
+
+    return apply
+
+
+# ---------------------------------------------------------------------------------------------
+# batches
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ProbeBatch:
+    """Padded tensors: ``alpha[b, k, from, to]``, ``vectors[b, word, dim]``, ``mask[b, word]``, ``gold[b, word]``."""
+
+    alpha: torch.Tensor
+    vectors: torch.Tensor
+    mask: torch.Tensor
+    gold: torch.Tensor
+
+    def candidates(self) -> torch.Tensor:
+        """``[b, dependent j, candidate i]``: real words other than ``j`` itself."""
+        n = self.mask.shape[1]
+        eye = torch.eye(n, dtype=torch.bool)
+        return self.mask[:, None, :] & self.mask[:, :, None] & ~eye
+
+
+def make_probe_batches(data: ProbeData, batch_size: int) -> list[ProbeBatch]:
+    """Length-bucketed padded batches (alpha kept float16 until used)."""
+    if batch_size < 1:
+        raise ParameterError("batch_size must be at least 1")
+    order = sorted(range(len(data)), key=lambda s: len(data.heads[s]))
+    k = data.maps[0].shape[0]
+    dim = data.dim
+    out = []
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(data.heads[s]) for s in idx)
+        alpha = torch.zeros((len(idx), k, width, width), dtype=torch.float16)
+        vec = torch.zeros((len(idx), width, dim), dtype=torch.float32)
+        mask = torch.zeros((len(idx), width), dtype=torch.bool)
+        gold = torch.full((len(idx), width), -1, dtype=torch.long)
+        for b, s in enumerate(idx):
+            n = len(data.heads[s])
+            alpha[b, :, :n, :n] = torch.from_numpy(np.asarray(data.maps[s], dtype=np.float16))
+            vec[b, :n] = torch.from_numpy(data.vectors[s])
+            mask[b, :n] = True
+            gold[b, :n] = torch.from_numpy(data.heads[s])
+        out.append(ProbeBatch(alpha, vec, mask, gold))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# probes
+# ---------------------------------------------------------------------------------------------
+def attention_scale(data: ProbeData) -> np.ndarray:
+    """Per-map feature scale: ``1 / RMS`` of the attention weights between distinct words of ``data``.
+
+    Multiplying head ``k``'s maps by a constant only rescales its weights (``w_k``, ``W_k``),
+    so the probes' family of functions is unchanged; the scaling conditions Adam's
+    steps (every head's feature then has root-mean-square 1).
+    :meth:`AttentionOnlyProbe.raw_weights` undoes it.
+    """
+    k = data.maps[0].shape[0]
+    s2 = np.zeros(k)
+    count = 0
+    for m in data.maps:
+        n = m.shape[-1]
+        if n < 2:
+            continue
+        off = ~np.eye(n, dtype=bool)
+        v = m.astype(np.float64)[:, off]  # [k, n*(n-1)]
+        s2 += (v**2).sum(1)
+        count += v.shape[1]
+    if count == 0:
+        raise EmptyDataError("no word pairs to scale the attention features on")
+    return (1.0 / np.sqrt(s2 / count + 1e-12)).astype(np.float32)
+
+
+def _scale_tensor(scale, n_maps: int) -> torch.Tensor:
+    if scale is None:
+        return torch.ones(n_maps)
+    t = torch.as_tensor(np.asarray(scale, dtype=np.float32))
+    if t.shape != (n_maps,):
+        raise ValueError(f"alpha_scale must have shape ({n_maps},), got {tuple(t.shape)}")
+    return t
+
+
+class AttentionOnlyProbe(nn.Module):
+    """``score(i head of j) = Σ_k w_k α^k_ij + u_k α^k_ji`` (Clark §5, attention-only)."""
+
+    def __init__(self, n_maps: int, alpha_scale: np.ndarray | torch.Tensor | None = None):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(n_maps))  # candidate head -> dependent (per scaled unit)
+        self.u = nn.Parameter(torch.zeros(n_maps))  # dependent -> candidate head (per scaled unit)
+        self.register_buffer("alpha_scale", _scale_tensor(alpha_scale, n_maps))
+
+    def raw_weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(w, u)`` per unit of attention (the paper's ``w_k``, ``u_k``), undoing the feature scaling."""
+        s = self.alpha_scale.numpy()
+        return self.w.detach().numpy() * s, self.u.detach().numpy() * s
+
+    def forward(self, batch: ProbeBatch) -> torch.Tensor:
+        a = batch.alpha.float() * self.alpha_scale[None, :, None, None]
+        # result [b, j, i]: a[b, k, i, j] is attention from candidate i to dependent j
+        return torch.einsum("k,bkij->bji", self.w, a) + torch.einsum("k,bkji->bji", self.u, a)
+
+
+class AttentionWordsProbe(nn.Module):
+    """Clark §5 attention-and-words probe.
+
+    ``score(i head of j) = Σ_k W_k·(v_i ⊕ v_j ⊕ 1) α^k_ij + U_k·(v_i ⊕ v_j ⊕ 1) α^k_ji``.
+    """
+
+    def __init__(self, n_maps: int, dim: int, alpha_scale: np.ndarray | torch.Tensor | None = None):
+        super().__init__()
+        self.W = nn.Parameter(torch.zeros(n_maps, 2 * dim + 1))
+        self.U = nn.Parameter(torch.zeros(n_maps, 2 * dim + 1))
+        self.dim = dim
+        self.register_buffer("alpha_scale", _scale_tensor(alpha_scale, n_maps))
+
+    @staticmethod
+    def _weights(M: torch.Tensor, v: torch.Tensor, dim: int) -> torch.Tensor:
+        """``[b, k, j, i]`` = M_k · (v_i ⊕ v_j ⊕ 1) for candidate ``i`` and dependent ``j``."""
+        cand = torch.einsum("kd,bid->bki", M[:, :dim], v)
+        dep = torch.einsum("kd,bjd->bkj", M[:, dim : 2 * dim], v)
+        return dep[:, :, :, None] + cand[:, :, None, :] + M[:, 2 * dim][None, :, None, None]
+
+    def forward(self, batch: ProbeBatch) -> torch.Tensor:
+        a = batch.alpha.float() * self.alpha_scale[None, :, None, None]  # a[b, k, from, to]
+        v = batch.vectors
+        head_to_dep = a.transpose(-1, -2)  # [b, k, j, i] = α^k_ij
+        dep_to_head = a  # [b, k, j, i] = α^k_ji
+        w = self._weights(self.W, v, self.dim)
+        u = self._weights(self.U, v, self.dim)
+        return (w * head_to_dep + u * dep_to_head).sum(1)
+
+
+def distance_features(n: int) -> torch.Tensor:
+    """``[j, i, f]`` features of the signed distance ``d = i - j`` (candidate minus dependent).
+
+    Indicators of ``d`` in :data:`SHORT_DISTANCES`, then ``log1p`` of the distance ahead
+    (``d > 0``) and behind (``d < 0``) and both linear (/10), kept apart for word order.
+    """
+    idx = torch.arange(n)
+    d = (idx[None, :] - idx[:, None]).float()  # [j, i]
+    feats = [(d == s).float() for s in SHORT_DISTANCES]
+    ahead, behind = d.clamp(min=0), (-d).clamp(min=0)
+    feats += [torch.log1p(ahead), torch.log1p(behind), ahead / 10, behind / 10]
+    return torch.stack(feats, -1)
+
+
+N_DISTANCE_FEATURES = len(SHORT_DISTANCES) + 4
+
+
+class DistanceMLP(nn.Module):
+    """One hidden layer over ``v_i ⊕ v_j ⊕ distance features`` (Clark §5 baseline, footnote 4)."""
+
+    def __init__(self, dim: int, hidden: int = 64):
+        super().__init__()
+        self.cand = nn.Linear(dim, hidden, bias=False)
+        self.dep = nn.Linear(dim, hidden, bias=False)
+        self.dist = nn.Linear(N_DISTANCE_FEATURES, hidden)
+        self.out = nn.Linear(hidden, 1)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, batch: ProbeBatch) -> torch.Tensor:
+        v = batch.vectors
+        n = v.shape[1]
+        h = self.dep(v)[:, :, None, :] + self.cand(v)[:, None, :, :] + self.dist(distance_features(n))[None]
+        return self.out(torch.relu(h)).squeeze(-1)  # [b, j, i]
+
+
+def _masked_scores(scores: torch.Tensor, batch: ProbeBatch) -> torch.Tensor:
+    return scores.masked_fill(~batch.candidates(), float("-inf"))
+
+
+def probe_loss(scores: torch.Tensor, batch: ProbeBatch) -> torch.Tensor:
+    """Mean cross-entropy of the gold head over the scored dependents."""
+    s = _masked_scores(scores, batch)
+    scored = batch.gold >= 0
+    return nn.functional.cross_entropy(s[scored], batch.gold[scored])
+
+
+@dataclass
+class ProbeRun:
+    """A trained probe: its dev UAS (fraction), per-epoch training loss, and counts."""
+
+    name: str
+    probe: nn.Module | None
+    uas: float
+    losses: list[float] = field(default_factory=list)
+    n_scored: int = 0
+
+
+def train_probe(
+    probe: nn.Module,
+    train: ProbeData,
+    *,
+    epochs: int = 10,
+    lr: float = 1e-2,
+    batch_size: int = 32,
+    weight_decay: float = 0.0,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str = "probe",
+) -> list[float]:
+    """Train ``probe`` with Adam for a fixed number of ``epochs``; returns the mean loss of each epoch."""
+    from tqdm.auto import tqdm
+
+    if train.n_scored == 0:
+        raise EmptyDataError("no scored words in the training data")
+    batches = make_probe_batches(train, batch_size)
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)
+    losses = []
+    probe.train()
+    bar = tqdm(range(epochs), desc=desc, disable=not progress)
+    for _ in bar:
+        total = count = 0.0
+        for k in rng.permutation(len(batches)):
+            batch = batches[k]
+            if not bool((batch.gold >= 0).any()):
+                continue
+            loss = probe_loss(probe(batch), batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            n = int((batch.gold >= 0).sum())
+            total += float(loss.detach()) * n
+            count += n
+        losses.append(total / count)
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    probe.eval()
+    return losses
+
+
+def predict_heads(probe: nn.Module, data: ProbeData, batch_size: int = 64) -> list[np.ndarray]:
+    """The probe's head for every word of every sentence (argmax over candidates; ``-1`` for one-word sentences)."""
+    order = sorted(range(len(data)), key=lambda s: len(data.heads[s]))
+    out: list[np.ndarray | None] = [None] * len(data)
+    probe.eval()
+    with torch.no_grad():
+        for start, batch in zip(range(0, len(data), batch_size), make_probe_batches(data, batch_size)):
+            s = _masked_scores(probe(batch), batch)
+            pred = s.argmax(-1)
+            pred[~torch.isfinite(s.max(-1).values)] = -1
+            for b, idx in enumerate(order[start : start + batch_size]):
+                out[idx] = pred[b, : len(data.heads[idx])].numpy()
+    return out  # type: ignore[return-value]
+
+
+def uas(predicted: Sequence[np.ndarray], data: ProbeData) -> float:
+    """Unlabelled attachment score: share of scored words whose predicted head is the gold head."""
+    right = sum(int(((p == h) & (h >= 0)).sum()) for p, h in zip(predicted, data.heads))
+    total = data.n_scored
+    if total == 0:
+        raise EmptyDataError("no scored words")
+    return right / total
+
+
+def right_branching_predictions(data: ProbeData) -> list[np.ndarray]:
+    """The right-branching baseline's heads: word ``j``'s head is ``j + 1`` (none for the last word)."""
+    out = []
+    for h in data.heads:
+        p = np.arange(1, len(h) + 1)
+        p[-1] = -1
+        out.append(p)
+    return out
+
+
+def attention_weights_table(probe: AttentionOnlyProbe, n_layers: int, n_heads: int):
+    """The attention-only probe's weights per head (DataFrame), strongest first.
+
+    Columns: label (1-based ``layer-head``), layer, head; ``w_head_to_dep`` and
+    ``u_dep_to_head``: the weights on the (RMS-scaled, :func:`attention_scale`) attention
+    from the candidate head to the dependent and from the dependent to the candidate head,
+    i.e. the change in score per typical amount of that head's attention, comparable
+    across heads; ``raw_w``/``raw_u``: the same per unit of attention (the paper's
+    ``w_k``, ``u_k``); ``weight``: the larger of the two scaled weights (the sort key).
+    """
+    import pandas as pd
+
+    w = probe.w.detach().numpy().reshape(n_layers, n_heads)
+    u = probe.u.detach().numpy().reshape(n_layers, n_heads)
+    raw_w, raw_u = (x.reshape(n_layers, n_heads) for x in probe.raw_weights())
+    rows = [
+        {"label": head_label(l, h), "layer": l + 1, "head": h + 1, "w_head_to_dep": float(w[l, h]),
+         "u_dep_to_head": float(u[l, h]), "raw_w": float(raw_w[l, h]), "raw_u": float(raw_u[l, h]),
+         "weight": float(max(w[l, h], u[l, h]))}
+        for l in range(n_layers) for h in range(n_heads)
+    ]
+    return pd.DataFrame(rows).sort_values("weight", ascending=False, kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the random-init baseline model
+# ---------------------------------------------------------------------------------------------
+def random_init_copy(loaded: LoadedModel, seed: int = 0) -> LoadedModel:
+    """A copy of ``loaded`` whose transformer layers (and pooler) are freshly initialised, seeded.
+
+    The embeddings module (word-piece, position and segment embeddings and their
+    LayerNorm) is copied from ``loaded``: Clark §5's "pretrained word/positional
+    embeddings but randomly initialized other weights". Initialisation is the model
+    class's own (``config.initializer_range``); eager attention as in ``loaded``.
+    """
+    config = copy.deepcopy(loaded.model.config)
+    config._attn_implementation = "eager"
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        fresh = type(loaded.model)(config)
+    finally:
+        torch.random.set_rng_state(state)
+    fresh.embeddings.load_state_dict(loaded.model.embeddings.state_dict())
+    device = next(loaded.model.parameters()).device
+    fresh.eval().to(device)
+    return wrap_model(fresh, loaded.tokenizer, name=f"{loaded.name} [random init except embeddings, seed {seed}]")
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole of Table 3
+# ---------------------------------------------------------------------------------------------
+def _learning_rates(lr: float | dict | None) -> dict[str, float]:
+    rates = dict(LEARNING_RATES)
+    if isinstance(lr, dict):
+        unknown = set(lr) - set(rates)
+        if unknown:
+            raise ParameterError(f"unknown probes in lr: {sorted(unknown)}; known: {sorted(rates)}")
+        rates.update(lr)
+    elif lr is not None:
+        rates = {k: float(lr) for k in rates}
+    return rates
+
+
+def run_probes(
+    loaded: LoadedModel,
+    train_sentences: Sequence[Sentence],
+    dev_sentences: Sequence[Sentence],
+    *,
+    word_vectors: str = "glove",
+    glove=None,
+    max_tokens: int = 128,
+    batch_size: int = 32,
+    epochs: int = 8,
+    lr: float | dict | None = None,
+    probe_batch_size: int = 32,
+    hidden: int = 64,
+    exclude_punct: bool = False,
+    random_init: bool = True,
+    seed: int = 0,
+    progress: bool = True,
+    use_cache: bool = False,
+) -> dict:
+    """Clark §5 Table 3 on ``loaded``: trains every probe on ``train_sentences``, scores UAS on ``dev_sentences``.
+
+    ``lr``: ``None`` uses :data:`LEARNING_RATES`, a float sets every probe's, a dict
+    overrides some. The random-init row uses a :func:`random_init_copy` seeded with
+    ``seed`` and the ``attn_words`` learning rate. Every probe is trained with the same
+    seed and ``epochs``. ``use_cache`` caches the extracted maps.
+
+    Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`PAPER_TABLE3`),
+    ``paper`` (:data:`PAPER_TABLE3`), ``weights`` (attention-only probe weights,
+    :func:`attention_weights_table`), ``losses`` (row -> per-epoch training loss),
+    ``info`` (train/dev counts, OOV rates, map memory, learning rates) and ``probes``
+    (the trained modules).
+    """
+    rates = _learning_rates(lr)
+
+    def data_for(model: LoadedModel, sents: Sequence[Sentence], what: str) -> tuple[ProbeData, dict]:
+        return extract_probe_data(
+            model, sents, word_vectors=word_vectors, glove=glove, max_tokens=max_tokens, batch_size=batch_size,
+            exclude_punct=exclude_punct, progress=progress, desc=f"{what} maps (§5)", use_cache=use_cache,
+        )
+
+    def fit(name: str, probe: nn.Module, train: ProbeData, dev: ProbeData, rate_of: str) -> ProbeRun:
+        losses = train_probe(probe, train, epochs=epochs, lr=rates[rate_of], batch_size=probe_batch_size,
+                             seed=seed, progress=progress, desc=TABLE3_NAMES[name])
+        return ProbeRun(name, probe, uas(predict_heads(probe, dev), dev), losses, dev.n_scored)
+
+    train, train_info = data_for(loaded, train_sentences, "train")
+    dev, dev_info = data_for(loaded, dev_sentences, "dev")
+    standardize = vector_standardizer(train)
+    train, dev = standardize(train), standardize(dev)
+    n_maps = loaded.n_layers * loaded.n_heads
+    runs: dict[str, ProbeRun] = {}
+
+    runs["right_branching"] = ProbeRun("right_branching", None, uas(right_branching_predictions(dev), dev),
+                                       n_scored=dev.n_scored)
+    torch.manual_seed(seed)
+    runs["distances_words"] = fit("distances_words", DistanceMLP(train.dim, hidden), train, dev, "distances_words")
+    if random_init:
+        rnd = random_init_copy(loaded, seed)
+        rtrain = standardize(data_for(rnd, train_sentences, "random-init train")[0])
+        rdev = standardize(data_for(rnd, dev_sentences, "random-init dev")[0])
+        probe = AttentionWordsProbe(n_maps, rtrain.dim, attention_scale(rtrain))
+        runs["random_init_attn_words"] = fit("random_init_attn_words", probe, rtrain, rdev, "attn_words")
+        del rtrain, rdev, rnd
+    scale = attention_scale(train)
+    runs["attn"] = fit("attn", AttentionOnlyProbe(n_maps, scale), train, dev, "attn")
+    runs["attn_words"] = fit("attn_words", AttentionWordsProbe(n_maps, train.dim, scale), train, dev, "attn_words")
+
+    order = [k for k in PAPER_TABLE3 if k in runs]
+    return {
+        "uas": {k: 100 * runs[k].uas for k in order},
+        "paper": dict(PAPER_TABLE3),
+        "weights": attention_weights_table(runs["attn"].probe, loaded.n_layers, loaded.n_heads),
+        "losses": {k: runs[k].losses for k in order},
+        "info": {"train": train_info, "dev": dev_info, "word_vectors": word_vectors, "epochs": epochs,
+                 "learning_rates": rates, "n_scored_dev": dev.n_scored},
+        "probes": {k: runs[k].probe for k in order},
+    }
+
+
+def table3(results: dict):
+    """Clark Table 3 as a DataFrame: model, paper UAS, this run's UAS (percent)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {"model": TABLE3_NAMES[k], "key": k, "paper_uas": PAPER_TABLE3[k],
+             "uas": results["uas"].get(k, float("nan"))}
+            for k in PAPER_TABLE3
+        ]
+    )
+
+
+def cached_run_probes(
+    loaded: LoadedModel,
+    train_sentences: Sequence[Sentence],
+    dev_sentences: Sequence[Sentence],
+    *,
+    glove=None,
+    use_cache: bool = True,
+    progress: bool = True,
+    **kwargs,
+) -> dict:
+    """:func:`run_probes` with its whole summary cached, so re-running a chapter costs no training.
+
+    The cache key names the model fingerprint, digests of the train and dev sentences, the
+    GloVe table's content, every keyword argument and :data:`CODE_VERSION`. The result has
+    :func:`run_probes`' keys; on a cache hit ``probes`` holds only the attention-only probe,
+    rebuilt from its cached weights (the other probes are not kept).
+    """
+    import hashlib
+    import json
+
+    from attnbook.core.cache import cached_arrays
+    from attnbook.studies.clark.syntax import sentences_digest
+
+    if not use_cache:
+        return run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, **kwargs)
+    n_maps = loaded.n_layers * loaded.n_heads
+
+    def compute() -> dict[str, np.ndarray]:
+        res = run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, use_cache=True,
+                         **kwargs)
+        attn = res["probes"]["attn"]
+        out = {
+            "rows": np.array(list(res["uas"])), "uas": np.array(list(res["uas"].values()), dtype=np.float64),
+            "attn_w": attn.w.detach().numpy(), "attn_u": attn.u.detach().numpy(),
+            "attn_scale": attn.alpha_scale.numpy(), "info": np.array(json.dumps(res["info"], sort_keys=True)),
+        }
+        out.update({f"losses_{k}": np.asarray(v, dtype=np.float64) for k, v in res["losses"].items()})
+        return out
+
+    glove_digest = None
+    if glove is not None:
+        h = hashlib.sha256(np.ascontiguousarray(glove.vectors).tobytes())
+        h.update("\n".join(glove.words).encode())
+        glove_digest = h.hexdigest()[:16]
+    parts = {"model": loaded.fingerprint, "train": sentences_digest(train_sentences),
+             "dev": sentences_digest(dev_sentences), "glove": glove_digest, "code": CODE_VERSION,
+             "params": {k: kwargs[k] for k in sorted(kwargs)}}
+    a = cached_arrays("probe_results", parts, compute)
+    rows = [str(r) for r in a["rows"]]
+    attn = AttentionOnlyProbe(n_maps, a["attn_scale"])
+    with torch.no_grad():
+        attn.w.copy_(torch.as_tensor(a["attn_w"]))
+        attn.u.copy_(torch.as_tensor(a["attn_u"]))
+    return {
+        "uas": {k: float(v) for k, v in zip(rows, a["uas"])},
+        "paper": dict(PAPER_TABLE3),
+        "weights": attention_weights_table(attn, loaded.n_layers, loaded.n_heads),
+        "losses": {k: [float(x) for x in a[f"losses_{k}"]] for k in rows},
+        "info": json.loads(str(a["info"])),
+        "probes": {"attn": attn},
+    }
+
+
+#: Clark §5 findings read off Table 3 as margins (row A minus row B, UAS points), with the paper's wording
+TABLE3_FINDINGS: tuple[tuple[str, str, str], ...] = (
+    ("attn_words", "distances_words", "attention adds to words and distances"),
+    ("attn_words", "random_init_attn_words", "pretraining, not the architecture, gives the maps their syntax"),
+    ("attn_words", "attn", "word vectors help choose heads"),
+    ("attn", "distances_words", "attention alone rivals words + distances"),
+    ("random_init_attn_words", "right_branching", "random-init maps barely beat right-branching"),
+)
+
+
+def paper_comparison(results: dict) -> list[dict]:
+    """Rows of "paper vs this run" for Clark §5 (Table 3), verdicts computed from the numbers.
+
+    Absolute UAS on UD EWT and on the PTB with Stanford Dependencies differ in corpus and
+    annotation, so each finding is compared as a margin between two rows of Table 3
+    (:data:`TABLE3_FINDINGS`) with :func:`attnbook.studies.clark.syntax.margin_verdict` (10-point size
+    classes; a sign flip disagrees). Findings whose rows were not run are left out.
+    ``results`` is :func:`run_probes`' (or :func:`cached_run_probes`') result.
+    """
+    from attnbook.studies.clark.syntax import margin_verdict
+
+    ours = results["uas"]
+    rows = []
+    for a, b, finding in TABLE3_FINDINGS:
+        if a not in ours or b not in ours:
+            continue
+        pm, om = PAPER_TABLE3[a] - PAPER_TABLE3[b], ours[a] - ours[b]
+        rows.append(dict(
+            experiment="§5 probing classifiers", quantity=f"{TABLE3_NAMES[a]} minus {TABLE3_NAMES[b]} (UAS points)",
+            paper=round(pm, 1), ours=round(om, 1), verdict=margin_verdict(pm, om),
+            note=f"{finding}; UAS {PAPER_TABLE3[a]:.0f} vs {PAPER_TABLE3[b]:.0f} in the paper, "
+                 f"{ours[a]:.1f} vs {ours[b]:.1f} here",
+        ))
+    return rows

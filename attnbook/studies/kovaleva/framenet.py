@@ -1,0 +1,409 @@
+"""Frame-semantic heads (Kovaleva et al. §4.2, Fig. 3).
+
+Kovaleva et al. ask whether some heads link a frame-evoking word (the *target*,
+e.g. "agitated") with the **core frame elements** of its frame (e.g. the
+Experiencer "He" of ``Emotion_directed``). Their recipe:
+
+1. FrameNet sentences of at most 12 tokens whose core frame elements are at most
+   3 tokens long, dropping sentences where a linked element is less than two tokens
+   from the target (so that the previous/next-token pattern cannot explain a link):
+   473 sentences, taken from the lexical-unit example sentences of FrameNet.
+2. For every sentence and head, the **maximum** attention weight over the token
+   pairs of the annotated links; averaged over sentences, one number per head.
+3. Heads whose average exceeds the 99th percentile: 2 of 144 in pre-trained BERT
+   (0.201 and 0.209).
+
+What differs here, and why:
+
+* **Data.** The lexical-unit example sentences (FrameNet's ``lu/`` folder, 752 MB)
+  are not in the book's data; only 48 *full-text* documents are (``fulltext/``).
+  A full-text sentence carries one annotation set per frame-evoking word, so one
+  sentence can give several (target, frame) *instances*; each instance is filtered
+  and scored on its own. Full-text sentences are longer than lexicographic
+  examples, so far fewer pass the 12-token filter.
+* **Words.** FrameNet's tokens (the ``PENN`` layer of each sentence, else white
+  space) are the words; attention is made word-level with
+  :func:`attnbook.engine.wordlevel.token_to_word_attention` (to a word: summed over its
+  pieces; from a word: averaged), ``[CLS]``/``[SEP]`` being words of their own.
+* **Direction.** The paper takes "the maximum attention weight among the token pairs"
+  of a link, without a direction; its example is attention *from* the target
+  "agitated" *to* the element "he". The default ``direction="both"`` takes the larger
+  of the two directions; ``"target_to_element"`` and ``"element_to_target"`` are the
+  one-way variants.
+* **Percentile.** With one average per head, the 99th percentile of 144 values lies
+  between the 2nd and 1st largest values, so "above the 99th percentile" picks one or
+  two heads by construction. :func:`frame_heads` reports that threshold (the paper's
+  reading) and the 99th percentile of *all* per-instance scores, and a control: the
+  same maximum over the target and the ordinary words that are *not* frame elements
+  (at least two words away), to see whether a head prefers frame elements or just
+  attends from the target to anything.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+
+from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
+from attnbook.engine.extract import Batch, Encoded
+
+#: the FrameNet 1.7 release folder inside the ``framenet`` dataset
+RELEASE = "fndata-1.7"
+#: FE core types counted as *core* (Core-Unexpressed FEs are core FEs that are rarely overt)
+CORE_TYPES = ("Core", "Core-Unexpressed")
+DIRECTIONS = ("both", "target_to_element", "element_to_target")
+
+
+def _local(tag: str) -> str:
+    """``{namespace}name`` -> ``name``."""
+    return tag.rsplit("}", 1)[-1]
+
+
+def _parse_xml(path: Path) -> ET.Element:
+    """Parse an XML file; a syntax error becomes :class:`MalformedInputError` with its 1-based line."""
+    try:
+        return ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        line = exc.position[0] if getattr(exc, "position", None) else None
+        raise MalformedInputError(path, line, f"not well-formed XML ({exc.msg if hasattr(exc, 'msg') else exc})") from exc
+
+
+def _int_attr(el: ET.Element, name: str, path: Path, where: str) -> int:
+    raw = el.get(name)
+    try:
+        return int(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise MalformedInputError(path, None, f"{where}: attribute {name}={raw!r} is not an integer") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# frames
+# ---------------------------------------------------------------------------------------------
+def read_frame_core_types(path: Path | str) -> dict[str, str]:
+    """FE name -> ``coreType`` of one ``frame/<Name>.xml`` file."""
+    path = Path(path)
+    root = _parse_xml(path)
+    if _local(root.tag) != "frame":
+        raise MalformedInputError(path, None, f"the root element is <{_local(root.tag)}>, not <frame>")
+    out = {}
+    for fe in root:
+        if _local(fe.tag) == "FE":
+            name, core = fe.get("name"), fe.get("coreType")
+            if name is None or core is None:
+                raise MalformedInputError(path, None, "an <FE> element lacks its name or coreType")
+            out[name] = core
+    return out
+
+
+def frame_dir_core_types(frame_dir: Path | str) -> Callable[[str], dict[str, str]]:
+    """A memoised lookup ``frame name -> {FE name: coreType}`` reading ``frame_dir/<name>.xml``."""
+    frame_dir = Path(frame_dir)
+
+    @lru_cache(maxsize=None)
+    def lookup(name: str) -> dict[str, str]:
+        path = frame_dir / f"{name}.xml"
+        if not path.exists():
+            raise MalformedInputError(path, None, f"frame {name!r} is used by an annotation but has no frame file")
+        return read_frame_core_types(path)
+
+    return lookup
+
+
+# ---------------------------------------------------------------------------------------------
+# full-text annotation
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class FrameInstance:
+    """One frame annotation of one sentence: the target and its overt core frame elements.
+
+    ``words`` are FrameNet's tokens; ``target`` and each element are lists of word
+    indices (0-based). ``other_elements`` are the overt non-core elements (kept for
+    reference, not scored).
+    """
+
+    doc: str
+    sentence_id: str
+    words: list[str]
+    frame: str
+    lexical_unit: str
+    target: list[int]
+    core: dict[str, list[int]]
+    other_elements: dict[str, list[int]] = field(default_factory=dict)
+
+    def links(self) -> list[tuple[str, list[int]]]:
+        """The (element name, word indices) pairs linked to the target."""
+        return sorted(self.core.items())
+
+    def distance(self, element: Sequence[int]) -> int:
+        """Fewest words between the target and ``element`` (1 = adjacent, 0 = overlapping)."""
+        return int(min(abs(t - e) for t in self.target for e in element))
+
+
+def sentence_tokens(sentence: ET.Element, text: str, path: Path | str = "<xml>") -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` (inclusive end) of the sentence's tokens.
+
+    Taken from the ``PENN`` part-of-speech layer when the sentence has one (FrameNet's
+    own tokenisation), else from white space.
+    """
+    for aset in sentence:
+        if _local(aset.tag) != "annotationSet":
+            continue
+        for layer in aset:
+            if _local(layer.tag) == "layer" and layer.get("name") == "PENN":
+                where = f"sentence ID={sentence.get('ID', '?')}, PENN layer"
+                spans = sorted((_int_attr(lab, "start", Path(path), where), _int_attr(lab, "end", Path(path), where))
+                               for lab in layer if lab.get("start") is not None and lab.get("end") is not None)
+                if spans:
+                    return spans
+    spans, pos = [], 0
+    for word in text.split():
+        start = text.index(word, pos)
+        spans.append((start, start + len(word) - 1))
+        pos = start + len(word)
+    return spans
+
+
+def _words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
+    """Indices of the tokens that overlap the character span ``[start, end]``."""
+    return [i for i, (s, e) in enumerate(spans) if s <= end and e >= start]
+
+
+def parse_fulltext(path: Path | str, core_types: Callable[[str], dict[str, str]]) -> list[FrameInstance]:
+    """Every frame annotation with at least one overt core element in a full-text XML document.
+
+    Only annotation sets with a ``frameName``, a ``Target`` label and rank-1 ``FE``
+    labels with character offsets count (null-instantiated elements have none).
+    ``core_types`` maps a frame name to ``{FE name: coreType}`` (see :func:`frame_dir_core_types`).
+    """
+    path = Path(path)
+    root = _parse_xml(path)
+    doc = path.stem
+    out: list[FrameInstance] = []
+    for sentence in root.iter():
+        if _local(sentence.tag) != "sentence":
+            continue
+        sid = sentence.get("ID", "?")
+        text_el = next((c for c in sentence if _local(c.tag) == "text"), None)
+        if text_el is None or text_el.text is None:
+            raise MalformedInputError(path, None, f"sentence ID={sid} has no <text>")
+        text = text_el.text
+        spans = sentence_tokens(sentence, text, path)
+        if not spans:
+            continue
+        words = [text[s : e + 1] for s, e in spans]
+        for aset in sentence:
+            if _local(aset.tag) != "annotationSet" or not aset.get("frameName"):
+                continue
+            frame = aset.get("frameName")
+            target: list[int] = []
+            elements: dict[str, list[int]] = {}
+            for layer in aset:
+                if _local(layer.tag) != "layer":
+                    continue
+                name, rank = layer.get("name"), layer.get("rank", "1")
+                for lab in layer:
+                    if lab.get("start") is None or lab.get("end") is None:
+                        continue  # null instantiation: no words
+                    where = f"sentence ID={sid}, frame {frame}"
+                    start, end = _int_attr(lab, "start", path, where), _int_attr(lab, "end", path, where)
+                    if name == "Target":
+                        target += _words_in(spans, start, end)
+                    elif name == "FE" and rank == "1":
+                        elements.setdefault(lab.get("name", "?"), []).extend(_words_in(spans, start, end))
+            if not target:
+                continue
+            types = core_types(frame)
+            core = {k: sorted(set(v)) for k, v in elements.items() if types.get(k) in CORE_TYPES and v}
+            if not core:
+                continue
+            other = {k: sorted(set(v)) for k, v in elements.items() if k not in core and v}
+            out.append(FrameInstance(doc, sid, words, frame, aset.get("luName", ""), sorted(set(target)), core, other))
+    return out
+
+
+def fulltext_files() -> list[Path]:
+    """The full-text documents of the data directory, sorted by name."""
+    from attnbook.data.registry import data_path
+
+    files = sorted(data_path("framenet", RELEASE, "fulltext").glob("*.xml"))
+    if not files:
+        raise EmptyDataError(f"no full-text XML files in {data_path('framenet', RELEASE, 'fulltext')}")
+    return files
+
+
+def load_fulltext(files: Iterable[Path] | None = None, frame_dir: Path | None = None) -> list[FrameInstance]:
+    """All frame instances with overt core elements in the full-text documents (document order)."""
+    from attnbook.data.registry import data_path
+
+    lookup = frame_dir_core_types(frame_dir if frame_dir is not None else data_path("framenet", RELEASE, "frame"))
+    out: list[FrameInstance] = []
+    for path in (list(files) if files is not None else fulltext_files()):
+        out.extend(parse_fulltext(path, lookup))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the paper's filter
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FrameFilter:
+    """Kovaleva §4.2's filter: short sentences, short core elements, no adjacent links.
+
+    An instance is kept when its sentence has at most ``max_words`` words, every core
+    element has at most ``max_element_words`` words and every core element is at least
+    ``min_distance`` words from the target (overlap counts as distance 0). With
+    ``drop="instance"`` (the paper: "we exclude sentences ...") one close link drops
+    the instance; ``drop="link"`` keeps the instance with its far links only.
+    """
+
+    max_words: int = 12
+    max_element_words: int = 3
+    min_distance: int = 2
+    drop: str = "instance"
+
+    def __post_init__(self) -> None:
+        if self.drop not in ("instance", "link"):
+            raise ParameterError(f"drop is 'instance' or 'link', got {self.drop!r}")
+
+    def apply(self, instances: Sequence[FrameInstance]) -> tuple[list[FrameInstance], dict[str, int]]:
+        """``(kept instances, counts of instances dropped per reason)``; counts also has ``kept``."""
+        kept: list[FrameInstance] = []
+        counts = {"total": len(instances), "too_long": 0, "long_element": 0, "close_link": 0, "kept": 0}
+        for inst in instances:
+            if len(inst.words) > self.max_words:
+                counts["too_long"] += 1
+                continue
+            if any(len(v) > self.max_element_words for v in inst.core.values()):
+                counts["long_element"] += 1
+                continue
+            far = {k: v for k, v in inst.core.items() if inst.distance(v) >= self.min_distance}
+            if len(far) < len(inst.core) and (self.drop == "instance" or not far):
+                counts["close_link"] += 1
+                continue
+            kept.append(FrameInstance(inst.doc, inst.sentence_id, inst.words, inst.frame, inst.lexical_unit,
+                                      inst.target, far, inst.other_elements))
+        counts["kept"] = len(kept)
+        return kept, counts
+
+
+def encode_instances(tokenizer, instances: Sequence[FrameInstance], max_tokens: int = 128) -> list[Encoded]:
+    """Word-level model inputs (``[CLS] words [SEP]``); ``meta["instance"]`` is the index in ``instances``."""
+    from attnbook.engine.inputs import encode_words
+
+    out = []
+    for i, inst in enumerate(instances):
+        enc = encode_words(tokenizer, inst.words, max_tokens=max_tokens, meta={"instance": i})
+        if enc.meta["n_words_kept"][0] != len(inst.words):
+            raise ParameterError(f"max_tokens={max_tokens} truncates instance {i}; raise it")
+        out.append(enc)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring heads
+# ---------------------------------------------------------------------------------------------
+class FrameLinkScores:
+    """Streaming reducer: each instance's maximum attention over its target-element links, per head.
+
+    ``result()``: ``scores[instance, layer, head]`` (the paper's per-sentence number) and
+    ``control[instance, layer, head]``: the same maximum between the target and the
+    ordinary words that are neither target nor frame element (core or not) and at least
+    ``min_distance`` words away (NaN where there is no such word).
+    """
+
+    def __init__(self, instances: Sequence[FrameInstance], direction: str = "both", min_distance: int = 2):
+        if direction not in DIRECTIONS:
+            raise ParameterError(f"direction is one of {DIRECTIONS}, got {direction!r}")
+        self.instances = instances
+        self.direction = direction
+        self.min_distance = min_distance
+        self.scores: dict[int, np.ndarray] = {}
+        self.control: dict[int, np.ndarray] = {}
+
+    def _pair_max(self, w: np.ndarray, targets: list[int], others: list[int]) -> np.ndarray:
+        t = np.array(targets)[:, None]
+        o = np.array(others)[None, :]
+        # fancy indexing broadcasts t [m, 1] with o [1, k]: both give [layer, head, m, k]
+        if self.direction == "target_to_element":
+            vals = w[:, :, t, o]  # attention from target word t to element word o
+        elif self.direction == "element_to_target":
+            vals = w[:, :, o, t]  # attention from element word o to target word t
+        else:
+            vals = np.maximum(w[:, :, t, o], w[:, :, o, t])
+        return vals.reshape(vals.shape[0], vals.shape[1], -1).max(-1)
+
+    def update(self, attn: torch.Tensor, batch: Batch) -> None:
+        from attnbook.engine.wordlevel import token_to_word_attention
+
+        for b, ex in enumerate(batch.examples):
+            i = ex.meta["instance"]
+            inst = self.instances[i]
+            n = int(batch.lengths[b])
+            w = token_to_word_attention(attn[b, :, :, :n, :n], ex.words)  # [layer, head, word, word]
+            shift = 1  # encoded word 0 is [CLS]
+            targets = [t + shift for t in inst.target]
+            elements = sorted({e + shift for v in inst.core.values() for e in v})
+            self.scores[i] = self._pair_max(w, targets, elements)
+            annotated = set(inst.target) | {e for v in inst.core.values() for e in v} | {
+                e for v in inst.other_elements.values() for e in v}
+            others = [j + shift for j in range(len(inst.words))
+                      if j not in annotated and min(abs(j - t) for t in inst.target) >= self.min_distance]
+            self.control[i] = (self._pair_max(w, targets, others) if others
+                               else np.full(w.shape[:2], np.nan, dtype=np.float32))
+
+    def result(self) -> dict[str, np.ndarray]:
+        if not self.scores:
+            raise EmptyDataError("no FrameNet instances were scored")
+        order = sorted(self.scores)
+        return {"scores": np.stack([self.scores[i] for i in order]).astype(np.float32),
+                "control": np.stack([self.control[i] for i in order]).astype(np.float32)}
+
+
+def frame_link_scores(loaded, instances: Sequence[FrameInstance], *, direction: str = "both",
+                      batch_size: int = 32, min_distance: int = 2, progress: bool = False) -> dict[str, np.ndarray]:
+    """Run ``loaded`` over the instances and return :class:`FrameLinkScores`' result."""
+    from attnbook.engine.extract import stream_attention
+
+    if not instances:
+        raise EmptyDataError("no FrameNet instances to score (did the filter drop them all?)")
+    examples = encode_instances(loaded.tokenizer, instances)
+    reducer = FrameLinkScores(instances, direction, min_distance)
+    return stream_attention(loaded, examples, [reducer], batch_size=batch_size, progress=progress,
+                            desc="FrameNet links")[0]
+
+
+def frame_heads(scores: np.ndarray, percentile: float = 99.0, control: np.ndarray | None = None) -> dict:
+    """Per-head averages of the link scores and the heads above the ``percentile``-th percentile (Fig. 3).
+
+    Returns ``mean[layer, head]``; ``threshold`` (percentile of the per-head means, the
+    paper's reading) with ``heads`` above it as ``(layer, head, mean)`` sorted by mean
+    (0-based indices; show them with :func:`attnbook.core.heads.head_label`);
+    ``instance_threshold`` (percentile of all per-instance scores) with ``heads_instance``;
+    and, given ``control``, ``control_mean[layer, head]`` and ``lift[layer, head]``
+    (mean link score over mean control score, over instances that have a control).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 3 or len(s) == 0:
+        raise EmptyDataError(f"expected scores[instance, layer, head] for at least one instance, got {s.shape}")
+    mean = s.mean(0)
+    thr = float(np.percentile(mean, percentile))
+    inst_thr = float(np.percentile(s, percentile))
+
+    def above(t: float) -> list[tuple[int, int, float]]:
+        idx = np.argwhere(mean > t)
+        return sorted(((int(l), int(h), float(mean[l, h])) for l, h in idx), key=lambda x: -x[2])
+
+    out = {"mean": mean, "threshold": thr, "heads": above(thr), "instance_threshold": inst_thr,
+           "heads_instance": above(inst_thr), "n_instances": int(len(s))}
+    if control is not None:
+        c = np.asarray(control, dtype=np.float64)
+        has = ~np.isnan(c[:, 0, 0])
+        out["control_mean"] = c[has].mean(0) if has.any() else np.full(mean.shape, np.nan)
+        out["lift"] = s[has].mean(0) / np.maximum(out["control_mean"], 1e-12) if has.any() else out["control_mean"]
+        out["n_with_control"] = int(has.sum())
+    return out
