@@ -24,7 +24,7 @@ RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE.parent))
 
 from attnbook.chapters.params import chapter_params  # noqa: E402
-from attnbook.engine.extract import Batch, forward_attentions, make_batches, stream_attention  # noqa: E402
+from attnbook.engine.extract import make_batches, stream_attention  # noqa: E402
 from attnbook.core.io import atomic_write_json, atomic_write_text  # noqa: E402
 from attnbook.engine.models import load_encoder, wrap_model  # noqa: E402
 from attnbook.studies.clark.segments import clark_segments  # noqa: E402

@@ -1,9 +1,6 @@
 """Profiles, parameters and the papermill runner: clear errors, failing chapters named, outputs kept."""
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from pathlib import Path
 
 import nbformat

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.core.cache import cache_key
+from attnbook.core.cache import key as cache_key
 from attnbook.core.errors import MissingDataError, ParameterError
 from attnbook.engine.finetune import (
     COMPLETE_FILE,
@@ -26,7 +26,6 @@ from attnbook.engine.finetune import (
     finetune_root,
     get_finetuned,
     load_checkpoint,
-    lr_factor,
     metrics_from_logits,
     n_updates,
     predict_logits,
@@ -112,14 +111,6 @@ def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
 
 
 # ---- schedule and batching -------------------------------------------------------------------
-def test_lr_schedule_warms_up_then_decays():
-    total = 50
-    f = np.array([lr_factor(s, total, 0.1) for s in range(total)])
-    assert np.all(np.diff(f[:5]) > 0) and f[4] == pytest.approx(1.0)  # 5 warm-up updates reach the peak
-    assert f[5] == pytest.approx(1.0) and np.all(np.diff(f[5:]) < 0) and 0 < f[-1] < 0.05  # then linear decay
-    assert lr_factor(0, total, 0.0) == pytest.approx(1.0)
-
-
 def test_training_batches_cover_each_epoch_once():
     lengths = np.random.default_rng(0).integers(3, 60, size=45)
     for group in (False, True):

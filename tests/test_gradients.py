@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.engine.extract import Encoded
 from attnbook.engine.gradients import (
     AttentionGradientStats,
     MLMHead,

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
+
+from attnbook import stats
 import pandas as pd
 import pytest
 import torch
@@ -10,7 +12,8 @@ from attnbook.studies.heads_off import effects as hs
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.glue import GlueSplit, Example, task_spec
 from attnbook.data.glue_metrics import f1_binary, pearson
-from attnbook.engine.sweeps import LabeledBatch, SweepResult, accuracy, sweep_single_heads
+from attnbook.engine.inputs import Batch
+from attnbook.engine.sweeps import SweepResult, accuracy, cached_sweep, sweep_single_heads
 
 
 def make_sweep(outputs, base, gold, names=None):
@@ -122,7 +125,7 @@ def test_word_match_shares_runs_a_model(tokenizer):
 
     model = make_tiny_bert(tokenizer, n_layers=2, n_heads=2)
     enc = tokenizer(["the cat sat"], ["the cat ran"], return_tensors="pt")
-    batch = LabeledBatch(inputs={k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids")})
+    batch = Batch.from_mapping(enc)
     out = hs.word_match_shares(model, [batch], hs.skip_token_ids(tokenizer))
     assert out["share"].shape == (2, 2) and out["n_queries"] == 4  # "the" and "cat" in each sentence
     assert np.all((out["share"] >= 0) & (out["share"] <= 1))
@@ -130,12 +133,12 @@ def test_word_match_shares_runs_a_model(tokenizer):
 
 def test_rank_agreement_and_safe_share():
     a = np.arange(12.0).reshape(3, 4)
-    agree = hs.rank_agreement(a, a * 2 + 1, k=3)
+    agree = stats.rank_agreement(a, a * 2 + 1, k=3)
     assert agree["spearman"] == pytest.approx(1.0) and agree["top_k_overlap"] == 1.0
-    assert hs.rank_agreement(a, -a, k=3)["spearman"] == pytest.approx(-1.0)
-    assert np.isnan(hs.rank_agreement(a, np.ones_like(a))["spearman"])
+    assert stats.rank_agreement(a, -a, k=3)["spearman"] == pytest.approx(-1.0)
+    assert np.isnan(stats.rank_agreement(a, np.ones_like(a))["spearman"])
     with pytest.raises(ParameterError):
-        hs.rank_agreement(a, a[:2])
+        stats.rank_agreement(a, a[:2])
     curve = pd.DataFrame({"share_pruned": [0, 0.1, 0.2, 0.3, 0.4], "score": [90, 89.5, 89.2, 88.0, 89.9]})
     assert hs.largest_safe_share(curve, 90, 1.0) == pytest.approx(0.2)  # stops at the first step beyond tolerance
     assert hs.largest_safe_share(curve, 95, 1.0) == 0.0
@@ -156,8 +159,7 @@ def test_subset_batches_and_subset_sweep_match_running_on_the_subset():
     from test_sweeps import dev_batches, tiny_classifier
 
     model = tiny_classifier(n_layers=2, n_heads=2)
-    data = [LabeledBatch(inputs={k: v for k, v in b.items() if k != "labels"}, labels=b["labels"])
-                            for b in dev_batches(n_batches=2, batch_size=4)]
+    data = [Batch.from_mapping(b) for b in dev_batches(n_batches=2, batch_size=4)]
     keep = np.array([0, 3, 5, 6])
     full = sweep_single_heads(model, data, "mask", accuracy)
     part = sweep_single_heads(model, hs.subset_batches(data, keep), "mask", accuracy)
@@ -187,22 +189,17 @@ def test_cached_sweep_round_trip(tmp_path, monkeypatch):
         calls.append(1)
         return sw
 
-    first = hs.cached_sweep({"k": 1}, compute)
-    second = hs.cached_sweep({"k": 1}, compute)
+    first = cached_sweep({"k": 1}, compute)
+    second = cached_sweep({"k": 1}, compute)
     assert len(calls) == 1 and first is sw
     assert np.allclose(second.outputs, sw.outputs) and second.names == ["x", "y"] and second.mode == "mask"
 
 
 def test_throughput_pool_pads_to_the_longest():
-    b = LabeledBatch(inputs={"input_ids": torch.tensor([[1, 2, 0], [3, 4, 5]]),
-                             "attention_mask": torch.tensor([[1, 1, 0], [1, 1, 1]])})
+    b = Batch(torch.tensor([[1, 2, 0], [3, 4, 5]]), torch.tensor([[1, 1, 0], [1, 1, 1]]))
     pool = hs.throughput_pool([b, b], 3)
     assert pool["input_ids"].shape == (3, 3)
     assert pool["attention_mask"].sum().item() == 2 + 3 + 2
-
-
-def test_verdict():
-    assert hs.verdict(True) == "agrees" and hs.verdict(False, True) == "partly agrees" and hs.verdict(False) == "disagrees"
 
 
 def test_trivial_score_is_the_constant_predictors_metric():
@@ -212,28 +209,3 @@ def test_trivial_score_is_the_constant_predictors_metric():
     assert hs.trivial_score("STS-B", np.array([0.5, 2.0])) == 0.0
     with pytest.raises(EmptyDataError):
         hs.trivial_score("RTE", np.array([]))
-
-
-def test_cached_frame_roundtrip_and_reuse(tmp_path, monkeypatch):
-    import pandas as pd
-
-    from attnbook.studies.heads_off.effects import cached_frame, ordering_digest
-
-    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
-    calls = []
-
-    def compute():
-        calls.append(1)
-        return pd.DataFrame({"ordering": ["random", "random"], "seed": [0, 1], "share_pruned": [0.0, 0.5],
-                             "score": [81.5, 70.25]})
-
-    parts = {"kind": "pruning", "ordering": ordering_digest(np.arange(6.0).reshape(2, 3))}
-    first = cached_frame("pruning-curves", parts, compute)
-    again = cached_frame("pruning-curves", parts, compute)
-    assert len(calls) == 1
-    pd.testing.assert_frame_equal(first, again, check_dtype=False)
-    assert again["score"].tolist() == [81.5, 70.25] and again["ordering"].tolist() == ["random", "random"]
-    other = cached_frame("pruning-curves", {**parts, "ordering": ordering_digest(np.arange(6.0))}, compute)
-    assert len(calls) == 2 and len(other) == 2
-    assert ordering_digest("random") == "random"
-    assert ordering_digest(np.ones((2, 3))) != ordering_digest(np.zeros((2, 3)))

@@ -6,13 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import warnings
 
 import numpy as np
 import pytest
 
-from attnbook.core.cache import CacheCorruptWarning, cache_key, cached_arrays, load_arrays, save_arrays
+from attnbook.core.cache import CacheCorruptWarning, cached_arrays, key as cache_key, load_arrays
 from attnbook.core.io import atomic_path, atomic_write_json, atomic_write_text
 
 
@@ -132,3 +131,59 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
     live.write_text("running")
     removed = remove_stale_temporaries(tmp_path, "01_x")
     assert removed == [stale] and not stale.exists() and live.exists()
+
+
+def test_cached_frame_roundtrip_and_reuse(tmp_path):
+    import pandas as pd
+
+    from attnbook.core.cache import cached_frame, digest
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"ordering": ["random", "random"], "seed": [0, 1], "share_pruned": [0.0, 0.5],
+                             "score": [81.5, 70.25]})
+
+    parts = {"kind": "pruning", "ordering": digest(np.arange(6.0).reshape(2, 3))}
+    first = cached_frame("pruning-curves", parts, compute, root=tmp_path)
+    again = cached_frame("pruning-curves", parts, compute, root=tmp_path)
+    assert len(calls) == 1
+    pd.testing.assert_frame_equal(first, again, check_dtype=False)
+    assert again["score"].tolist() == [81.5, 70.25] and again["ordering"].tolist() == ["random", "random"]
+    other = cached_frame("pruning-curves", {**parts, "ordering": digest(np.arange(6.0))}, compute, root=tmp_path)
+    assert len(calls) == 2 and len(other) == 2
+
+
+def test_digest_names_content():
+    import torch
+
+    from attnbook.core.cache import digest
+
+    a = np.arange(6.0).reshape(2, 3)
+    assert digest(a) == digest(a.copy()) and digest(a) != digest(a.reshape(3, 2)) and digest(a) != digest(a + 1)
+    assert digest(a) != digest(a.astype(np.float32))
+    assert digest(torch.tensor([1, 2, 3])) == digest(np.array([1, 2, 3]))
+    assert digest({"x": 1, "y": [1, 2]}) == digest({"y": [1, 2], "x": 1})
+    assert digest([1, 2]) != digest([2, 1]) and digest("1") != digest(1) and digest(1) != digest(1.0)
+    assert digest("random") != digest(np.ones(3)) and digest(None) != digest("None")
+    with pytest.raises(TypeError):
+        digest(object())
+
+
+def test_digest_of_inputs_ignores_what_the_model_does_not_see():
+    from dataclasses import replace
+
+    from attnbook.data.conllu import parse_conllu
+    from attnbook.core.cache import digest
+    from attnbook.engine.inputs import Encoded
+
+    e = Encoded([101, 7, 102], [0, 0, 0], ["[CLS]", "a", "[SEP]"], words=[[0], [1], [2]], meta={"row": 3})
+    assert digest(e) == digest(replace(e, meta={"row": 4}, tokens=["x", "y", "z"]))
+    assert digest(e) != digest(replace(e, input_ids=[101, 8, 102]))
+    assert digest(e) != digest(replace(e, words=[[0, 1], [2]]))
+    text = "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\tcat\tNOUN\tNN\t_\t0\troot\t_\t_\n\n"
+    (s,) = parse_conllu(text.splitlines(keepends=True), "a.conllu")
+    (t,) = parse_conllu(text.splitlines(keepends=True), "elsewhere/b.conllu")
+    assert digest(s) == digest(t)
+    assert digest(s) != digest(replace(s, head=[0, 1]))

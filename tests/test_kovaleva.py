@@ -12,20 +12,6 @@ from attnbook.chapters.results import VERDICTS
 from attnbook.studies.kovaleva.taxonomy import CLASSES, PatternCNN
 
 
-def test_closeness_thresholds_and_missing():
-    assert kovaleva.closeness(0.86, 0.84, 0.05, 0.15) == "agrees"
-    assert kovaleva.closeness(0.86, 0.75, 0.05, 0.15) == "partly agrees"
-    assert kovaleva.closeness(0.86, 0.50, 0.05, 0.15) == "disagrees"
-    assert kovaleva.closeness(0.86, float("nan"), 0.05, 0.15) == "not comparable"
-
-
-def test_share_verdict():
-    assert kovaleva.share_verdict(3, 3) == "agrees"
-    assert kovaleva.share_verdict(1, 3) == "partly agrees"
-    assert kovaleva.share_verdict(0, 3) == "disagrees"
-    assert kovaleva.share_verdict(0, 0) == "not comparable"
-
-
 def test_sample_rows_seeded_sorted_and_capped():
     a = kovaleva.sample_rows(100, 10, seed=3)
     assert a == sorted(a) and len(set(a)) == 10 and a == kovaleva.sample_rows(100, 10, seed=3)

@@ -9,16 +9,12 @@ from scipy import stats
 from sklearn.metrics import accuracy_score, f1_score
 
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.stats import accuracy, average_ranks, f1_binary, pearson, spearman
 from attnbook.data.glue_metrics import (
     TABLE1_METRIC,
-    accuracy,
-    average_ranks,
     constant_baselines,
-    f1_binary,
     glue_metrics,
-    pearson,
     predictions_from_logits,
-    spearman,
     task_score,
 )
 

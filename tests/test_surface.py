@@ -50,12 +50,12 @@ def test_batching_does_not_change_results(tiny_bert, examples):
 def _one_example_stats(attn: np.ndarray, tokens: list[str]) -> dict:
     import torch
 
-    from attnbook.engine.extract import Batch
+    from attnbook.engine.inputs import Batch
 
     ids = {"[CLS]": 101, "[SEP]": 102, ".": 1012, ",": 1010}
     input_ids = torch.tensor([[ids.get(t, 2000 + i) for i, t in enumerate(tokens)]])
-    batch = Batch(input_ids, torch.zeros_like(input_ids), torch.ones_like(input_ids),
-                  torch.tensor([len(tokens)]), [Encoded(input_ids[0].tolist(), [0] * len(tokens), tokens)], [0])
+    batch = Batch(input_ids, torch.ones_like(input_ids), torch.zeros_like(input_ids),
+                  examples=[Encoded(input_ids[0].tolist(), [0] * len(tokens), tokens)], index=[0])
     red = SurfaceStats(101, 102, [1012, 1010])
     red.update(torch.tensor(attn, dtype=torch.float32)[None], batch)
     return red.result()

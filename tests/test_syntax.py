@@ -196,15 +196,6 @@ def test_cached_evaluation_round_trips(tiny_bert, tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- paper vs this run
 
 
-@pytest.mark.parametrize(
-    "paper, ours, verdict",
-    [(42.6, 21.2, "agrees"), (42.6, 2.5, "partly agrees"), (4.0, -1.0, "disagrees"), (-4.0, -2.7, "agrees"),
-     (-4.0, -12.0, "partly agrees"), (8.2, 11.5, "partly agrees"), (16.0, -3.0, "disagrees")],
-)
-def test_margin_verdict(paper, ours, verdict):
-    assert syntax.margin_verdict(paper, ours) == verdict
-
-
 def accuracy_for(rows: dict[str, tuple[int, str, int]], total: int = 100) -> syntax.HeadAccuracy:
     """HeadAccuracy with one 1x2-head model: ``rows[rel] = (best head's right edges, direction, offset +1 hits)``."""
     rels = list(rows)

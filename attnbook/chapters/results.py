@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from attnbook.core.io import atomic_write_json, sha256_file
+from attnbook.verdict import OUTCOMES
 from attnbook.core.paths import results_dir
 
-#: Agreement verdicts used in the comparison tables.
-VERDICTS = ("agrees", "partly agrees", "disagrees", "not comparable")
+#: Agreement verdicts used in the comparison tables (:mod:`attnbook.verdict`, the one rule).
+VERDICTS = OUTCOMES
 
 PACKAGES = (
     "torch", "transformers", "numpy", "scipy", "scikit-learn", "altair", "papermill", "jupyter-book", "attnbook",

@@ -12,10 +12,11 @@ entry whose npz fails its checksum is recomputed with a warning.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -23,26 +24,87 @@ from attnbook.core.io import atomic_path, atomic_write_json, sha256_file
 from attnbook.core.paths import cache_dir
 
 
-def cache_key(parts: dict[str, Any]) -> str:
-    """SHA-256 (hex, 24 chars) of the canonical JSON of ``parts``."""
-    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
-    import hashlib
+def key(parts: dict[str, Any]) -> str:
+    """The cache key of a result: SHA-256 (hex, 24 chars) of the canonical JSON of ``parts``.
 
+    ``parts`` names everything the result depends on: the model's :attr:`~attnbook.engine.models.LoadedModel.key`,
+    :func:`digest` of the inputs, the parameters and a code version string.
+    """
+    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def digest(*objects: Any) -> str:
+    """SHA-256 (hex, 24 chars) of the *content* of ``objects``: the one way to name inputs in a cache key.
+
+    Understands numbers, strings, bytes, paths, ``None``, NumPy arrays and torch tensors (dtype, shape and
+    bytes), mappings (by sorted key), lists, tuples, sets, dataclasses (class name and every field) and any
+    object with a ``__digest__()`` method, which returns what identifies it (e.g. an encoded input's piece
+    ids). Anything else raises ``TypeError``: a silent ``repr`` could name two different inputs alike.
+    """
+    h = hashlib.sha256()
+    for obj in objects:
+        _feed(h, obj)
+    return h.hexdigest()[:24]
+
+
+def _feed(h, obj: Any) -> None:  # noqa: C901 - one branch per kind of content
+    import dataclasses
+
+    if hasattr(obj, "__digest__"):
+        h.update(b"D")
+        _feed(h, obj.__digest__())
+    elif obj is None or isinstance(obj, (bool, int, float, str)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    elif isinstance(obj, bytes):
+        h.update(b"b%d:" % len(obj) + obj)
+    elif isinstance(obj, Path):
+        _feed(h, str(obj))
+    elif isinstance(obj, (np.ndarray, np.generic)):
+        a = np.ascontiguousarray(obj)
+        if a.dtype == object:
+            _feed(h, a.tolist())
+            return
+        h.update(f"a{a.dtype.str}{a.shape};".encode())
+        h.update(a.tobytes())
+    elif type(obj).__module__.startswith("torch") and hasattr(obj, "detach"):
+        _feed(h, obj.detach().cpu().contiguous().numpy())
+    elif isinstance(obj, Mapping):
+        h.update(b"m%d:" % len(obj))
+        for k in sorted(obj, key=str):
+            _feed(h, str(k))
+            _feed(h, obj[k])
+    elif isinstance(obj, (list, tuple)):
+        if obj and all(type(x) is int for x in obj):  # the common case: token ids, fast
+            h.update(b"i")
+            _feed(h, np.asarray(obj, dtype=np.int64))
+            return
+        h.update(b"l%d:" % len(obj))
+        for x in obj:
+            _feed(h, x)
+    elif isinstance(obj, (set, frozenset)):
+        _feed(h, sorted(obj, key=repr))
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        h.update(f"c{type(obj).__name__}:".encode())
+        for f in dataclasses.fields(obj):
+            _feed(h, f.name)
+            _feed(h, getattr(obj, f.name))
+    else:
+        raise TypeError(f"digest() does not know how to name a {type(obj).__name__}; give it a __digest__() method")
 
 
 class CacheCorruptWarning(UserWarning):
     """A cache entry failed its checksum and is being recomputed."""
 
 
-def _entry(namespace: str, key: str, root: Path | None) -> tuple[Path, Path]:
+def _entry(namespace: str, name: str, root: Path | None) -> tuple[Path, Path]:
     folder = (root or cache_dir()) / namespace
-    return folder / f"{key}.npz", folder / f"{key}.json"
+    return folder / f"{name}.npz", folder / f"{name}.json"
 
 
 def load_arrays(namespace: str, parts: dict[str, Any], root: Path | None = None) -> dict[str, np.ndarray] | None:
     """The cached arrays for ``parts``, or ``None`` when absent or corrupt (corrupt: with a warning)."""
-    npz, meta = _entry(namespace, cache_key(parts), root)
+    npz, meta = _entry(namespace, key(parts), root)
     if not (npz.exists() and meta.exists()):
         return None
     try:
@@ -58,7 +120,7 @@ def load_arrays(namespace: str, parts: dict[str, Any], root: Path | None = None)
 
 def save_arrays(namespace: str, parts: dict[str, Any], arrays: dict[str, np.ndarray], root: Path | None = None) -> Path:
     """Store ``arrays`` under ``parts``; returns the npz path."""
-    npz, meta = _entry(namespace, cache_key(parts), root)
+    npz, meta = _entry(namespace, key(parts), root)
     with atomic_path(npz) as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
@@ -85,13 +147,27 @@ def cached_arrays(
     return arrays
 
 
-def examples_digest(examples) -> str:
-    """SHA-256 (24 hex) of a sequence of :class:`~attnbook.engine.extract.Encoded` inputs (ids and segment ids)."""
-    import hashlib
+def cached_frame(namespace: str, parts: dict[str, Any], compute: Callable[[], Any], *,
+                 enabled: bool = True, root: Path | None = None):
+    """:func:`cached_arrays` for a pandas DataFrame of numbers and strings (one array per column).
 
-    h = hashlib.sha256()
-    for ex in examples:
-        h.update(np.asarray(ex.input_ids, dtype=np.int64).tobytes())
-        h.update(np.asarray(ex.token_type_ids, dtype=np.int8).tobytes())
-        h.update(b"|")
-    return h.hexdigest()[:24]
+    Column order and dtypes are kept; text columns are stored as unicode arrays (no pickles).
+    """
+    import pandas as pd
+
+    fresh: dict[str, Any] = {}
+
+    def arrays() -> dict[str, np.ndarray]:
+        frame = compute()
+        fresh["frame"] = frame
+        out = {}
+        for c in frame.columns:
+            values = frame[c].to_numpy()
+            out[f"col:{c}"] = values if values.dtype.kind in "biuf" else values.astype(str)  # text as unicode
+        out["columns"] = np.asarray([str(c) for c in frame.columns])
+        return out
+
+    got = cached_arrays(namespace, parts, arrays, enabled=enabled, root=root)
+    if "frame" in fresh:
+        return fresh["frame"]
+    return pd.DataFrame({str(c): got[f"col:{c}"] for c in got["columns"]})

@@ -64,6 +64,10 @@ class Sentence:
     #: where the sentence came from (file, 1-based line of its first line), for messages
     source: tuple[str, int] | None = None
 
+    def __digest__(self) -> tuple:
+        """What identifies the tree for a cache key (not where it was read from)."""
+        return (self.words, self.upos, self.xpos, self.feats, self.head, self.deprel)
+
     def __len__(self) -> int:
         return len(self.words)
 

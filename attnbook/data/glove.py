@@ -41,6 +41,9 @@ class GloVe:
     index: dict[str, int]
     source: str = ""
 
+    def __digest__(self) -> tuple:
+        return (self.words, self.vectors)
+
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])

@@ -22,6 +22,7 @@ import numpy as np
 
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.glue import TaskSpec, task_spec
+from attnbook.stats import accuracy, f1_binary, pearson, spearman
 
 #: The metric Kovaleva et al.'s Table 1 shows first for each task (``x 100`` in the table).
 TABLE1_METRIC: dict[str, str] = {
@@ -39,63 +40,16 @@ TABLE1_METRIC: dict[str, str] = {
 F1_TASKS = ("MRPC", "QQP")
 
 
-def _pair(pred: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    pred, gold = np.asarray(pred).ravel(), np.asarray(gold).ravel()
-    if pred.shape != gold.shape:
-        raise ParameterError(f"{pred.size} predictions for {gold.size} gold labels")
-    if pred.size == 0:
-        raise EmptyDataError("no predictions to score")
-    return pred, gold
 
 
-def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
-    """Share of predictions equal to the gold label."""
-    pred, gold = _pair(pred, gold)
-    return float(np.mean(pred == gold))
 
 
-def f1_binary(pred: np.ndarray, gold: np.ndarray, positive: int = 1) -> float:
-    """F1 of the ``positive`` class; 0 when there is no true positive (e.g. nothing predicted positive).
-
-    This is how an untrained classifier that always predicts "not a paraphrase"
-    scores 0 F1 on MRPC in Kovaleva et al.'s Table 1.
-    """
-    pred, gold = _pair(pred, gold)
-    tp = float(np.sum((pred == positive) & (gold == positive)))
-    fp = float(np.sum((pred == positive) & (gold != positive)))
-    fn = float(np.sum((pred != positive) & (gold == positive)))
-    if tp == 0.0:
-        return 0.0
-    return 2.0 * tp / (2.0 * tp + fp + fn)
 
 
-def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson's r; NaN when either side is constant (the correlation is undefined)."""
-    x, y = _pair(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-    xc, yc = x - x.mean(), y - y.mean()
-    denom = float(np.sqrt(np.sum(xc * xc) * np.sum(yc * yc)))
-    if denom == 0.0 or not np.isfinite(denom):
-        return float("nan")
-    return float(np.clip(np.sum(xc * yc) / denom, -1.0, 1.0))
 
 
-def average_ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``x`` with ties given the mean of the ranks they span."""
-    x = np.asarray(x, dtype=np.float64).ravel()
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    ranks = np.empty(x.size, dtype=np.float64)
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    ends = np.r_[starts[1:], x.size]
-    for s, e in zip(starts, ends):
-        ranks[order[s:e]] = (s + 1 + e) / 2.0  # mean of ranks s+1 .. e
-    return ranks
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rho: Pearson's r of the average ranks; NaN when either side is constant."""
-    x, y = _pair(x, y)
-    return pearson(average_ranks(x), average_ranks(y))
 
 
 def predictions_from_logits(task: str | TaskSpec, logits: np.ndarray) -> np.ndarray:

@@ -17,66 +17,13 @@ adds -inf before the softmax) but *not* for queries: reducers must use
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
 
+from attnbook.engine.inputs import Batch, Encoded, make_batches  # noqa: F401  (re-exported for reducers)
 from attnbook.engine.models import LoadedModel
-
-
-@dataclass
-class Encoded:
-    """One model input: word-piece ids, segment ids and the pieces as strings.
-
-    ``words`` optionally groups piece positions into words (a list of lists of
-    positions), for word-level analyses; ``meta`` carries anything else
-    (source article, gold annotations, ...).
-    """
-
-    input_ids: list[int]
-    token_type_ids: list[int]
-    tokens: list[str]
-    words: list[list[int]] | None = None
-    meta: dict = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-
-@dataclass
-class Batch:
-    """A padded batch of :class:`Encoded` inputs, with the masks reducers need.
-
-    ``index[b]`` is example ``b``'s position in the sequence given to :func:`stream_attention`.
-    """
-
-    input_ids: torch.Tensor  # [batch, seq]
-    token_type_ids: torch.Tensor  # [batch, seq]
-    attention_mask: torch.Tensor  # [batch, seq], 1 for real tokens
-    lengths: torch.Tensor  # [batch]
-    examples: list[Encoded]
-    index: list[int]
-
-    @property
-    def query_mask(self) -> torch.Tensor:
-        """``[batch, seq]`` float mask of real (unpadded) positions."""
-        return self.attention_mask.to(torch.float32)
-
-    def token_mask(self, predicate) -> torch.Tensor:
-        """``[batch, seq]`` float mask of positions whose piece string satisfies ``predicate``."""
-        out = torch.zeros(self.input_ids.shape, dtype=torch.float32)
-        for b, ex in enumerate(self.examples):
-            for i, tok in enumerate(ex.tokens):
-                if predicate(tok):
-                    out[b, i] = 1.0
-        return out
-
-    def id_mask(self, ids: Iterable[int]) -> torch.Tensor:
-        """``[batch, seq]`` float mask of positions holding any of the vocabulary ``ids``."""
-        ids_t = torch.tensor(sorted(set(ids)), dtype=self.input_ids.dtype)
-        return torch.isin(self.input_ids, ids_t).to(torch.float32) * self.query_mask
 
 
 class Reducer(Protocol):
@@ -91,33 +38,6 @@ class Reducer(Protocol):
 
     def result(self) -> Any:
         """The statistics, usually a dict of numpy arrays indexed ``[layer, head, ...]``."""
-
-
-def make_batches(examples: Sequence[Encoded], batch_size: int, pad_id: int = 0, bucket: bool = True) -> Iterator[Batch]:
-    """Pad ``examples`` into batches; with ``bucket``, examples of similar length share a batch.
-
-    Buckets come longest first, so every later batch's tensors fit in memory the allocator freed from an
-    earlier one. In ascending order glibc's heap grew with every batch (peak RSS up to 20% higher for 1000
-    than for 100 segments although no data is kept); longest first, ``make bench`` measures about 8%
-    (median of fresh processes), the rest being glibc's heap policy (3% with its mmap threshold fixed).
-    """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    order = (sorted(range(len(examples)), key=lambda i: -len(examples[i])) if bucket
-             else list(range(len(examples))))
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        exs = [examples[i] for i in idx]
-        width = max(len(e) for e in exs)
-        ids = torch.full((len(exs), width), pad_id, dtype=torch.long)
-        types = torch.zeros((len(exs), width), dtype=torch.long)
-        mask = torch.zeros((len(exs), width), dtype=torch.long)
-        for b, e in enumerate(exs):
-            n = len(e)
-            ids[b, :n] = torch.tensor(e.input_ids, dtype=torch.long)
-            types[b, :n] = torch.tensor(e.token_type_ids, dtype=torch.long)
-            mask[b, :n] = 1
-        yield Batch(ids, types, mask, mask.sum(1), exs, idx)
 
 
 def check_inputs(loaded: LoadedModel, examples: Sequence[Encoded]) -> None:

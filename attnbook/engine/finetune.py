@@ -21,7 +21,7 @@ a standard transformers model whose attention goes through the attention
 interface, so chapters that mask or replace heads hook it like the encoder.
 
 Checkpoints live under ``cache_dir()/finetune/<key>/`` with ``key`` the
-:func:`attnbook.core.cache.cache_key` of (model fingerprint, task, initialisation,
+:func:`attnbook.core.cache.key` of (model key, task, initialisation,
 training parameters, training file checksum, seed, share of training done, code
 version). A checkpoint is written into a temporary folder and renamed into place
 only when complete; its ``COMPLETE`` file records the SHA-256 of every other file,
@@ -39,7 +39,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -47,12 +47,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from attnbook.core.cache import cache_key, cached_arrays
+from attnbook.core import cache
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.data.glue import KOVALEVA_TASKS, Example, GlueSplit, TaskSpec, available, load_split, task_path, task_spec
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.data.glue_metrics import F1_TASKS, TABLE1_METRIC, glue_metrics, predictions_from_logits, task_score
+from attnbook.engine.inputs import Batch, pad_rows
 from attnbook.engine.models import LoadedModel, load_encoder
+from attnbook.engine.train import Recipe, TrainLog, fit, lr_factor, make_optimizer  # noqa: F401  (lr_factor re-exported)
 from attnbook.core.paths import cache_dir
 
 #: Version of the training and checkpoint code; part of every cache key.
@@ -286,19 +288,11 @@ def encode_examples(tokenizer: Any, examples: Sequence[Example], spec: TaskSpec,
     return EncodedSet(list(enc["input_ids"]), list(enc["token_type_ids"]), labels, spec.is_regression)
 
 
-def collate(data: EncodedSet, idx: Sequence[int], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad the examples ``idx`` to the longest of them: input ids, segment ids, attention mask, labels."""
-    width = max(len(data.input_ids[i]) for i in idx)
-    ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(idx), width), dtype=torch.long)
-    mask = torch.zeros((len(idx), width), dtype=torch.long)
-    for row, i in enumerate(idx):
-        n = len(data.input_ids[i])
-        ids[row, :n] = torch.tensor(data.input_ids[i], dtype=torch.long)
-        types[row, :n] = torch.tensor(data.token_type_ids[i], dtype=torch.long)
-        mask[row, :n] = 1
-    labels = torch.from_numpy(data.labels[np.asarray(idx)])
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": labels}
+def collate(data: EncodedSet, idx: Sequence[int], pad_id: int) -> Batch:
+    """The examples ``idx`` padded to the longest of them, with their labels: one :class:`~attnbook.engine.inputs.Batch`."""
+    ids, mask = pad_rows([data.input_ids[i] for i in idx], pad_id)
+    types, _ = pad_rows([data.token_type_ids[i] for i in idx], 0)
+    return Batch(ids, mask, types, torch.from_numpy(data.labels[np.asarray(idx)]))
 
 
 def training_batches(
@@ -332,14 +326,6 @@ def n_updates(n_train: int, params: FinetuneParams) -> int:
     return max(1, math.ceil(params.epochs * math.ceil(n_train / params.batch_size)))
 
 
-def lr_factor(step: int, total: int, warmup: float) -> float:
-    """Learning-rate multiplier of update ``step`` (0-based): linear warm-up, then linear decay towards 0."""
-    n_warm = int(round(warmup * total))
-    if step < n_warm:
-        return (step + 1) / n_warm
-    return max(0.0, (total - step) / max(1, total - n_warm))
-
-
 def loss_of(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
     """Mean squared error on the single output (STS-B), else cross-entropy."""
     if regression:
@@ -347,32 +333,10 @@ def loss_of(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> tor
     return torch.nn.functional.cross_entropy(logits, labels)
 
 
-def _optimizer(model: torch.nn.Module, params: FinetuneParams) -> torch.optim.Optimizer:
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name) else decay).append(p)
-    groups = [{"params": decay, "weight_decay": params.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    try:  # the fused kernel is several times faster on CPU for the same update
-        return torch.optim.AdamW(groups, lr=params.lr, eps=params.adam_eps, fused=True)
-    except (RuntimeError, TypeError):  # pragma: no cover - devices or versions without it
-        return torch.optim.AdamW(groups, lr=params.lr, eps=params.adam_eps)
-
-
-@dataclass
-class TrainLog:
-    """What happened during fine-tuning: one loss and one learning rate per update."""
-
-    n_steps: int = 0
-    losses: list[float] = field(default_factory=list)
-    lrs: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    n_train: int = 0
-    padded_tokens: int = 0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+def recipe_of(params: FinetuneParams) -> Recipe:
+    """The :class:`~attnbook.engine.train.Recipe` of Devlin et al.'s fine-tuning (module doc) with these parameters."""
+    return Recipe(lr=params.lr, weight_decay=params.weight_decay, warmup=params.warmup, schedule="linear",
+                  max_grad_norm=params.max_grad_norm or None, adam_eps=params.adam_eps, fused=True)
 
 
 def train_classifier(
@@ -389,71 +353,25 @@ def train_classifier(
     stop_after: int | None = None,
     desc: str = "fine-tuning",
 ) -> TrainLog:
-    """Fine-tune ``classifier`` in place on ``data`` (Devlin et al.'s recipe; see the module docstring).
+    """Fine-tune ``classifier`` in place on ``data`` with the book's one training loop (:func:`attnbook.engine.train.fit`).
 
-    ``on_save(step, log)`` is called after update ``step`` (1-based) for every
-    step in ``save_steps``; ``on_step(step, loss)`` after every update.
-    ``stop_after`` ends training after that many updates while keeping the
-    learning-rate schedule of the full run (an intermediate checkpoint without
-    training to the end).
+    ``on_save(step, log)`` is called after update ``step`` (1-based) for every step in ``save_steps``;
+    ``on_step(step, loss)`` after every update. ``stop_after`` ends training after that many updates
+    while keeping the learning-rate schedule of the full run (an intermediate checkpoint without
+    training to the end). Dropout masks are seeded by ``seed`` without touching the caller's generator.
     """
     total = n_updates(len(data), params)
     batches = training_batches(data.lengths, params.batch_size, total, seed, params.group_by_length)
-    if stop_after is not None:
-        batches = batches[: max(1, int(stop_after))]
-    save_steps = set(int(s) for s in save_steps)
-    with torch.random.fork_rng(devices=[]):  # seed the dropout masks without touching the caller's RNG
-        torch.manual_seed(seed)
-        return _train_loop(classifier, data, params, total, batches, pad_id, save_steps, on_save, on_step,
-                           progress, desc)
-
-
-def _train_loop(
-    classifier: torch.nn.Module, data: EncodedSet, params: FinetuneParams, total: int, batches: list[np.ndarray],
-    pad_id: int, save_steps: set[int], on_save: Callable[[int, TrainLog], None] | None,
-    on_step: Callable[[int, float], None] | None, progress: bool, desc: str,
-) -> TrainLog:
-    """The update loop of :func:`train_classifier` (``total`` sets the schedule; ``batches`` may stop earlier)."""
-    from tqdm.auto import tqdm
-
-    optimizer = _optimizer(classifier, params)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, params.warmup))
-    log = TrainLog(n_train=len(data))
     device = next(classifier.parameters()).device
-    classifier.train()
-    start = time.perf_counter()
-    bar = tqdm(batches, desc=desc, disable=not progress, leave=False)
-    try:
-        for step, idx in enumerate(bar, start=1):
-            batch = {k: v.to(device) for k, v in collate(data, idx, pad_id).items()}
-            labels = batch.pop("labels")
-            logits = classifier(**batch).logits
-            loss = loss_of(logits, labels, data.regression)
-            if not torch.isfinite(loss):
-                raise ModelError(f"fine-tuning diverged at update {step}: loss {loss.item()}; lower the lr")
-            loss.backward()
-            if params.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(classifier.parameters(), params.max_grad_norm)
-            log.lrs.append(float(scheduler.get_last_lr()[0]))
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            log.losses.append(float(loss.detach()))
-            log.padded_tokens += int(batch["input_ids"].numel())
-            log.n_steps = step
-            bar.set_postfix(loss=f"{log.losses[-1]:.3f}", refresh=False)
-            if on_step is not None:
-                on_step(step, log.losses[-1])
-            if step in save_steps and on_save is not None:
-                log.seconds = time.perf_counter() - start
-                classifier.eval()
-                on_save(step, log)
-                classifier.train()
-    finally:
-        bar.close()
-        classifier.eval()
-    log.seconds = time.perf_counter() - start
-    return log
+
+    def loss_fn(model: torch.nn.Module, idx: np.ndarray):
+        batch = collate(data, idx, pad_id).to(device)
+        logits = model(**batch.inputs).logits
+        return loss_of(logits, batch.labels, data.regression), {"padded_tokens": batch.input_ids.numel()}
+
+    return fit(classifier, [batches], loss_fn, recipe_of(params), total_steps=total, on_step=on_step,
+               save_steps=save_steps, on_save=on_save, stop_after=stop_after, seed=seed, n_train=len(data),
+               progress=progress, desc=desc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,9 +416,7 @@ def predict_logits(
             starts = range(0, len(order), batch_size)
             for s in tqdm(starts, desc=f"evaluating {spec.name}", disable=not progress, leave=False):
                 idx = order[s : s + batch_size]
-                batch = collate(data, idx, pad_id)
-                batch.pop("labels")
-                logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
+                logits = model(**collate(data, idx, pad_id).to(device).inputs).logits
                 out[idx] = logits.float().cpu().numpy()
     finally:
         model.train(was_training)
@@ -713,7 +629,7 @@ def checkpoint_parts(
     check_init(init)
     parts: dict[str, Any] = {
         "code": CODE_VERSION,
-        "model": base.fingerprint,
+        "model": base.key,
         "task": spec.folder,
         "init": init,
         "seed": int(seed),
@@ -790,12 +706,12 @@ def get_finetuned(
     extra: dict[str, Any] = {}
 
     if init == "pretrained":  # Kovaleva's "pre-trained" column: untrained head, no fine-tuning
-        key = cache_key(checkpoint_parts(base, spec, init, p, seed))
+        key = cache.key(checkpoint_parts(base, spec, init, p, seed))
         net = build_classifier(base, spec, init, seed)
         clf = _classifier(net, base, spec, init, seed, p, key, None, {"train_log": None})
     else:
-        key = cache_key(checkpoint_parts(base, spec, init, p, seed, fraction))
-        also = [cache_key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
+        key = cache.key(checkpoint_parts(base, spec, init, p, seed, fraction))
+        also = [cache.key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
         hit = None
         if use_cache and all((finetune_root() / k / COMPLETE_FILE).exists() for k in also):
             hit = load_checkpoint(key)
@@ -834,7 +750,7 @@ def _train_and_cache(
     def on_save(step: int, log: TrainLog) -> None:
         for f in at_step[step]:
             parts = checkpoint_parts(base, spec, init, p, seed, f)
-            key = cache_key(parts)
+            key = cache.key(parts)
             info = {"train_log": log.as_dict(), "step": step, "n_steps": total}
             folder = save_checkpoint(net, key, {"parts": parts, "n_train_total": train.n_total, **info}) \
                 if use_cache else None
@@ -861,7 +777,7 @@ def dev_metrics(
     dev = load_split(spec, "dev", cap=p.dev_cap, seed=DEV_SAMPLE_SEED)
     parts = {
         "code": CODE_VERSION,
-        "classifier": classifier.extra.get("checkpoint_key") or classifier.fingerprint,
+        "classifier": classifier.key,
         "task": spec.name,
         "dev_sha256": _file_checksum(dev.path),
         "dev_cap": p.dev_cap,
@@ -874,7 +790,7 @@ def dev_metrics(
                                 max_length=p.max_length, progress=progress)
         return {"logits": logits, "labels": dev.labels}
 
-    arrays = cached_arrays("glue-eval", parts, compute, enabled=use_cache)
+    arrays = cache.cached_arrays("glue-eval", parts, compute, enabled=use_cache)
     out: dict[str, Any] = metrics_from_logits(spec, arrays["logits"], arrays["labels"])
     out["n_dev_total"] = dev.n_total
     return out
@@ -1028,7 +944,7 @@ def training_throughput(
     mask = torch.ones_like(ids)
     labels = torch.randint(0, num_labels, (batch_size,), generator=gen)
     p = FinetuneParams(batch_size=batch_size)
-    opt = _optimizer(net, p)
+    opt = make_optimizer(net, recipe_of(p))
     net.train()
 
     def step() -> None:

@@ -29,9 +29,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnbook.core.cache import cached_arrays
-from attnbook.engine.extract import Encoded, make_batches
+from attnbook.core import cache
+from attnbook.engine.inputs import Encoded, make_batches
 from attnbook.engine.models import LoadedModel, has_mlm_head
+from attnbook.engine.train import Recipe, fit
 
 MASK_RATE = 0.15
 
@@ -152,8 +153,6 @@ def fit_mlm_head(
     Hidden states at the masked positions are computed once; then ``steps`` Adam
     steps of ``batch_size`` segments' worth of masked positions train the head.
     """
-    from tqdm.auto import tqdm
-
     torch.manual_seed(seed)
     tok = loaded.tokenizer
     train_masked, train_tgt = masked_copies(train, tok, seed)
@@ -162,18 +161,14 @@ def fit_mlm_head(
     hx, hy = _encode_hidden(loaded, held_masked, held_tgt, batch_size)
     emb = loaded.model.embeddings.word_embeddings
     head = MLMHead(emb, loaded.model.config.hidden_size, loaded.model.config.layer_norm_eps)
-    params = [p for n, p in head.named_parameters() if not n.startswith("word_embeddings")]
-    opt = torch.optim.Adam(params, lr=lr)
     per_step = max(1, int(len(x) * batch_size / max(len(train), 1)))
     gen = torch.Generator().manual_seed(seed)
+    # one "epoch" of ``steps`` random draws of masked positions (the frozen input embeddings are not trained)
+    draws = (torch.randint(0, len(x), (per_step,), generator=gen) for _ in range(steps))
     emb.weight.requires_grad_(False)
     try:
-        for _ in tqdm(range(steps), desc="fitting MLM head", disable=not progress):
-            idx = torch.randint(0, len(x), (per_step,), generator=gen)
-            loss = nn.functional.cross_entropy(head(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        fit(head, [draws], lambda model, idx: nn.functional.cross_entropy(model(x[idx]), y[idx]),
+            Recipe(lr=lr, schedule="constant", fused=False), progress=progress, desc="fitting MLM head")
     finally:
         emb.weight.requires_grad_(True)
     with torch.no_grad():
@@ -207,8 +202,8 @@ def get_mlm_head(
         raise ValueError(
             f"model {loaded.name} has no MLM head and mlm_fit_steps={steps}; set mlm_fit_steps > 0 to fit one"
         )
-    parts = {"model": loaded.fingerprint, "train": [e.input_ids for e in train][:3], "n_train": len(train),
-             "n_heldout": len(heldout), "steps": steps, "batch": batch_size, "seed": seed, "code": "mlm-head-v1"}
+    parts = {"model": loaded.key, "train": cache.digest(train), "heldout": cache.digest(heldout),
+             "steps": steps, "batch": batch_size, "seed": seed, "code": "mlm-head-v2"}
     fit_info: dict = {}
 
     def compute() -> dict[str, np.ndarray]:
@@ -218,7 +213,7 @@ def get_mlm_head(
         arrays["_heldout"] = np.array([fit.heldout_loss, fit.heldout_accuracy])
         return arrays
 
-    arrays = cached_arrays("mlm_head", parts, compute, enabled=use_cache)
+    arrays = cache.cached_arrays("mlm_head", parts, compute, enabled=use_cache)
     if "fit" in fit_info:
         return fit_info["fit"]
     head = MLMHead(loaded.model.embeddings.word_embeddings, loaded.model.config.hidden_size,
@@ -304,16 +299,8 @@ def cached_attention_gradients(loaded: LoadedModel, head: MLMHead, examples: Seq
                                batch_size: int = 8, seed: int = 0, use_cache: bool = True,
                                progress: bool = True) -> dict[str, np.ndarray]:
     """:func:`attention_gradients`, cached by model, MLM head, inputs and seed."""
-    import hashlib
-
-    from attnbook.core.cache import examples_digest
-
-    h = hashlib.sha256()
-    for k, v in sorted(head.trainable_state().items()):
-        h.update(k.encode())
-        h.update(v.detach().numpy().tobytes())
-    parts = {"model": loaded.fingerprint, "head": h.hexdigest()[:16], "inputs": examples_digest(examples),
+    parts = {"model": loaded.key, "head": cache.digest(head.trainable_state()), "inputs": cache.digest(examples),
              "seed": seed, "code": "attention-gradients-v2"}
-    return cached_arrays("attention_gradients", parts,
+    return cache.cached_arrays("attention_gradients", parts,
                          lambda: attention_gradients(loaded, head, examples, batch_size=batch_size, seed=seed,
                                                      progress=progress), enabled=use_cache)

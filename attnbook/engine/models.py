@@ -70,6 +70,12 @@ class LoadedModel:
     extra: dict = field(default_factory=dict)
 
     @property
+    def key(self) -> str:
+        """The identity of these weights, for every cache key: a fine-tuned classifier's checkpoint key,
+        else the fingerprint of the weights (the model folder's files, or the parameters in memory)."""
+        return self.extra.get("checkpoint_key") or self.fingerprint
+
+    @property
     def n_layers(self) -> int:
         return int(self.model.config.num_hidden_layers)
 
@@ -88,6 +94,7 @@ class LoadedModel:
             "path": str(self.path) if self.path else None,
             "revision": self.revision,
             "fingerprint": self.fingerprint,
+            "key": self.key,
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "hidden_size": int(self.model.config.hidden_size),

@@ -32,14 +32,14 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
+from attnbook.engine.inputs import Batch
+from attnbook.stats import adjust_pvalues, bootstrap_counts, bootstrap_indices, bootstrap_summary, mcnemar_exact, paired_ttest  # noqa: F401
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.engine.interventions import Intervention, Mode, intervene, model_shape, restore_attention, unwrap, use_attnbook_attention
 
 #: ``score_fn(logits[example, class], labels[example]) -> float`` (numpy arrays)
 ScoreFn = Callable[[np.ndarray, np.ndarray], float]
-
-_INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 # ----------------------------------------------------------------------------- scores
@@ -78,37 +78,10 @@ def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- batches
 
 
-@dataclass
-class LabeledBatch:
-    """Model inputs (``input_ids``, ``attention_mask``, ``token_type_ids``) and gold labels."""
-
-    inputs: dict[str, torch.Tensor]
-    labels: torch.Tensor | None = None
-
-    @property
-    def size(self) -> int:
-        return int(self.inputs["input_ids"].shape[0])
-
-
-def as_labeled_batches(batches: Iterable[Any]) -> list[LabeledBatch]:
-    """Normalise batches: mappings with ``input_ids``/``attention_mask``/(``token_type_ids``) and
-    ``labels`` (or ``label``), objects with those attributes (e.g. :class:`attnbook.engine.extract.Batch`
-    plus a ``labels`` attribute), or :class:`LabeledBatch`."""
-    out = []
-    for b in batches:
-        if isinstance(b, LabeledBatch):
-            out.append(b)
-            continue
-        get = (lambda k: b.get(k)) if isinstance(b, Mapping) else (lambda k: getattr(b, k, None))
-        inputs = {k: get(k) for k in _INPUT_KEYS if get(k) is not None}
-        if "input_ids" not in inputs:
-            raise ParameterError(f"a batch needs 'input_ids'; got {type(b).__name__}")
-        labels = get("labels")
-        if labels is None:
-            labels = get("label")
-        if labels is not None and not isinstance(labels, torch.Tensor):
-            labels = torch.as_tensor(np.asarray(labels))
-        out.append(LabeledBatch(inputs=inputs, labels=labels))
+def as_batches(batches: Iterable[Any]) -> list[Batch]:
+    """Normalise batches to :class:`~attnbook.engine.inputs.Batch`: batches as they are, or mappings with
+    ``input_ids``/``attention_mask``/(``token_type_ids``) and ``labels`` (or ``label``)."""
+    out = [b if isinstance(b, Batch) else Batch.from_mapping(b) for b in batches]
     if not out:
         raise EmptyDataError("no batches to evaluate")
     return out
@@ -122,8 +95,8 @@ def classification_batches(
     *,
     batch_size: int = 32,
     max_length: int = 128,
-) -> list[LabeledBatch]:
-    """Tokenise sentence (pairs) into padded :class:`LabeledBatch` es, in input order."""
+) -> list[Batch]:
+    """Tokenise sentence (pairs) into padded :class:`Batch` es, in input order."""
     if second is not None and len(second) != len(first):
         raise ParameterError(f"{len(first)} first sentences but {len(second)} second sentences")
     if labels is not None and len(labels) != len(first):
@@ -140,13 +113,13 @@ def classification_batches(
             return_tensors="pt",
         )
         lab = torch.as_tensor(np.asarray(labels[sl])) if labels is not None else None
-        out.append(LabeledBatch(inputs={k: enc[k] for k in _INPUT_KEYS if k in enc}, labels=lab))
+        out.append(Batch(enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids"), lab))
     if not out:
         raise EmptyDataError("no sentences to batch")
     return out
 
 
-def gold_labels(batches: Sequence[LabeledBatch]) -> np.ndarray:
+def gold_labels(batches: Sequence[Batch]) -> np.ndarray:
     """The gold labels of all batches, concatenated."""
     if any(b.labels is None for b in batches):
         raise ParameterError("scoring needs gold labels: give every batch a 'labels' entry")
@@ -321,7 +294,7 @@ def evaluate_configs(
     """
     module = unwrap(model)
     cfg = _as_configs(configs, mode, module)
-    data = as_labeled_batches(batches)
+    data = as_batches(batches)
     stack = EncoderStack(module) if fast else None
     was_training = module.training
     module.eval()
@@ -433,6 +406,38 @@ class SweepResult:
             rows.append(row)
         return pd.DataFrame(rows)
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The result as plain arrays (for :func:`attnbook.core.cache.cached_arrays`); :meth:`from_arrays` inverts it."""
+        return {"scores": self.scores, "baseline_score": np.asarray(self.baseline_score), "outputs": self.outputs,
+                "baseline_outputs": self.baseline_outputs, "gold": self.gold, "names": np.asarray(self.names),
+                "kind": np.asarray(self.kind), "mode": np.asarray(self.mode)}
+
+    @classmethod
+    def from_arrays(cls, got: Mapping[str, np.ndarray]) -> "SweepResult":
+        return cls(kind=str(got["kind"]), mode=str(got["mode"]), scores=got["scores"],
+                   baseline_score=float(got["baseline_score"]), outputs=got["outputs"],
+                   baseline_outputs=got["baseline_outputs"], gold=got["gold"], names=[str(n) for n in got["names"]],
+                   meta={"cached": True})
+
+
+#: Version of the sweep code whose results :func:`cached_sweep` stores; part of every key.
+SWEEP_CACHE_VERSION = "headstudy-1"
+
+
+def cached_sweep(parts: dict, compute: Callable[[], "SweepResult"], *, enabled: bool = True) -> "SweepResult":
+    """``compute()`` (a :class:`SweepResult`) cached by content under ``parts``, which name the classifier's
+    :attr:`~attnbook.engine.models.LoadedModel.key`, :func:`~attnbook.core.cache.digest` of the batches and the sweep."""
+    from attnbook.core import cache
+
+    fresh: dict = {}
+
+    def arrays() -> dict[str, np.ndarray]:
+        fresh["sweep"] = compute()
+        return fresh["sweep"].to_arrays()
+
+    got = cache.cached_arrays("head-sweeps", {"code": SWEEP_CACHE_VERSION, **parts}, arrays, enabled=enabled)
+    return fresh["sweep"] if "sweep" in fresh else SweepResult.from_arrays(got)
+
 
 def sweep_configs(
     model: Any,
@@ -449,7 +454,7 @@ def sweep_configs(
     progress: bool = False,
 ) -> SweepResult:
     """Score ``model`` on ``batches`` under each configuration ``configs[config, layer, head]``."""
-    data = as_labeled_batches(batches)
+    data = as_batches(batches)
     gold = gold_labels(data)
     outs, base = evaluate_configs(
         model, data, configs, mode, fast=fast, configs_per_forward=configs_per_forward, progress=progress
@@ -535,7 +540,7 @@ def benchmark_sweep(
     Returns seconds of each, the speed-up and the largest absolute output difference.
     No assertions: speed lives in the benchmark report.
     """
-    data = as_labeled_batches(batches)
+    data = as_batches(batches)
     t0 = time.perf_counter()
     fast = sweep_single_heads(model, data, mode, score_fn, fast=True, configs_per_forward=configs_per_forward)
     t1 = time.perf_counter()
@@ -555,41 +560,10 @@ def benchmark_sweep(
 # ----------------------------------------------------------------------------- paired statistics
 
 
-def _bootstrap_indices(n: int, n_resamples: int, seed: int, chunk: int = 200) -> Iterable[np.ndarray]:
-    """Resamples of ``n`` example indices (with replacement), ``[resample, n]`` in chunks; seeded."""
-    rng = np.random.default_rng(seed)
-    done = 0
-    while done < n_resamples:
-        k = min(chunk, n_resamples - done)
-        yield rng.integers(0, n, size=(k, n))
-        done += k
 
 
-def bootstrap_counts(n: int, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
-    """``counts[resample, example]``: how often each example is drawn in each resample.
-
-    The same draws as :func:`bootstrap_delta` with the same seed, so a whole sweep can be
-    bootstrapped at once for a per-example metric (``deltas = counts @ per_example_diff / n``).
-    """
-    out = np.zeros((n_resamples, n), dtype=np.float64)
-    row = 0
-    for idx in _bootstrap_indices(n, n_resamples, seed):
-        for r in idx:
-            out[row] = np.bincount(r, minlength=n)
-            row += 1
-    return out
 
 
-def _summarise(delta: float, resampled: np.ndarray, confidence: float) -> dict:
-    """Percentile interval and two-sided p-value ((count + 1) / (R + 1) on the far side of 0, doubled)."""
-    alpha = (1 - confidence) / 2
-    below, above = int(np.sum(resampled <= 0)), int(np.sum(resampled >= 0))
-    return {
-        "delta": float(delta),
-        "ci_low": float(np.quantile(resampled, alpha)),
-        "ci_high": float(np.quantile(resampled, 1 - alpha)),
-        "p_value": min(1.0, 2 * (min(below, above) + 1) / (len(resampled) + 1)),
-    }
 
 
 def bootstrap_delta(
@@ -625,60 +599,16 @@ def bootstrap_delta(
         resampled = np.concatenate(
             [
                 [score_fn(new_outputs[i], gold[i]) - score_fn(base_outputs[i], gold[i]) for i in idx]
-                for idx in _bootstrap_indices(n, n_resamples, seed)
+                for idx in bootstrap_indices(n, n_resamples, seed)
             ]
         )
-    return _summarise(delta, resampled, confidence)
+    return bootstrap_summary(delta, resampled, confidence)
 
 
-def mcnemar_exact(base_correct: np.ndarray, new_correct: np.ndarray) -> dict:
-    """McNemar's exact test for paired accuracies.
-
-    ``b``: examples the baseline gets right and the intervened model wrong; ``c``: the reverse.
-    Under no difference ``c ~ Binomial(b + c, 1/2)``; the two-sided exact p-value is returned.
-    """
-    from scipy.stats import binomtest
-
-    base_correct, new_correct = np.asarray(base_correct, bool), np.asarray(new_correct, bool)
-    if base_correct.shape != new_correct.shape:
-        raise ParameterError(f"paired arrays differ in shape: {base_correct.shape} vs {new_correct.shape}")
-    b = int(np.sum(base_correct & ~new_correct))
-    c = int(np.sum(~base_correct & new_correct))
-    p = 1.0 if b + c == 0 else float(binomtest(c, b + c, 0.5).pvalue)
-    return {"b": b, "c": c, "p_value": p}
 
 
-def paired_ttest(base_correct: np.ndarray, new_correct: np.ndarray) -> float:
-    """Two-sided paired t-test on per-example correctness (Michel §3.2 report a t-test for BERT;
-    whether theirs was paired is not stated). Identical predictions give p = 1."""
-    from scipy.stats import ttest_rel
-
-    diff = np.asarray(new_correct, float) - np.asarray(base_correct, float)
-    if np.all(diff == diff[0]):
-        return 1.0 if diff[0] == 0 else 0.0
-    return float(ttest_rel(np.asarray(new_correct, float), np.asarray(base_correct, float)).pvalue)
 
 
-def adjust_pvalues(p: Sequence[float], method: str = "holm") -> np.ndarray:
-    """Family-wise (``"holm"``, ``"bonferroni"``) or false-discovery (``"fdr_bh"``) adjusted p-values;
-    ``"none"`` returns them unchanged."""
-    p = np.asarray(p, dtype=np.float64)
-    m = len(p)
-    if m == 0 or method == "none":
-        return p.copy()
-    order = np.argsort(p, kind="stable")
-    ranked = p[order]
-    if method == "bonferroni":
-        adj = np.minimum(1.0, ranked * m)
-    elif method == "holm":
-        adj = np.minimum(1.0, np.maximum.accumulate(ranked * (m - np.arange(m))))
-    elif method == "fdr_bh":
-        adj = np.minimum(1.0, np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1])
-    else:
-        raise ParameterError(f"correction is 'holm', 'bonferroni', 'fdr_bh' or 'none', got {method!r}")
-    out = np.empty(m)
-    out[order] = adj
-    return out
 
 
 def compare_to_baseline(
@@ -709,7 +639,7 @@ def compare_to_baseline(
     for name, outs in zip(sweep.names, outputs):
         if counts is not None:  # accuracy: all resamples as one matrix product
             diff = correct(outs, gold).astype(np.float64) - base_ok
-            bs = _summarise(diff.mean(), counts @ diff / len(gold), confidence)
+            bs = bootstrap_summary(diff.mean(), counts @ diff / len(gold), confidence)
         else:
             bs = bootstrap_delta(
                 sweep.baseline_outputs, outs, gold, score_fn, n_resamples=n_resamples, seed=seed, confidence=confidence

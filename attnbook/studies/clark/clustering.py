@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -54,7 +54,9 @@ import torch
 
 from attnbook.core.errors import AttnbookError, EmptyDataError, ParameterError
 from attnbook.engine.extract import Batch, Encoded
+from attnbook.stats import GroupTest, group_permutation_test
 from attnbook.core.heads import all_head_labels, head_label, parse_head_label
+from attnbook import verdict
 
 CODE_VERSION = "clustering-1"
 LN2 = math.log(2.0)
@@ -319,13 +321,13 @@ def measure_head_distances(
 
     if not use_cache:
         return compute()
-    from attnbook.core.cache import cached_arrays, examples_digest
+    from attnbook.core import cache
 
     parts = {
-        "model": loaded.fingerprint, "data": examples_digest(segments), "code": CODE_VERSION,
+        "model": loaded.key, "data": cache.digest(segments), "code": CODE_VERSION,
         "params": {"smoothing": smoothing, "query_fraction": query_fraction, "seed": seed, "surface": surface},
     }
-    return cached_arrays("head_distances", parts, compute)
+    return cache.cached_arrays("head_distances", parts, compute)
 
 
 def _surface_reducer(tokenizer):
@@ -472,98 +474,10 @@ def procrustes_disparity(a: np.ndarray, b: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class GroupTest:
-    """Are heads with the same label (e.g. layer) closer to each other than to the rest?
-
-    ``statistic = between_mean - within_mean`` (positive: same-label heads are closer);
-    ``p_value`` is the one-sided permutation p-value ``(1 + #{null >= statistic}) / (1 + n)``
-    over ``n_permutations`` random relabellings with the same group sizes. ``ratio`` is
-    ``within_mean / between_mean``. ``nn_same`` is the share of heads whose nearest other
-    head has the same label; ``nn_chance`` its expectation under random labels.
-    """
-
-    within_mean: float
-    between_mean: float
-    ratio: float
-    statistic: float
-    p_value: float
-    n_permutations: int
-    null_mean: float
-    null_std: float
-    nn_same: float
-    nn_chance: float
-    group_within: dict = field(default_factory=dict)
 
 
-def group_permutation_test(
-    distances: np.ndarray,
-    labels: Sequence[Any],
-    *,
-    n_permutations: int = 10000,
-    seed: int = 0,
-    block: int = 500,
-) -> GroupTest:
-    """Permutation test of "same-label heads are close" on a square distance matrix (Clark §6).
-
-    Labels are shuffled ``n_permutations`` times (seeded); each shuffle's mean within-label
-    distance is computed for all shuffles at once as ``trace(O^T D O)`` with one-hot ``O``.
-    """
-    d = np.asarray(distances, dtype=np.float64)
-    _condensed(d)
-    n = d.shape[0]
-    labels = np.asarray(labels)
-    if labels.shape != (n,):
-        raise ValueError(f"expected {n} labels, got shape {labels.shape}")
-    if n_permutations < 1:
-        raise ParameterError(f"n_permutations must be positive, got {n_permutations}")
-    groups, codes = np.unique(labels, return_inverse=True)
-    sizes = np.bincount(codes)
-    n_within = int(np.sum(sizes * (sizes - 1)))  # ordered pairs
-    n_all = n * (n - 1)
-    if n_within == 0 or n_within == n_all:
-        raise ParameterError("the labels must put some, but not all, pairs of heads in the same group")
-    total = float(d.sum())
-
-    def within_sums(code_rows: np.ndarray) -> np.ndarray:  # code_rows[perm, head]
-        onehot = np.zeros((code_rows.shape[0], n, len(groups)))
-        np.put_along_axis(onehot, code_rows[..., None], 1.0, axis=2)
-        return np.einsum("pig,pig->p", onehot, d @ onehot)
-
-    obs_within = float(within_sums(codes[None])[0])
-    within_mean = obs_within / n_within
-    between_mean = (total - obs_within) / (n_all - n_within)
-    statistic = between_mean - within_mean
-
-    rng = np.random.default_rng(seed)
-    null = np.empty(n_permutations)
-    for start in range(0, n_permutations, block):
-        k = min(block, n_permutations - start)
-        perm = rng.permuted(np.broadcast_to(codes, (k, n)), axis=1)
-        w = within_sums(perm)
-        null[start : start + k] = (total - w) / (n_all - n_within) - w / n_within
-    p = (1 + int(np.sum(null >= statistic - 1e-12))) / (1 + n_permutations)
-
-    off = d + np.diag(np.full(n, np.inf))
-    nn = np.argmin(off, axis=1)
-    nn_same = float(np.mean(codes[nn] == codes))
-    nn_chance = float(np.sum(sizes * (sizes - 1)) / (n * (n - 1)))
-    group_within = {}
-    for g, name in enumerate(groups):
-        idx = np.flatnonzero(codes == g)
-        if len(idx) > 1:
-            sub = d[np.ix_(idx, idx)]
-            group_within[_plain(name)] = float(sub.sum() / (len(idx) * (len(idx) - 1)))
-    return GroupTest(
-        within_mean=within_mean, between_mean=between_mean, ratio=within_mean / between_mean,
-        statistic=statistic, p_value=p, n_permutations=n_permutations,
-        null_mean=float(null.mean()), null_std=float(null.std()),
-        nn_same=nn_same, nn_chance=nn_chance, group_within=group_within,
-    )
 
 
-def _plain(x: Any) -> Any:
-    return x.item() if hasattr(x, "item") else x
 
 
 def layer_labels(n_layers: int, n_heads: int) -> np.ndarray:
@@ -888,22 +802,17 @@ def paper_comparison(
     sizes = [len(m) for m in clusters.members.values()]
     n_real = sum(1 for n in sizes if n >= min_size)
     s = clusters.silhouette
-    if s > 0.5 and n_real >= 3:
-        verdict = "agrees"
-    elif s > 0.25 and n_real >= 2:
-        verdict = "partly agrees"
-    else:
-        verdict = "disagrees"
+    outcome = verdict.conditions(s > 0.5 and n_real >= 3, s > 0.25 and n_real >= 2)
     rows.append(dict(
         experiment="§6 clusters", quantity=f"silhouette of the average-linkage cut at k (clusters of >= {min_size} heads)",
         paper="several clear clusters (Fig. 6)", ours=f"{s:.2f} at k = {clusters.n_clusters} ({n_real})",
-        verdict=verdict, note="silhouette > 0.5: reasonable structure, 0.25-0.5: weak (Kaufman & Rousseeuw)",
+        verdict=outcome, note="silhouette > 0.5: reasonable structure, 0.25-0.5: weak (Kaufman & Rousseeuw)",
     ))
     if behaviours is None:
         rows.append(dict(
             experiment="§6 clusters", quantity="same-behaviour heads closer than others (permutation p)",
             paper="clusters often correspond to behaviours", ours="too few heads with a shared behaviour",
-            verdict="not comparable", note="behaviours from chapters 1-2",
+            verdict=verdict.NOT_COMPARABLE, note="behaviours from chapters 1-2",
         ))
     else:
         p = behaviours.p_value
@@ -911,7 +820,7 @@ def paper_comparison(
             experiment="§6 clusters", quantity="same-behaviour / other-behaviour mean JS, permutation p",
             paper="clusters often correspond to behaviours",
             ours=f"{behaviours.ratio:.2f}, p = {p:.4f}",
-            verdict="agrees" if p < 0.01 and behaviours.ratio < 1 else "partly agrees" if p < 0.05 else "disagrees",
+            verdict=verdict.conditions(p < 0.01 and behaviours.ratio < 1, p < 0.05),
             note=f"{len(behaviours.group_within)} behaviours shared by >= 2 heads, {behaviours.n_permutations} shuffles",
         ))
     lt = layer_test
@@ -919,14 +828,13 @@ def paper_comparison(
         experiment="§6 layers", quantity="same-layer / other-layer mean JS, permutation p",
         paper="heads in the same layer are often fairly close",
         ours=f"{lt.within_mean:.3f} / {lt.between_mean:.3f} = {lt.ratio:.2f}, p = {lt.p_value:.4f}",
-        verdict="agrees" if lt.p_value < 0.01 and lt.ratio < 1 else "partly agrees" if lt.p_value < 0.05 else "disagrees",
+        verdict=verdict.conditions(lt.p_value < 0.01 and lt.ratio < 1, lt.p_value < 0.05),
         note=f"{lt.n_permutations} shuffles of the layer labels",
     ))
     rows.append(dict(
         experiment="§6 layers", quantity="heads whose nearest head is in the same layer",
         paper="often", ours=f"{lt.nn_same:.0%} (chance {lt.nn_chance:.0%})",
-        verdict="agrees" if lt.nn_same >= max(0.5, 2 * lt.nn_chance) else
-        "partly agrees" if lt.nn_same > lt.nn_chance else "disagrees",
+        verdict=verdict.conditions(lt.nn_same >= max(0.5, 2 * lt.nn_chance), lt.nn_same > lt.nn_chance),
         note="nearest by JS distance",
     ))
     s1 = mds.stress.stress1
@@ -934,7 +842,7 @@ def paper_comparison(
         experiment="§6 MDS", quantity="Kruskal stress-1 of the 2-D embedding (correlation of distances)",
         paper="distances approximately match (Fig. 6); no stress given",
         ours=f"{s1:.3f} (r = {mds.stress.correlation:.2f})",
-        verdict="agrees" if s1 <= 0.1 else "partly agrees" if s1 <= 0.2 else "disagrees",
+        verdict=verdict.conditions(s1 <= 0.1, s1 <= 0.2),
         note="Kruskal: 0.05 good, 0.1 fair, 0.2 poor",
     ))
     return rows

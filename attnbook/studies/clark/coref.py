@@ -64,6 +64,7 @@ from attnbook.core.heads import head_label
 from attnbook.engine.inputs import encode_words, word_pieces
 from attnbook.core.paths import data_dir
 from attnbook.engine.wordlevel import token_to_word_attention
+from attnbook import verdict
 
 #: mention types of Table 2, and the table's columns ("all" = every type)
 KINDS = ("pronoun", "proper", "nominal")
@@ -832,7 +833,7 @@ def evaluate_heads(
     """Antecedent selection accuracy of every attention head on ``wins`` (Clark et al. §4.3, Table 2).
 
     With ``use_cache`` the counts are cached (:func:`attnbook.core.cache.cached_arrays`) by model
-    fingerprint, a digest of the windows' inputs and queries (:func:`windows_digest`),
+    key, a digest of the windows' inputs and queries (:func:`attnbook.core.cache.digest`),
     ``from_reduce`` and :data:`CODE_VERSION`.
     """
     wins = [w for w in wins if w.queries]
@@ -849,23 +850,10 @@ def evaluate_heads(
 
     if not use_cache:
         return compute()
-    from attnbook.core.cache import cached_arrays
+    from attnbook.core import cache
 
-    parts = {"model": loaded.fingerprint, "windows": windows_digest(wins), "from_reduce": from_reduce,
-             "code": CODE_VERSION}
-    return CorefHeadAccuracy.from_arrays(cached_arrays("coref_heads", parts, lambda: compute().to_arrays()))
-
-
-def windows_digest(wins: Sequence[CorefWindow]) -> str:
-    """SHA-256 (16 hex) of the windows' input ids, word pieces and queries (for cache keys)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for w in wins:
-        h.update(np.asarray(w.encoded.input_ids, dtype=np.int64).tobytes())
-        h.update(repr(w.encoded.words).encode())
-        h.update(repr([(q.head, q.kind, q.candidate_words, sorted(q.gold_words)) for q in w.queries]).encode())
-    return h.hexdigest()[:16]
+    parts = {"model": loaded.key, "windows": cache.digest(wins), "from_reduce": from_reduce, "code": CODE_VERSION}
+    return CorefHeadAccuracy.from_arrays(cache.cached_arrays("coref_heads", parts, lambda: compute().to_arrays()))
 
 
 # --------------------------------------------------------------------------- baselines
@@ -1009,14 +997,14 @@ def paper_comparison(heads: CorefHeadAccuracy, base: dict[str, SystemAccuracy]) 
 
     Accuracies on GUM and CoNLL-2012 are not comparable as such (other texts, another mix
     of mention types), so the findings are compared as margins within each corpus
-    (:func:`attnbook.studies.clark.syntax.margin_verdict`, 10-point size classes): the best head over the
+    (:func:`attnbook.verdict.margin`, 10-point size classes): the best head over the
     head-word-match baseline (paper: "over 10 points"), the best head against the
     rule-based system (paper: close, -4), the order of the three baselines, and the
     mention type on which the head gains most over head-word match (paper: nominal).
     The best head is the one best on all mentions, scored in every column, as in Table 2.
     ``base`` is :func:`baselines`' result.
     """
-    from attnbook.studies.clark.syntax import margin_verdict
+    from attnbook.studies.clark.syntax import SPECIALIST_MARGIN
 
     layer, head = heads.best("all")
     label = head_label(layer, head)
@@ -1029,7 +1017,7 @@ def paper_comparison(heads: CorefHeadAccuracy, base: dict[str, SystemAccuracy]) 
     rows = [dict(
         experiment="§4.3 coreference", quantity="best head, antecedent selection accuracy (all mentions)",
         paper=f"{paper_head['all']:.0f} ({PAPER_BEST_HEAD})", ours=f"{ours['all']:.1f} ({label})",
-        verdict="not comparable",
+        verdict=verdict.NOT_COMPARABLE,
         note=f"CoNLL-2012 vs GUM/OntoGUM; {heads.n['pronoun']} of {heads.n['all']} queries here are pronouns",
     )]
     for name, paper_base, ours_base, finding in (
@@ -1039,13 +1027,13 @@ def paper_comparison(heads: CorefHeadAccuracy, base: dict[str, SystemAccuracy]) 
         pm, om = paper_head["all"] - paper_base["all"], ours["all"] - ours_base["all"]
         rows.append(dict(
             experiment="§4.3 coreference", quantity=f"best head minus {name} (points, all mentions)",
-            paper=round(pm, 1), ours=round(om, 1), verdict=margin_verdict(pm, om), note=finding,
+            paper=round(pm, 1), ours=round(om, 1), verdict=verdict.margin(pm, om, SPECIALIST_MARGIN), note=finding,
         ))
     order_ok = near < hm["all"] < rb["all"]
     rows.append(dict(
         experiment="§4.3 coreference", quantity="baselines: nearest < head-word match < rule-based",
         paper=f"{PAPER_TABLE2['Nearest']['all']:.0f} < {paper_hm['all']:.0f} < {paper_rb['all']:.0f}",
-        ours=f"{near:.1f}, {hm['all']:.1f}, {rb['all']:.1f}", verdict="agrees" if order_ok else "disagrees",
+        ours=f"{near:.1f}, {hm['all']:.1f}, {rb['all']:.1f}", verdict=verdict.conditions(order_ok),
         note="same order" if order_ok else "another order here",
     ))
     kinds = [k for k in KINDS if heads.n[k] > 0]
@@ -1056,7 +1044,7 @@ def paper_comparison(heads: CorefHeadAccuracy, base: dict[str, SystemAccuracy]) 
         rows.append(dict(
             experiment="§4.3 coreference", quantity="mention type where the head gains most over head-word match",
             paper=f"{pk} ({paper_gain[pk]:+.0f})", ours=f"{ok} ({ours_gain[ok]:+.1f})",
-            verdict="agrees" if pk == ok else "disagrees",
+            verdict=verdict.conditions(pk == ok),
             note="gains here: " + ", ".join(f"{k} {ours_gain[k]:+.1f}" for k in kinds),
         ))
     return rows

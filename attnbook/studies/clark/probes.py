@@ -64,7 +64,9 @@ from attnbook.engine.extract import Batch, Encoded, stream_attention
 from attnbook.core.heads import head_label
 from attnbook.engine.inputs import encode_words
 from attnbook.engine.models import LoadedModel, wrap_model
+from attnbook.engine.train import Recipe, fit
 from attnbook.engine.wordlevel import token_to_word_attention
+from attnbook import verdict
 
 #: Clark et al. (2019) Table 3, UAS on the PTB/SD dev set (BERT-base)
 PAPER_TABLE3: dict[str, float] = {
@@ -206,7 +208,7 @@ def extract_word_maps(
     """Every example's float16 content-word maps ``[layer * head, n, n]`` (:class:`WordMapCollector`).
 
     With ``use_cache`` the maps are cached (:func:`attnbook.core.cache.cached_arrays`) under the
-    model fingerprint, the input ids and ``cache_parts``.
+    model key, the inputs' digest and ``cache_parts``.
     """
 
     def compute() -> dict[str, np.ndarray]:
@@ -216,17 +218,10 @@ def extract_word_maps(
                 "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
 
     if use_cache:
-        import hashlib
+        from attnbook.core import cache
 
-        from attnbook.core.cache import cached_arrays
-
-        h = hashlib.sha256()
-        for ex in encoded:
-            h.update(np.asarray(ex.input_ids, dtype=np.int64).tobytes())
-            h.update(repr(ex.words).encode())
-        parts = {"model": loaded.fingerprint, "inputs": h.hexdigest()[:16], "code": CODE_VERSION,
-                 **(cache_parts or {})}
-        arrays = cached_arrays("probe_word_maps", parts, compute)
+        parts = {"model": loaded.key, "inputs": cache.digest(encoded), "code": CODE_VERSION, **(cache_parts or {})}
+        arrays = cache.cached_arrays("probe_word_maps", parts, compute)
     else:
         arrays = compute()
     k = loaded.n_layers * loaded.n_heads
@@ -500,34 +495,21 @@ def train_probe(
     progress: bool = True,
     desc: str = "probe",
 ) -> list[float]:
-    """Train ``probe`` with Adam for a fixed number of ``epochs``; returns the mean loss of each epoch."""
-    from tqdm.auto import tqdm
-
+    """Train ``probe`` for a fixed number of ``epochs`` (the book's training loop, constant learning rate,
+    decoupled ``weight_decay``); returns the mean loss per scored word of each epoch."""
     if train.n_scored == 0:
         raise EmptyDataError("no scored words in the training data")
     batches = make_probe_batches(train, batch_size)
     rng = np.random.default_rng(seed)
-    opt = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)
-    losses = []
-    probe.train()
-    bar = tqdm(range(epochs), desc=desc, disable=not progress)
-    for _ in bar:
-        total = count = 0.0
-        for k in rng.permutation(len(batches)):
-            batch = batches[k]
-            if not bool((batch.gold >= 0).any()):
-                continue
-            loss = probe_loss(probe(batch), batch)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            n = int((batch.gold >= 0).sum())
-            total += float(loss.detach()) * n
-            count += n
-        losses.append(total / count)
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
-    probe.eval()
-    return losses
+    order = [[batches[k] for k in rng.permutation(len(batches)) if bool((batches[k].gold >= 0).any())]
+             for _ in range(epochs)]
+
+    def loss_fn(model: nn.Module, batch: ProbeBatch):
+        return probe_loss(model(batch), batch), {"n": int((batch.gold >= 0).sum())}
+
+    log = fit(probe, order, loss_fn, Recipe(lr=lr, weight_decay=weight_decay, schedule="constant", fused=False),
+              progress=progress, desc=desc)
+    return [entry["loss"] for entry in log.history]
 
 
 def predict_heads(probe: nn.Module, data: ProbeData, batch_size: int = 64) -> list[np.ndarray]:
@@ -737,11 +719,9 @@ def cached_run_probes(
     :func:`run_probes`' keys; on a cache hit ``probes`` holds only the attention-only probe,
     rebuilt from its cached weights (the other probes are not kept).
     """
-    import hashlib
     import json
 
-    from attnbook.core.cache import cached_arrays
-    from attnbook.studies.clark.syntax import sentences_digest
+    from attnbook.core import cache
 
     if not use_cache:
         return run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, **kwargs)
@@ -759,15 +739,10 @@ def cached_run_probes(
         out.update({f"losses_{k}": np.asarray(v, dtype=np.float64) for k, v in res["losses"].items()})
         return out
 
-    glove_digest = None
-    if glove is not None:
-        h = hashlib.sha256(np.ascontiguousarray(glove.vectors).tobytes())
-        h.update("\n".join(glove.words).encode())
-        glove_digest = h.hexdigest()[:16]
-    parts = {"model": loaded.fingerprint, "train": sentences_digest(train_sentences),
-             "dev": sentences_digest(dev_sentences), "glove": glove_digest, "code": CODE_VERSION,
+    parts = {"model": loaded.key, "train": cache.digest(train_sentences), "dev": cache.digest(dev_sentences),
+             "glove": None if glove is None else cache.digest(glove), "code": CODE_VERSION,
              "params": {k: kwargs[k] for k in sorted(kwargs)}}
-    a = cached_arrays("probe_results", parts, compute)
+    a = cache.cached_arrays("probe_results", parts, compute)
     rows = [str(r) for r in a["rows"]]
     attn = AttentionOnlyProbe(n_maps, a["attn_scale"])
     with torch.no_grad():
@@ -798,11 +773,11 @@ def paper_comparison(results: dict) -> list[dict]:
 
     Absolute UAS on UD EWT and on the PTB with Stanford Dependencies differ in corpus and
     annotation, so each finding is compared as a margin between two rows of Table 3
-    (:data:`TABLE3_FINDINGS`) with :func:`attnbook.studies.clark.syntax.margin_verdict` (10-point size
+    (:data:`TABLE3_FINDINGS`) with :func:`attnbook.verdict.margin` (10-point size
     classes; a sign flip disagrees). Findings whose rows were not run are left out.
     ``results`` is :func:`run_probes`' (or :func:`cached_run_probes`') result.
     """
-    from attnbook.studies.clark.syntax import margin_verdict
+    from attnbook.studies.clark.syntax import SPECIALIST_MARGIN
 
     ours = results["uas"]
     rows = []
@@ -812,7 +787,7 @@ def paper_comparison(results: dict) -> list[dict]:
         pm, om = PAPER_TABLE3[a] - PAPER_TABLE3[b], ours[a] - ours[b]
         rows.append(dict(
             experiment="§5 probing classifiers", quantity=f"{TABLE3_NAMES[a]} minus {TABLE3_NAMES[b]} (UAS points)",
-            paper=round(pm, 1), ours=round(om, 1), verdict=margin_verdict(pm, om),
+            paper=round(pm, 1), ours=round(om, 1), verdict=verdict.margin(pm, om, SPECIALIST_MARGIN),
             note=f"{finding}; UAS {PAPER_TABLE3[a]:.0f} vs {PAPER_TABLE3[b]:.0f} in the paper, "
                  f"{ours[a]:.1f} vs {ours[b]:.1f} here",
         ))

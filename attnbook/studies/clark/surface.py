@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from attnbook.engine.extract import Batch
+from attnbook import verdict
 
 #: the statistics a :class:`SurfaceStats` returns, each ``values[layer, head]``
 STAT_NAMES = (
@@ -230,11 +231,6 @@ def relative_depth(layer: int, n_layers: int) -> float:
     return (layer - 1) / max(n_layers - 1, 1)
 
 
-def _closeness_verdict(ours: float, paper: float, tol_agree: float = 0.1, tol_partly: float = 0.25) -> str:
-    rel = abs(ours - paper) / abs(paper)
-    return "agrees" if rel <= tol_agree else "partly agrees" if rel <= tol_partly else "disagrees"
-
-
 def sink_token(stats: dict[str, np.ndarray]) -> str:
     """``"sep"`` or ``"cls"``: the special token the model's middle-to-deep heads pile their attention on.
 
@@ -245,10 +241,8 @@ def sink_token(stats: dict[str, np.ndarray]) -> str:
 
 def _count_verdict(ours: int, paper: int, n_heads_total: int) -> tuple[str, float]:
     expected = paper * n_heads_total / 144  # the paper's count scaled to this model's number of heads
-    if ours == 0:
-        return "disagrees", expected
     ratio = ours / expected
-    return ("agrees" if 0.5 <= ratio <= 2 else "partly agrees"), expected
+    return verdict.conditions(ours > 0 and 0.5 <= ratio <= 2, ours > 0), expected
 
 
 def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] | None = None) -> list[dict]:
@@ -263,12 +257,12 @@ def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] 
     for kind, heads in (("previous", pos.previous), ("next", pos.next)):
         paper_layers = PAPER[f"{'prev' if kind == 'previous' else 'next'}_heads_layers"]
         ours_layers = sorted(l + 1 for l, _ in heads)
-        verdict, expected = _count_verdict(len(ours_layers), len(paper_layers), n_layers * n_heads)
+        outcome, expected = _count_verdict(len(ours_layers), len(paper_layers), n_layers * n_heads)
         rows.append(dict(
             experiment="§3.1 relative position", quantity=f"heads with >50% attention to the {kind} token (layers)",
             paper=f"{len(paper_layers)} of 144 (layers {', '.join(map(str, paper_layers))})",
             ours=f"{len(ours_layers)} of {n_layers * n_heads} (layers {', '.join(map(str, ours_layers)) or '-'})",
-            verdict=verdict,
+            verdict=outcome,
             note=f"{expected:.1f} expected at the paper's rate for {n_layers * n_heads} heads",
         ))
     means = {k: layer_means(stats[k]) for k in ("cls", "sep", "punct")}
@@ -278,7 +272,7 @@ def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] 
         experiment="§3.2 special tokens", quantity="layer where mean attention peaks: [CLS] / [SEP] / . or ,",
         paper="early / middle / deep",
         ours=f"{peak['cls']} / {peak['sep']} / {peak['punct']} of {n_layers}",
-        verdict="agrees" if order_ok and peak["cls"] < peak["punct"] else ("partly agrees" if order_ok else "disagrees"),
+        verdict=verdict.conditions(order_ok and peak["cls"] < peak["punct"], order_ok),
         note="order of the peaks through the layers",
     ))
     sep_layers = [i + 1 for i, v in enumerate(means["sep"]) if v > 0.5]
@@ -286,7 +280,7 @@ def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] 
         experiment="§3.2 special tokens", quantity="layers where over half of the attention goes to [SEP]",
         paper="6-10 of 12", ours=(f"{', '.join(map(str, sep_layers))} of {n_layers}" if sep_layers
                                   else f"none (max {means['sep'].max():.2f} in layer {peak['sep']})"),
-        verdict="agrees" if sep_layers else ("partly agrees" if means["sep"].max() > 0.25 else "disagrees"),
+        verdict=verdict.conditions(bool(sep_layers), means["sep"].max() > 0.25),
         note="mean over the layer's heads",
     ))
     sink = sink_token(stats)
@@ -296,15 +290,14 @@ def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] 
             experiment="§3.2 special tokens", quantity="where the spare attention goes instead",
             paper="[SEP] (a no-op target)",
             ours=f"[CLS]: over half in layers {', '.join(map(str, cls_layers)) or '-'}, max {means['cls'].max():.2f}",
-            verdict="disagrees", note="this model parks attention on [CLS], not [SEP]",
+            verdict=verdict.DISAGREES, note="this model parks attention on [CLS], not [SEP]",
         ))
     sep_heads = stats["sep"] > 0.5
     if sep_heads.any():
         share = float(stats["sep_sep"][sep_heads].mean())
         rows.append(dict(
             experiment="§3.2 special tokens", quantity="[SEP]->[SEP] share in heads that attend mostly to [SEP]",
-            paper="> 0.90", ours=round(share, 3), verdict="agrees" if share > 0.9 else
-            "partly agrees" if share > 0.5 else "disagrees",
+            paper="> 0.90", ours=round(share, 3), verdict=verdict.conditions(share > 0.9, share > 0.5),
             note="attention from [SEP] stays on the [SEP] tokens",
         ))
     if grads is not None:
@@ -318,7 +311,7 @@ def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] 
                 quantity=f"|dL/d attn| to {name} / to other tokens: layers with much vs little {name} attention",
                 paper="small where [SEP] attention is high (layer 5 on)",
                 ours=f"{ratio[heavy].mean():.2f} vs {ratio[~heavy].mean():.2f}",
-                verdict="agrees" if low and sink == "sep" else ("partly agrees" if low else "disagrees"),
+                verdict=verdict.conditions(low and sink == "sep", low),
                 note=("no-op hypothesis tested on the model's own sink token " + name
                       + ("" if sink == "sep" else " (the paper tested [SEP])")),
             ))
@@ -327,14 +320,14 @@ def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] 
         experiment="§3.3 entropy", quantity="highest head entropy in layer 1 / uniform entropy (nats)",
         paper="close to uniform (broad heads in lower layers)",
         ours=f"{first.max():.2f} / {float(stats['uniform_entropy']):.2f}",
-        verdict="agrees" if first.max() > 0.75 * float(stats["uniform_entropy"]) else "disagrees",
+        verdict=verdict.conditions(first.max() > 0.75 * float(stats["uniform_entropy"])),
         note="bag-of-vectors heads",
     ))
     last_cls = float(stats["entropy_cls"][-1].mean())
     rows.append(dict(
         experiment="§3.3 entropy", quantity="mean entropy from [CLS] in the last layer (nats)",
         paper=PAPER["cls_entropy_last_layer"], ours=round(last_cls, 3),
-        verdict=_closeness_verdict(last_cls, PAPER["cls_entropy_last_layer"]),
+        verdict=verdict.closeness(PAPER["cls_entropy_last_layer"], last_cls, 0.1, 0.25, relative=True),
         note="broad attention from [CLS] in the last layer",
     ))
     return rows
@@ -363,11 +356,11 @@ def findings_markdown(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray]
 def surface_statistics(loaded, segments, *, batch_size: int = 16, use_cache: bool = True,
                        progress: bool = True) -> dict[str, np.ndarray]:
     """Clark §3 statistics of ``loaded`` over ``segments`` (streamed, cached by model and input content)."""
-    from attnbook.core.cache import cached_arrays, examples_digest
+    from attnbook.core import cache
     from attnbook.engine.extract import stream_attention
 
-    parts = {"model": loaded.fingerprint, "inputs": examples_digest(segments), "code": "surface-v1"}
-    return cached_arrays(
+    parts = {"model": loaded.key, "inputs": cache.digest(segments), "code": "surface-v1"}
+    return cache.cached_arrays(
         "surface", parts,
         lambda: stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
                                  batch_size=batch_size, progress=progress)[0],

@@ -48,8 +48,6 @@ counts ``correct[relation, layer, head, direction]``.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -63,6 +61,7 @@ from attnbook.core.heads import head_label
 from attnbook.engine.inputs import encode_words
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.wordlevel import token_to_word_attention
+from attnbook import verdict
 
 #: bump when a change here changes the numbers (part of cache keys)
 CODE_VERSION = "syntax-1"
@@ -448,14 +447,6 @@ def evaluate_word_maps(
     return red.result()
 
 
-def sentences_digest(sentences: Sequence[Sentence]) -> str:
-    """SHA-256 (16 hex) of the words, tags and trees of ``sentences`` (for cache keys)."""
-    h = hashlib.sha256()
-    for s in sentences:
-        h.update(json.dumps([s.words, s.xpos, s.head, s.deprel]).encode())
-    return h.hexdigest()[:16]
-
-
 def evaluate_heads(
     loaded: LoadedModel,
     sentences: Sequence[Sentence],
@@ -492,14 +483,14 @@ def evaluate_heads(
 
     if not use_cache:
         return HeadAccuracy.from_arrays(compute())
-    from attnbook.core.cache import cached_arrays
+    from attnbook.core import cache
 
     parts = {
-        "model": loaded.fingerprint, "data": sentences_digest(sentences), "code": CODE_VERSION,
+        "model": loaded.key, "data": cache.digest(sentences), "code": CODE_VERSION,
         "params": {"max_tokens": max_tokens, "relations": list(relations), "exclude_punct": exclude_punct,
                    "offsets": list(offsets), "from_reduce": from_reduce},
     }
-    return HeadAccuracy.from_arrays(cached_arrays("syntax_heads", parts, compute))
+    return HeadAccuracy.from_arrays(cache.cached_arrays("syntax_heads", parts, compute))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -584,36 +575,12 @@ SPECIALIST_MARGIN = 10.0
 FIGURE5_RELATIONS = ("pobj", "det", "dobj", "poss", "auxpass")
 
 
-def margin_class(margin: float, big: float = SPECIALIST_MARGIN) -> int:
-    """Size class of a margin in points: 2 (>= ``big``), 1 (between 0 and ``big``), -1 (> ``-big``), -2."""
-    if margin > 0:
-        return 2 if margin >= big else 1
-    return -1 if margin > -big else -2
-
-
-def margin_verdict(paper: float, ours: float, big: float = SPECIALIST_MARGIN) -> str:
-    """Verdict for a finding stated as a margin in points (A minus B), e.g. a head over a baseline.
-
-    ``"agrees"`` when both margins fall in the same :func:`margin_class` (same sign, and both
-    at least ``big`` or both below it), ``"partly agrees"`` when they have the same sign but
-    not the same size class, ``"disagrees"`` when the signs differ.
-    """
-    p, o = margin_class(paper, big), margin_class(ours, big)
-    if p == o:
-        return "agrees"
-    return "partly agrees" if (p > 0) == (o > 0) else "disagrees"
-
-
-def _share_verdict(share: float) -> str:
-    return "agrees" if share >= 0.8 else ("partly agrees" if share >= 0.5 else "disagrees")
-
-
 def paper_comparison(acc: HeadAccuracy) -> list[dict]:
     """Rows of "paper vs this run" for Clark §4.2 (Table 1), each with a verdict computed from the numbers.
 
     * "All": the best single head against the right-branching offset (paper: 34.5 vs 26.3,
-      "not much better"), :func:`margin_verdict`;
-    * the Figure 5 relations: best head against the best offset, :func:`margin_verdict`;
+      "not much better"), :func:`attnbook.verdict.margin`;
+    * the Figure 5 relations: best head against the best offset, :func:`attnbook.verdict.margin`;
     * the set of relations with a specialist head (margin >= :data:`SPECIALIST_MARGIN`):
       share of Table 1 relations classified the same way as in the paper (>= 80% agrees,
       >= 50% partly);
@@ -637,7 +604,7 @@ def paper_comparison(acc: HeadAccuracy) -> list[dict]:
         rows.append(dict(
             experiment="§4.2 heads as parsers", quantity="best single head, every relation (UAS) vs right-branching",
             paper=f"{p.accuracy:.1f} ({p.head}) vs {p.baseline:.1f}", ours=f"{a:.1f} ({label}) vs {b:.1f}",
-            verdict=margin_verdict(p.accuracy - p.baseline, a - b),
+            verdict=verdict.margin(p.accuracy - p.baseline, a - b, SPECIALIST_MARGIN),
             note=f"margin {p.accuracy - p.baseline:+.1f} vs {a - b:+.1f} points",
         ))
     for rel in FIGURE5_RELATIONS:
@@ -649,7 +616,7 @@ def paper_comparison(acc: HeadAccuracy) -> list[dict]:
             experiment="§4.2 heads as parsers", quantity=f"{rel}: best head vs best fixed offset",
             paper=f"{p.accuracy:.1f} ({p.head}) vs {p.baseline:.1f} ({p.offset:+d})",
             ours=f"{a:.1f} ({label}) vs {b:.1f} ({off:+d})",
-            verdict=margin_verdict(p.accuracy - p.baseline, a - b),
+            verdict=verdict.margin(p.accuracy - p.baseline, a - b, SPECIALIST_MARGIN),
             note=f"margin {p.accuracy - p.baseline:+.1f} vs {a - b:+.1f} points; UD {TABLE1_UD[rel]}",
         ))
     rels = [r for r in have if r != "All"]
@@ -666,7 +633,7 @@ def paper_comparison(acc: HeadAccuracy) -> list[dict]:
             experiment="§4.2 heads as parsers",
             quantity=f"relations with a specialist head (>= {SPECIALIST_MARGIN:.0f} points over the best offset)",
             paper=f"{len(paper_spec)} of {len(rels)}", ours=f"{len(ours_spec)} of {len(rels)}",
-            verdict=_share_verdict(same / len(rels)),
+            verdict=verdict.share(same, len(rels), agree=0.8, partly=0.5),
             note=f"same call on {same} of {len(rels)} relations"
                  + (f"; differ: {', '.join(differ)}" if differ else ""),
         ))
@@ -676,7 +643,7 @@ def paper_comparison(acc: HeadAccuracy) -> list[dict]:
         rows.append(dict(
             experiment="§4.2 heads as parsers", quantity="best head reads dependent -> head (pobj: head -> dependent)",
             paper=f"{len(rels)} of {len(rels)}", ours=f"{len(match)} of {len(rels)}",
-            verdict=_share_verdict(len(match) / len(rels)),
+            verdict=verdict.share(len(match), len(rels), agree=0.8, partly=0.5),
             note="other direction here: " + (", ".join(other) if other else "none"),
         ))
     return rows

@@ -3,7 +3,7 @@
 The sweeps themselves live in :mod:`attnbook.engine.sweeps`, :mod:`attnbook.studies.michel.importance` and
 :mod:`attnbook.engine.pruning`; this module turns their outputs into the chapters' numbers:
 
-* :func:`dev_batches` — a GLUE dev split as length-sorted :class:`~attnbook.engine.sweeps.LabeledBatch` es;
+* :func:`dev_batches` — a GLUE dev split as length-sorted :class:`~attnbook.engine.sweeps.Batch` es;
 * :func:`paired_bootstrap` — every configuration of a sweep against the baseline on the *task's own
   metric* (accuracy, F1, Pearson r, x 100), all resamples at once as weighted metrics, with a
   percentile interval, a percentile p-value, a normal-approximation p-value (no floor at
@@ -29,12 +29,12 @@ import torch
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.glue import GlueSplit, TaskSpec, task_spec
 from attnbook.data.glue_metrics import TABLE1_METRIC
-from attnbook.engine.sweeps import LabeledBatch, SweepResult, adjust_pvalues, bootstrap_counts, classification_batches, mcnemar_exact
+from attnbook.engine.sweeps import Batch, SweepResult, adjust_pvalues, bootstrap_counts, classification_batches, mcnemar_exact
 
 # ----------------------------------------------------------------------------- data
 
 
-def dev_batches(tokenizer: Any, split: GlueSplit, *, batch_size: int = 32, max_length: int = 128) -> list[LabeledBatch]:
+def dev_batches(tokenizer: Any, split: GlueSplit, *, batch_size: int = 32, max_length: int = 128) -> list[Batch]:
     """``split`` tokenised as the fine-tuned classifier saw it (``[CLS] a [SEP] b [SEP]``), batches of
     similar length (examples sorted by length, so little padding); the gold labels travel with them."""
     if not len(split):
@@ -62,7 +62,7 @@ def halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[: n // 2]), np.sort(perm[n // 2 :])
 
 
-def subset_batches(batches: Sequence[LabeledBatch], keep: np.ndarray) -> list[LabeledBatch]:
+def subset_batches(batches: Sequence[Batch], keep: np.ndarray) -> list[Batch]:
     """The examples ``keep`` (indices into the concatenation of ``batches``), batch structure kept."""
     keep = set(int(i) for i in keep)
     out, offset = [], 0
@@ -71,12 +71,7 @@ def subset_batches(batches: Sequence[LabeledBatch], keep: np.ndarray) -> list[La
         offset += b.size
         if not rows:
             continue
-        idx = torch.as_tensor(rows)
-        inputs = {k: v[idx] for k, v in b.inputs.items()}
-        width = int(inputs["attention_mask"].sum(1).max()) if "attention_mask" in inputs else None
-        if width:
-            inputs = {k: v[:, :width] for k, v in inputs.items()}
-        out.append(LabeledBatch(inputs=inputs, labels=b.labels[idx] if b.labels is not None else None))
+        out.append(b.select(rows))
     if not out:
         raise EmptyDataError("the subset keeps no example")
     return out
@@ -128,7 +123,6 @@ def paired_bootstrap(
     ``p_normal`` (two-sided, Δ over the bootstrap standard error) and, when the metric is accuracy,
     McNemar's ``b, c, p_mcnemar``. Every configuration uses the same seeded resamples.
     """
-    import pandas as pd
     from scipy.stats import norm
 
     spec = task_spec(task)
@@ -271,7 +265,7 @@ def skip_token_ids(tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def word_match_shares(model: torch.nn.Module, batches: Sequence[LabeledBatch], skip_ids: Iterable[int] = ()) -> dict:
+def word_match_shares(model: torch.nn.Module, batches: Sequence[Batch], skip_ids: Iterable[int] = ()) -> dict:
     """Run ``model`` (eager attention) over ``batches`` and reduce with :class:`WordMatchShare`."""
     skip = list(skip_ids)
     red = WordMatchShare()
@@ -295,29 +289,6 @@ def word_match_shares(model: torch.nn.Module, batches: Sequence[LabeledBatch], s
 # ----------------------------------------------------------------------------- agreement
 
 
-def rank_agreement(a: np.ndarray, b: np.ndarray, *, k: int = 10) -> dict:
-    """Pearson r and Spearman ρ (with p-values) of two ``values[layer, head]``, and the overlap of their
-    top-``k`` heads (shared / k; chance is k / n_heads)."""
-    from scipy.stats import pearsonr, spearmanr
-
-    x, y = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
-    if x.shape != y.shape or x.size < 3:
-        raise ParameterError(f"need two arrays of the same shape with at least 3 heads, got {np.shape(a)} and {np.shape(b)}")
-    if np.all(x == x[0]) or np.all(y == y[0]):
-        pr = sr = (float("nan"), float("nan"))
-    else:
-        pr, sr = pearsonr(x, y), spearmanr(x, y)
-    k = min(k, x.size)
-    top_a, top_b = set(np.argsort(-x, kind="stable")[:k]), set(np.argsort(-y, kind="stable")[:k])
-    return {
-        "pearson": float(pr[0]),
-        "pearson_p": float(pr[1]),
-        "spearman": float(sr[0]),
-        "spearman_p": float(sr[1]),
-        "top_k": k,
-        "top_k_overlap": len(top_a & top_b) / k,
-        "top_k_chance": k / x.size,
-    }
 
 
 # ----------------------------------------------------------------------------- pruning
@@ -345,7 +316,7 @@ def one_head_per_layer_mask(keep: Sequence[int], n_heads: int) -> np.ndarray:
     return mask
 
 
-def throughput_pool(batches: Sequence[LabeledBatch], n: int, pad_id: int = 0) -> dict[str, torch.Tensor]:
+def throughput_pool(batches: Sequence[Batch], n: int, pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Up to ``n`` examples of ``batches`` as one right-padded input dict (the speed test's pool, Michel §4.3)."""
     rows: list[dict[str, torch.Tensor]] = []
     for b in batches:
@@ -367,91 +338,6 @@ def throughput_pool(batches: Sequence[LabeledBatch], n: int, pad_id: int = 0) ->
             t[j, : r[k].shape[0]] = r[k]
         out[k] = t
     return out
-
-
-# ----------------------------------------------------------------------------- caching
-
-#: Version of the sweep code paths whose results :func:`cached_sweep` stores; part of every key.
-SWEEP_CACHE_VERSION = "headstudy-1"
-
-
-def batches_digest(batches: Sequence[LabeledBatch]) -> str:
-    """SHA-256 (24 hex) of the inputs and labels of ``batches`` (a cache-key part)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for b in batches:
-        for k in sorted(b.inputs):
-            h.update(k.encode())
-            h.update(b.inputs[k].cpu().numpy().astype(np.int64).tobytes())
-        if b.labels is not None:
-            h.update(b.labels.cpu().numpy().astype(np.float64).tobytes())
-        h.update(b"|")
-    return h.hexdigest()[:24]
-
-
-def cached_sweep(parts: dict, compute, *, enabled: bool = True) -> SweepResult:
-    """``compute()`` (a :class:`~attnbook.engine.sweeps.SweepResult`) cached by content under ``parts``
-    (which should name the classifier's checkpoint key, :func:`batches_digest` and the sweep)."""
-    from attnbook.core.cache import cached_arrays
-
-    meta: dict = {}
-
-    def arrays() -> dict[str, np.ndarray]:
-        sw = compute()
-        meta["sweep"] = sw
-        return {
-            "scores": sw.scores, "baseline_score": np.asarray(sw.baseline_score), "outputs": sw.outputs,
-            "baseline_outputs": sw.baseline_outputs, "gold": sw.gold, "names": np.asarray(sw.names),
-            "kind": np.asarray(sw.kind), "mode": np.asarray(sw.mode),
-        }
-
-    got = cached_arrays("head-sweeps", {"code": SWEEP_CACHE_VERSION, **parts}, arrays, enabled=enabled)
-    if "sweep" in meta:
-        return meta["sweep"]
-    return SweepResult(
-        kind=str(got["kind"]), mode=str(got["mode"]), scores=got["scores"], baseline_score=float(got["baseline_score"]),
-        outputs=got["outputs"], baseline_outputs=got["baseline_outputs"], gold=got["gold"],
-        names=[str(n) for n in got["names"]], meta={"cached": True},
-    )
-
-
-def cached_frame(namespace: str, parts: dict, compute, *, enabled: bool = True) -> pd.DataFrame:
-    """``compute()`` (a DataFrame of numbers and strings, e.g. :func:`attnbook.studies.michel.importance.iterative_pruning`'s
-    curves) cached by content under ``parts``, like :func:`cached_sweep`; columns and dtypes are kept."""
-    from attnbook.core.cache import cached_arrays
-
-    meta: dict = {}
-
-    def arrays() -> dict[str, np.ndarray]:
-        frame = compute()
-        meta["frame"] = frame
-        out = {}
-        for c in frame.columns:
-            values = frame[c].to_numpy()
-            out[f"col:{c}"] = values.astype(str) if values.dtype == object else values  # text columns as unicode
-        out["columns"] = np.asarray([str(c) for c in frame.columns])
-        return out
-
-    got = cached_arrays(namespace, {"code": SWEEP_CACHE_VERSION, **parts}, arrays, enabled=enabled)
-    if "frame" in meta:
-        return meta["frame"]
-    return pd.DataFrame({str(c): got[f"col:{c}"] for c in got["columns"]})
-
-
-def ordering_digest(ordering) -> str:
-    """A cache-key part for a pruning ``ordering``: the name of a strategy, or the SHA-256 of an array."""
-    import hashlib
-
-    if isinstance(ordering, str):
-        return ordering
-    values = np.ascontiguousarray(np.asarray(ordering, dtype=np.float64))
-    return hashlib.sha256(repr(values.shape).encode() + values.tobytes()).hexdigest()[:24]
-
-
-def verdict(agrees: bool, partly: bool = False) -> str:
-    """``"agrees"``, else ``"partly agrees"`` when ``partly``, else ``"disagrees"``."""
-    return "agrees" if agrees else ("partly agrees" if partly else "disagrees")
 
 
 def subset_sweep(sweep: SweepResult, keep: np.ndarray, score_fn) -> SweepResult:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook import verdict
 
 #: Kovaleva et al.'s numbers used by the comparisons (section or figure in the comment).
 PAPER: dict[str, Any] = {
@@ -128,22 +129,6 @@ def _nan(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def closeness(paper: float, ours: float, agree: float, partly: float) -> str:
-    """``agrees`` if ``|ours - paper| <= agree``, ``partly agrees`` if ``<= partly``, else ``disagrees``;
-    ``not comparable`` when either number is missing."""
-    if _nan(paper) or _nan(ours):
-        return "not comparable"
-    d = abs(float(ours) - float(paper))
-    return "agrees" if d <= agree else "partly agrees" if d <= partly else "disagrees"
-
-
-def share_verdict(hits: int, total: int) -> str:
-    """``agrees`` when all ``total`` cases hold, ``partly agrees`` when some do, ``disagrees`` when none."""
-    if total == 0:
-        return "not comparable"
-    return "agrees" if hits == total else "partly agrees" if hits > 0 else "disagrees"
-
-
 def in_range(value: float, low: float, high: float, slack: float = 0.0) -> bool:
     """Whether ``value`` lies in ``[low - slack, high + slack]``."""
     return low - slack <= value <= high + slack
@@ -183,12 +168,12 @@ def constant_predictors(df) -> list[str]:
 def table1_comparisons(df) -> list[dict]:
     """Rows for Table 1 (``df`` from :func:`attnbook.engine.finetune.table1`).
 
-    * each cell: paper vs ours, :func:`closeness` with 5 / 15 points (scores x 100); a fine-tuned cell
+    * each cell: paper vs ours, :func:`attnbook.verdict.closeness` with 5 / 15 points (scores x 100); a fine-tuned cell
       whose classifier is a constant predictor (:data:`CONSTANT_PREDICTOR_SHARE`) says so in its note;
     * per local task: does pre-trained + fine-tuning beat random init + fine-tuning (the paper:
       on every task but QQP, a tie at 0);
     * the mean gain of fine-tuning over the untrained classifier on the tasks run here, against
-      the paper's mean over the same tasks (:func:`closeness`, 10 / 25 points).
+      the paper's mean over the same tasks (:func:`attnbook.verdict.closeness`, 10 / 25 points).
     """
     rows = []
     for _, r in df.iterrows():
@@ -198,7 +183,7 @@ def table1_comparisons(df) -> list[dict]:
             note += (f"; predicts one class for {r['top_class_share']:.0%} of dev examples: no better than a "
                      "constant predictor, so its attention has not learned the task")
         rows.append(dict(experiment="Table 1", quantity=f"{r['task']}, {r['init']}", paper=float(r["paper"]),
-                         ours=float(r["ours"]), verdict=closeness(r["paper"], r["ours"], 5, 15), note=note))
+                         ours=float(r["ours"]), verdict=verdict.closeness(r["paper"], r["ours"], 5, 15), note=note))
     wide = df.pivot(index="task", columns="init", values="ours")
     paper = df.pivot(index="task", columns="init", values="paper")
     if {"pretrained_ft", "random_ft"} <= set(wide.columns):
@@ -206,7 +191,7 @@ def table1_comparisons(df) -> list[dict]:
         wins = int((both["pretrained_ft"] > both["random_ft"]).sum())
         rows.append(dict(experiment="Table 1", quantity="pre-trained + FT beats random init + FT",
                          paper="6 of 7 (QQP tie)", ours=f"{wins} of {len(both)}",
-                         verdict=share_verdict(wins, len(both)), note=", ".join(both.index)))
+                         verdict=verdict.share(wins, len(both)), note=", ".join(both.index)))
     if {"pretrained_ft", "pretrained"} <= set(wide.columns):
         both = wide.dropna(subset=["pretrained_ft", "pretrained"])
         if len(both):
@@ -214,7 +199,7 @@ def table1_comparisons(df) -> list[dict]:
             paper_gain = float((paper.loc[both.index, "pretrained_ft"] - paper.loc[both.index, "pretrained"]).mean())
             rows.append(dict(experiment="Table 1", quantity="mean gain of fine-tuning (points)",
                              paper=round(paper_gain, 1), ours=round(ours_gain, 1),
-                             verdict=closeness(paper_gain, ours_gain, 10, 25),
+                             verdict=verdict.closeness(paper_gain, ours_gain, 10, 25),
                              note=f"over {', '.join(both.index)} (paper, all 7 tasks: {PAPER['finetune_gain']})"))
     return rows
 
@@ -226,32 +211,32 @@ def taxonomy_comparisons(cv_macro_f1: float, fractions: Mapping[str, np.ndarray]
                          *, label_share_vertical: float | None = None) -> list[dict]:
     """Rows for §4.1.
 
-    * the CNN's cross-validated macro F1 vs 0.86 (:func:`closeness`, 0.05 / 0.15);
+    * the CNN's cross-validated macro F1 vs 0.86 (:func:`attnbook.verdict.closeness`, 0.05 / 0.15);
     * Heterogeneous share per task (``fractions[task][class]`` of the fine-tuned models)
-      within the paper's 32-61 % range, 5 points of slack (:func:`share_verdict` over tasks);
+      within the paper's 32-61 % range, 5 points of slack (:func:`attnbook.verdict.share` over tasks);
     * Vertical share at least a third on every task, 3 points of slack;
     * optionally the share of Vertical among the labelled maps vs 30 % (0.05 / 0.15).
     """
     het, ver = classes.index("Heterogeneous"), classes.index("Vertical")
     low, high = PAPER["heterogeneous"]
     rows = [dict(experiment="§4.1 taxonomy", quantity="CNN F1 on the labelled maps", paper=PAPER["cnn_f1"],
-                 ours=round(float(cv_macro_f1), 3), verdict=closeness(PAPER["cnn_f1"], cv_macro_f1, 0.05, 0.15),
+                 ours=round(float(cv_macro_f1), 3), verdict=verdict.closeness(PAPER["cnn_f1"], cv_macro_f1, 0.05, 0.15),
                  note="ours: macro F1, stratified cross-validation; the paper does not say which F1")]
     if label_share_vertical is not None:
         rows.append(dict(experiment="§4.1 taxonomy", quantity="Vertical share of the labelled maps",
                          paper=PAPER["annotated_vertical"], ours=round(float(label_share_vertical), 3),
-                         verdict=closeness(PAPER["annotated_vertical"], label_share_vertical, 0.05, 0.15)))
+                         verdict=verdict.closeness(PAPER["annotated_vertical"], label_share_vertical, 0.05, 0.15)))
     if fractions:
         h = {t: float(f[het]) for t, f in fractions.items()}
         v = {t: float(f[ver]) for t, f in fractions.items()}
         rows.append(dict(experiment="§4.1 Fig. 2", quantity="Heterogeneous share per task",
                          paper=f"{low:.0%} (MRPC) to {high:.0%} (QQP)",
                          ours=", ".join(f"{t} {x:.0%}" for t, x in h.items()),
-                         verdict=share_verdict(sum(in_range(x, low, high, 0.05) for x in h.values()), len(h)),
+                         verdict=verdict.share(sum(in_range(x, low, high, 0.05) for x in h.values()), len(h)),
                          note="fine-tuned models, CNN labels"))
         rows.append(dict(experiment="§4.1 Fig. 2", quantity="Vertical share per task", paper="at least about 1/3",
                          ours=", ".join(f"{t} {x:.0%}" for t, x in v.items()),
-                         verdict=share_verdict(sum(x >= PAPER["vertical_min"] - 0.03 for x in v.values()), len(v)),
+                         verdict=verdict.share(sum(x >= PAPER["vertical_min"] - 0.03 for x in v.values()), len(v)),
                          note="fine-tuned models, CNN labels"))
     return rows
 
@@ -266,7 +251,7 @@ def framenet_comparisons(heads: Mapping[str, Any], n_kept: int, n_heads_total: i
       lexical-unit examples, this book its full-text documents);
     * heads above the 99th percentile: 1 or 2 by construction when there is one value per
       head, so the verdict is ``agrees`` when 1-2 heads pass, with that caveat in the note;
-    * the largest per-head mean vs the paper's 0.209 (:func:`closeness`, 0.05 / 0.15);
+    * the largest per-head mean vs the paper's 0.209 (:func:`attnbook.verdict.closeness`, 0.05 / 0.15);
     * whether the top head prefers frame elements to other words of the sentence
       (``lift`` > 1; the paper has no control, so ``not comparable``).
     """
@@ -274,21 +259,21 @@ def framenet_comparisons(heads: Mapping[str, Any], n_kept: int, n_heads_total: i
     top = found[0][2] if found else float(np.max(heads["mean"]))
     rows = [
         dict(experiment="§4.2 FrameNet", quantity="annotated instances after the filter",
-             paper=PAPER["framenet_sentences"], ours=int(n_kept), verdict="not comparable",
+             paper=PAPER["framenet_sentences"], ours=int(n_kept), verdict=verdict.NOT_COMPARABLE,
              note="paper: lexical-unit example sentences; here: the 48 full-text documents"),
         dict(experiment="§4.2 FrameNet", quantity="heads above the 99th percentile",
              paper=f"{PAPER['framenet_n_heads']} of 144", ours=f"{len(found)} of {n_heads_total}",
-             verdict="agrees" if 1 <= len(found) <= 2 else "disagrees",
+             verdict=verdict.conditions(1 <= len(found) <= 2),
              note="with one mean per head, 1-2 heads pass by construction"),
         dict(experiment="§4.2 FrameNet", quantity="largest mean max-attention on a frame link",
              paper=PAPER["framenet_top"][0], ours=round(float(top), 3),
-             verdict=closeness(PAPER["framenet_top"][0], top, 0.05, 0.15)),
+             verdict=verdict.closeness(PAPER["framenet_top"][0], top, 0.05, 0.15)),
     ]
     if "lift" in heads and found:
         l, h, _ = found[0]
         lift = float(heads["lift"][l, h])
         rows.append(dict(experiment="§4.2 FrameNet", quantity="top head: frame elements / other words",
-                         paper="not measured", ours=round(lift, 2), verdict="not comparable",
+                         paper="not measured", ours=round(lift, 2), verdict=verdict.NOT_COMPARABLE,
                          note="> 1: the head prefers frame elements to other words as far from the target"))
     return rows
 
@@ -300,7 +285,7 @@ def change_comparisons(cosines: Mapping[str, np.ndarray]) -> list[dict]:
     """Row for §4.3 / Fig. 5: are the last two layers the most changed ones?
 
     Per task, a hit when the two layers with the largest ``1 - cosine`` are the last two; the
-    verdict counts hits over tasks (:func:`share_verdict`); the paper: every task but QQP.
+    verdict counts hits over tasks (:func:`attnbook.verdict.share`); the paper: every task but QQP.
     A second row relaxes the test to "the most changed layer is one of the last two".
     """
     if not cosines:
@@ -313,11 +298,11 @@ def change_comparisons(cosines: Mapping[str, np.ndarray]) -> list[dict]:
     ours = ", ".join(f"{t}: {'+'.join(str(i + 1) for i in sorted(top))}" for t, top in two.items())
     return [
         dict(experiment="§4.3 Fig. 5", quantity="two most changed layers are the last two",
-             paper="all tasks but QQP", ours=ours, verdict=share_verdict(len(hits), len(two)),
+             paper="all tasks but QQP", ours=ours, verdict=verdict.share(len(hits), len(two)),
              note=f"1-based layers; the last two here are {min(last) + 1}-{max(last) + 1}"),
         dict(experiment="§4.3 Fig. 5", quantity="most changed layer is one of the last two",
              paper="all tasks but QQP", ours=f"{len(first_hits)} of {len(two)} tasks",
-             verdict=share_verdict(len(first_hits), len(two))),
+             verdict=verdict.share(len(first_hits), len(two))),
     ]
 
 
@@ -342,7 +327,7 @@ def feature_comparisons(finetuned: Mapping[str, Mapping[str, np.ndarray]],
     """Rows for §4.4 (Fig. 6) and §4.5 (Fig. 7) from :func:`attnbook.studies.kovaleva.features.feature_attention` results per task.
 
     * special tokens dominate: per task, the largest head value of ``[CLS]``/``[SEP]`` is at
-      least twice the largest of any linguistic feature (:func:`share_verdict` over tasks);
+      least twice the largest of any linguistic feature (:func:`attnbook.verdict.share` over tasks);
     * ``[CLS]`` early, ``[SEP]`` late: per task, the layer where ``[CLS]`` gets most attention
       (mean over heads) comes before the one where ``[SEP]`` does;
     * gains for linguistic features under fine-tuning are small: per task, the largest increase
@@ -373,13 +358,13 @@ def feature_comparisons(finetuned: Mapping[str, Mapping[str, np.ndarray]],
         dict(experiment="§4.4 Fig. 6", quantity="[CLS]/[SEP] dominate linguistic features (max head, x)",
              paper="linguistic features negligible", ours=", ".join(f"{t} {special[t] / max(ling[t], 1e-9):.1f}x"
                                                                    for t in tasks),
-             verdict=share_verdict(len(dominate), len(tasks)), note="ratio of the largest head values; >= 2x counts"),
+             verdict=verdict.share(len(dominate), len(tasks)), note="ratio of the largest head values; >= 2x counts"),
         dict(experiment="§4.4 Fig. 6", quantity="[CLS] peaks in an earlier layer than [SEP]",
              paper="every task", ours=f"{len(order)} of {len(tasks)} tasks",
-             verdict=share_verdict(len(order), len(tasks)), note="layer of the largest mean over heads"),
+             verdict=verdict.share(len(order), len(tasks)), note="layer of the largest mean over heads"),
         dict(experiment="§4.4", quantity="largest fine-tuning gain of a linguistic feature",
              paper="small, on some tasks", ours=", ".join(f"{t} {gains[t]:+.3f}" for t in tasks),
-             verdict=share_verdict(len(small), len(tasks)),
+             verdict=verdict.share(len(small), len(tasks)),
              note="attention received, fine-tuned minus pre-trained; small = below half the special-token peak"),
     ]
     features = ("[SEP]", "[CLS]", "punctuation") + LINGUISTIC
@@ -388,7 +373,7 @@ def feature_comparisons(finetuned: Mapping[str, Mapping[str, np.ndarray]],
     match = [t for t in known if tops[t] == PAPER["cls_top"][t]]
     rows.append(dict(experiment="§4.5 Fig. 7", quantity="last-layer [CLS] attends most to",
                      paper=", ".join(f"{t} {PAPER['cls_top'][t]}" for t in known),
-                     ours=", ".join(f"{t} {tops[t]}" for t in tasks), verdict=share_verdict(len(match), len(known))))
+                     ours=", ".join(f"{t} {tops[t]}" for t in tasks), verdict=verdict.share(len(match), len(known))))
     diag_hits, with_pairs = 0, 0
     for t in tasks:
         r = finetuned[t]
@@ -400,7 +385,7 @@ def feature_comparisons(finetuned: Mapping[str, Mapping[str, np.ndarray]],
         diag_hits += int(local[l, h] > np.quantile(local, 0.75))
     rows.append(dict(experiment="§4.5", quantity="best verb->subject head is a previous/next-word head",
                      paper="candidates coincide with diagonal heads", ours=f"{diag_hits} of {with_pairs} tasks",
-                     verdict=share_verdict(diag_hits, with_pairs), note="top quarter of heads by prev+next attention"))
+                     verdict=verdict.share(diag_hits, with_pairs), note="top quarter of heads by prev+next attention"))
     return rows
 
 

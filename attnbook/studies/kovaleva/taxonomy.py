@@ -55,6 +55,7 @@ from attnbook.core.paths import PACKAGE_DIR
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
 from attnbook.engine.extract import Batch, Encoded
 from attnbook.core.io import atomic_write_bytes, atomic_write_json
+from attnbook.engine.train import Recipe, epochs_of, fit
 
 #: the five classes of Kovaleva et al. §4.1, in the paper's order (class index = position)
 CLASSES: tuple[str, ...] = ("Vertical", "Diagonal", "Vertical+Diagonal", "Block", "Heterogeneous")
@@ -461,7 +462,7 @@ def train_cnn(
 ) -> PatternCNN:
     """Train a :class:`PatternCNN` from scratch; seeded.
 
-    Adam with a cosine learning-rate schedule; cross-entropy weighted by inverse class
+    The book's training loop (:func:`attnbook.engine.train.fit`) with a cosine learning-rate schedule; cross-entropy weighted by inverse class
     frequency (the labelled set is unbalanced, as the paper's was). No augmentation: a
     flipped or transposed map is not a map BERT would produce (a transposed Vertical map
     is horizontal).
@@ -477,21 +478,15 @@ def train_cnn(
     if class_weights:
         counts = torch.bincount(y, minlength=len(CLASSES)).float()
         weight = torch.where(counts > 0, counts.sum() / (len(CLASSES) * counts.clamp(min=1)), torch.zeros_like(counts))
-    loss_fn = nn.CrossEntropyLoss(weight=weight)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
+    criterion = nn.CrossEntropyLoss(weight=weight)
     gen = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in range(epochs):
+
+    def epoch_order(_: int) -> list[torch.Tensor]:
         order = torch.randperm(len(y), generator=gen)
-        for start in range(0, len(y), batch_size):
-            idx = order[start : start + batch_size]
-            opt.zero_grad()
-            loss = loss_fn(model(images[idx]), y[idx])
-            loss.backward()
-            opt.step()
-        sched.step()
-    model.eval()
+        return [order[start : start + batch_size] for start in range(0, len(y), batch_size)]
+
+    fit(model, epochs_of(epoch_order, epochs), lambda m, idx: criterion(m(images[idx]), y[idx]),
+        Recipe(lr=lr, schedule="cosine", fused=False))
     return model
 
 

@@ -35,7 +35,7 @@ from attnbook.engine.sweeps import (
     ScoreFn,
     SweepResult,
     accuracy,
-    as_labeled_batches,
+    as_batches,
     bootstrap_delta,
     correct,
     output_of,
@@ -86,7 +86,7 @@ def head_importance(
         raise ParameterError(f"granularity is 'example' (Michel Eq. 2) or 'token' (their code), got {granularity!r}")
     module = unwrap(model)
     loss_fn = loss_fn or default_loss
-    data = as_labeled_batches(batches)
+    data = as_batches(batches)
     n_layers, n_heads = model_shape(module)
     base = torch.ones(n_layers, n_heads) if base_mask is None else as_mask(base_mask, module).detach()
     if base.ndim != 2:
@@ -308,8 +308,8 @@ def iterative_pruning(
     n_layers, n_heads = model_shape(module)
     schedule = pruning_schedule(n_layers * n_heads, step)
     counts = [n for _, n in schedule]
-    eval_data = as_labeled_batches(eval_batches)
-    imp_data = as_labeled_batches(importance_batches) if importance_batches is not None else eval_data
+    eval_data = as_batches(eval_batches)
+    imp_data = as_batches(importance_batches) if importance_batches is not None else eval_data
     sweep_kw = {"fast": fast, "progress": progress}
 
     def curve(name: str, seed: Any, order: Sequence[tuple[int, int]]) -> list[dict]:
@@ -363,9 +363,9 @@ def pruning_curves(
     """:func:`iterative_pruning` for several orderings, one long DataFrame (Michel Fig. 3)."""
     import pandas as pd
 
-    eval_data = as_labeled_batches(eval_batches)
+    eval_data = as_batches(eval_batches)
     if kwargs.get("importance_batches") is not None:
-        kwargs["importance_batches"] = as_labeled_batches(kwargs["importance_batches"])
+        kwargs["importance_batches"] = as_batches(kwargs["importance_batches"])
     return pd.concat(
         [iterative_pruning(model, eval_data, score_fn, ordering=o, **kwargs) for o in orderings], ignore_index=True
     )

@@ -42,9 +42,7 @@ are reported as the paper does: mean ± std, median and max over seeds (Table 1)
 """
 from __future__ import annotations
 
-import contextlib
 import copy
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -53,7 +51,10 @@ import torch
 from torch import nn
 
 from attnbook.studies.niven_kao.cues import PAPER, ArctItem, labels_of, tokenize  # noqa: F401  (PAPER re-exported)
+from attnbook.core import cache
+from attnbook.engine.train import Recipe, epochs_of, fit
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
+from attnbook import verdict
 
 #: Input variants of the probing experiments (Niven & Kao §5) and their labels in the paper's tables.
 INPUTS: dict[str, str] = {"full": "C, R, W", "W": "W", "RW": "R, W", "CW": "C, W"}
@@ -345,56 +346,7 @@ class TrainedRun:
     dev_accuracy: float
     train_accuracy: float  # running accuracy during the best epoch (dropout on)
     history: list[dict] = field(default_factory=list)
-
-
-def _param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Temporarily set torch's intra-op thread count (``0``/``None``: leave it).
-
-    The training steps of partial fine-tuning and of the word baselines are many small
-    operations, for which intra-op threads cost more in synchronisation than they save
-    (on a 2-core machine the quick profile's training ran about twice as fast on one thread),
-    while the large batched forward passes that fill the state cache do gain from them.
-    """
-    if not n:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-def _adamw(groups: list[dict], lr: float) -> torch.optim.Optimizer:
-    """AdamW, fused into one kernel where torch supports it (much less per-step overhead on CPU)."""
-    try:
-        return torch.optim.AdamW(groups, lr=lr, fused=True)
-    except (RuntimeError, TypeError, ValueError):  # pragma: no cover - older torch or unsupported device
-        return torch.optim.AdamW(groups, lr=lr, foreach=True)
-
-
-def warmup_linear(step: int, total: int, warmup: float) -> float:
-    """Learning-rate factor: linear warm-up over ``warmup * total`` steps, then linear decay to 0."""
-    w = max(1, int(round(warmup * total)))
-    if step < w:
-        return (step + 1) / w
-    return max(0.0, (total - step) / max(1, total - w))
-
-
-def _trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    names = {n for n, p in model.named_parameters() if p.requires_grad}
-    return {k: v.detach().clone() for k, v in model.state_dict().items() if k in names}
+    lrs: list[float] = field(default_factory=list)  # the learning rate of every update
 
 
 @torch.no_grad()
@@ -454,51 +406,33 @@ def train_pairwise(
     paper's warm-up and weight decay (module doc). Without ``dev`` (or with
     ``select_on_dev=False``) the last epoch is kept.
     """
-    from tqdm.auto import tqdm
-
     model = build_scorer(encoder, cfg, seed)
     if isinstance(train, CachedStates) and train.start != model.start:
         raise ModelError("cached states do not match trainable_layers")
-    model.train()
     rng = np.random.default_rng(seed)
     items = np.arange(len(train))
     labels = torch.as_tensor(train.labels, dtype=torch.long)
-    steps_per_epoch = math.ceil(len(items) / cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
-    optimizer = _adamw(_param_groups(model, cfg.weight_decay), cfg.lr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_linear(s, total, cfg.warmup))
-    best: tuple = (-1.0, 0, 0.0, None)  # dev accuracy, epoch, train accuracy, trainable state
-    history: list[dict] = []
-    bar = tqdm(range(cfg.epochs), desc=desc or f"seed {seed}", disable=not progress, leave=False)
-    with torch_threads(cfg.train_threads):
-        for epoch in bar:
-            order = items[rng.permutation(len(items))]
-            loss_sum = correct = 0.0
-            for lo in range(0, len(order), cfg.batch_size):
-                idx = order[lo : lo + cfg.batch_size].tolist()
-                logits = model.logits_for(train, idx, pad_id)
-                loss = nn.functional.cross_entropy(logits, labels[idx])
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                schedule.step()
-                loss_sum += float(loss.detach()) * len(idx)
-                correct += float((logits.argmax(1) == labels[idx]).sum())
-            train_acc = correct / len(order)
-            dev_acc = float("nan")
-            if dev is not None:
-                dev_acc = accuracy_of(predict_proba(model, dev, cfg.eval_batch_size, pad_id), dev.labels)
-            history.append({"epoch": epoch + 1, "loss": loss_sum / len(order), "train_accuracy": train_acc,
-                            "dev_accuracy": dev_acc})
-            bar.set_postfix(loss=f"{loss_sum / len(order):.3f}", dev=f"{dev_acc:.3f}")
-            if dev is None or not cfg.select_on_dev:
-                best = (dev_acc, epoch + 1, train_acc, None)
-            elif dev_acc > best[0]:
-                best = (dev_acc, epoch + 1, train_acc, _trainable_state(model))
-    if best[3] is not None:
-        model.load_state_dict(best[3], strict=False)
-    model.eval()
-    return TrainedRun(seed, model, best[1], best[0], best[2], history)
+
+    def epoch_order(_: int) -> list[list[int]]:
+        order = items[rng.permutation(len(items))]
+        return [order[lo : lo + cfg.batch_size].tolist() for lo in range(0, len(order), cfg.batch_size)]
+
+    def loss_fn(m: PairwiseScorer, idx: list[int]):
+        logits = m.logits_for(train, idx, pad_id)
+        return (nn.functional.cross_entropy(logits, labels[idx]),
+                {"n": len(idx), "correct": float((logits.argmax(1) == labels[idx]).sum())})
+
+    select = dev is not None and cfg.select_on_dev
+    evaluate = None if dev is None else (
+        lambda m: accuracy_of(predict_proba(m, dev, cfg.eval_batch_size, pad_id), dev.labels))
+    recipe = Recipe(lr=cfg.lr, weight_decay=cfg.weight_decay, warmup=cfg.warmup, schedule="linear",
+                    select="best" if select else "last")
+    log = fit(model, epochs_of(epoch_order, cfg.epochs), loss_fn, recipe, evaluate=evaluate,
+              threads=cfg.train_threads, progress=progress, desc=desc or f"seed {seed}")
+    history = [{"epoch": h["epoch"], "loss": h["loss"], "train_accuracy": h["correct"] / h["n"],
+                "dev_accuracy": h.get("metric", float("nan"))} for h in log.history]
+    best = history[log.best_epoch - 1]
+    return TrainedRun(seed, model, log.best_epoch, best["dev_accuracy"], best["train_accuracy"], history, log.lrs)
 
 
 def summarize(values: Iterable[float]) -> dict:
@@ -543,7 +477,7 @@ def run_seeds(
     data: dict[str, PairEncoding | CachedStates] = dict(enc)
     if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers:
         frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
-        memo = {} if memo is None else memo.setdefault((loaded.fingerprint, frozen.start), {})
+        memo = {} if memo is None else memo.setdefault((loaded.key, frozen.start), {})
         data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, memo) for k, v in enc.items()}
         del frozen
     rows = []
@@ -703,30 +637,18 @@ def train_word_model(
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     model = WordPairScorer(vectors, cfg.kind, inputs, cfg.hidden, cfg.dropout)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     labels = torch.as_tensor(train.labels)
-    best, best_epoch, state, last = -1.0, 0, None, -1.0
-    with torch_threads(cfg.threads):
-        for epoch in range(cfg.epochs):
-            model.train()
-            order = rng.permutation(len(train))
-            for lo in range(0, len(order), cfg.batch_size):
-                idx = order[lo : lo + cfg.batch_size].tolist()
-                loss = nn.functional.cross_entropy(model.logits_for(train, idx), labels[idx])
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-            acc = accuracy_of(_word_proba(model, dev), dev.labels)
-            if acc < last:  # the paper's schedule: lr x 0.1 whenever dev accuracy drops
-                for g in optimizer.param_groups:
-                    g["lr"] *= 0.1
-            last = acc
-            if acc > best:
-                best, best_epoch, state = acc, epoch + 1, copy.deepcopy(model.state_dict())
-    if state is not None:
-        model.load_state_dict(state)
-    model.eval()
-    return model, best, best_epoch
+
+    def epoch_order(_: int) -> list[list[int]]:
+        order = rng.permutation(len(train))
+        return [order[lo : lo + cfg.batch_size].tolist() for lo in range(0, len(order), cfg.batch_size)]
+
+    # the paper's schedule: lr x 0.1 whenever dev accuracy drops; the best dev epoch is kept
+    recipe = Recipe(lr=cfg.lr, schedule="constant", plateau_factor=0.1, select="best", fused=False)
+    log = fit(model, epochs_of(epoch_order, cfg.epochs),
+              lambda m, idx: nn.functional.cross_entropy(m.logits_for(train, idx), labels[idx]), recipe,
+              evaluate=lambda m: accuracy_of(_word_proba(m, dev), dev.labels), threads=cfg.threads)
+    return model, log.history[log.best_epoch - 1]["metric"], log.best_epoch
 
 
 def run_word_seeds(
@@ -763,36 +685,6 @@ def run_word_seeds(
 CODE_VERSION = "arct_model-1"
 
 
-def items_digest(items: Sequence[ArctItem]) -> str:
-    """SHA-256 (16 hex) of the items' content, for cache keys."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for it in items:
-        h.update(repr((it.id, it.warrant0, it.warrant1, it.label, it.reason, it.claim)).encode())
-    return h.hexdigest()[:16]
-
-
-def _digests(train: Sequence[ArctItem], dev: Sequence[ArctItem], tests: Mapping[str, Sequence[ArctItem]]) -> dict:
-    return {"train": items_digest(train), "dev": items_digest(dev), **{k: items_digest(v) for k, v in tests.items()}}
-
-
-def _cached_frame(namespace: str, parts: dict, compute, use_cache: bool):
-    """A DataFrame of numbers and strings through :func:`attnbook.core.cache.cached_arrays` (one array per column)."""
-    import pandas as pd
-
-    from attnbook.core.cache import cached_arrays
-
-    def arrays() -> dict[str, np.ndarray]:
-        frame = compute()
-        return {str(c): np.asarray(frame[c].tolist()) for c in frame.columns}
-
-    out = cached_arrays(namespace, parts, arrays, enabled=use_cache)
-    columns = parts.get("columns")
-    frame = pd.DataFrame({k: out[k] for k in (columns or out)})
-    return frame
-
-
 def run_seeds_cached(
     loaded: Any,
     train: Sequence[ArctItem],
@@ -810,16 +702,16 @@ def run_seeds_cached(
     """:func:`run_seeds`, cached on disk (key: model fingerprint, data, settings, :data:`CODE_VERSION`)."""
     columns = ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy"] + [f"{k}_accuracy" for k in tests]
     parts = {
-        "code": CODE_VERSION, "model": loaded.fingerprint, "inputs": inputs, "seeds": [int(s) for s in seeds],
+        "code": CODE_VERSION, "model": loaded.key, "inputs": inputs, "seeds": [int(s) for s in seeds],
         "cfg": config_dict(cfg), "max_length": int(max_length), "columns": columns,
-        "data": _digests(train, dev, tests),
+        "data": cache.digest(train, dev, tests),
         "torch": torch.__version__,
     }
-    return _cached_frame(
+    return cache.cached_frame(
         "arct_bert_runs", parts,
         lambda: run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
                           progress=progress, memo=memo)[columns],
-        use_cache,
+        enabled=use_cache,
     )
 
 
@@ -837,15 +729,15 @@ def run_word_seeds_cached(
     """:func:`run_word_seeds`, cached like :func:`run_seeds_cached` (keyed by the GloVe file too)."""
     columns = ["model", "inputs", "seed", "best_epoch", "dev_accuracy", "oov_share"] + [f"{k}_accuracy" for k in tests]
     parts = {
-        "code": CODE_VERSION, "glove": getattr(glove, "source", ""), "glove_size": len(getattr(glove, "words", [])),
+        "code": CODE_VERSION, "glove": cache.digest(glove),
         "inputs": inputs, "seeds": [int(s) for s in seeds], "cfg": asdict(cfg), "columns": columns,
-        "data": _digests(train, dev, tests),
+        "data": cache.digest(train, dev, tests),
         "torch": torch.__version__,
     }
-    return _cached_frame(
+    return cache.cached_frame(
         "arct_word_runs", parts,
         lambda: run_word_seeds(glove, train, dev, tests, cfg=cfg, inputs=inputs, seeds=seeds)[columns],
-        use_cache,
+        enabled=use_cache,
     )
 
 
@@ -869,12 +761,6 @@ def seed_table(frames: Mapping[str, Any], column: str = "test_accuracy", paper: 
             row.update({"paper mean": p.get("mean"), "paper median": p.get("median"), "paper max": p.get("max")})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def verdict(paper: float, ours: float, agree: float = 0.03, partly: float = 0.08) -> str:
-    """``agrees`` when |ours - paper| ≤ ``agree``, ``partly agrees`` when ≤ ``partly``, else ``disagrees``."""
-    gap = abs(float(ours) - float(paper))
-    return "agrees" if gap <= agree else "partly agrees" if gap <= partly else "disagrees"
 
 
 def probe_bars_frame(bert: Mapping[str, Any], column: str = "test_accuracy", stat: str = "max"):
@@ -917,6 +803,11 @@ def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:
     return cfg
 
 
+def _close(paper: float, ours: float, agree: float = 0.03, partly: float = 0.08) -> str:
+    """Accuracies (fractions) within 3 points agree, within 8 partly (:func:`attnbook.verdict.closeness`)."""
+    return verdict.closeness(paper, ours, agree, partly)
+
+
 def paper_comparison(
     *,
     not_rows: Any,
@@ -934,7 +825,7 @@ def paper_comparison(
     ``adversarial``: per-seed frames of the §6 runs by input variant; ``words``: BoV/BiLSTM
     frames by kind; ``agreement``: :func:`attnbook.studies.niven_kao.cues.agreement_with_shipped` by file;
     ``adversarial_cue_gap``: max |π − ½| over warrant cues of the adversarial test set.
-    Accuracy verdicts use :func:`verdict` (±3 points agrees, ±8 partly).
+    Accuracy rows use :func:`attnbook.verdict.closeness` (±3 points agrees, ±8 partly).
     """
     rows: list[dict] = []
     seeds_note = lambda f: f"{len(f)} seeds (paper: {PAPER['n_seeds']})"  # noqa: E731
@@ -942,7 +833,7 @@ def paper_comparison(
     for q in ("productivity", "coverage"):
         paper = PAPER["not_cue"]["all"][q]
         rows.append(dict(experiment='§4 cue "not" (train+dev+test)', quantity=q, paper=paper, ours=float(allrow[q]),
-                         verdict=verdict(paper, allrow[q], 0.02, 0.05),
+                         verdict=_close(paper, allrow[q], 0.02, 0.05),
                          note=f"n't counted as not; whole word only: {float(allrow[q + ' (whole word)']):.3f}"))
     per_split = not_rows.set_index("split")
     splits = [s for s in ("train", "dev", "test") if s in per_split.index]
@@ -952,7 +843,7 @@ def paper_comparison(
     same_side = all((a > 0.5) == (b > 0.5) for a, b in zip(ours_prod, paper_prod))
     rows.append(dict(experiment='§4 cue "not" by split', quantity="productivity " + "/".join(splits),
                      paper="/".join(f"{v:.2f}" for v in paper_prod), ours="/".join(f"{v:.2f}" for v in ours_prod),
-                     verdict="agrees" if close else "partly agrees" if same_side else "disagrees",
+                     verdict=verdict.conditions(close, same_side),
                      note="partly: same side of 0.5 in every split, but not within 3 points"))
     paper_bert = PAPER["table3"]["BERT"]
     if "full" in bert:
@@ -960,17 +851,17 @@ def paper_comparison(
         for stat in ("max", "median", "mean"):
             rows.append(dict(experiment="§3 BERT, full input (C, R, W)", quantity=f"test accuracy, {stat}",
                              paper=paper_bert["full"][stat], ours=s[stat],
-                             verdict=verdict(paper_bert["full"][stat], s[stat]),
+                             verdict=_close(paper_bert["full"][stat], s[stat]),
                              note=f"paper: BERT Large; {model_name}; {seeds_note(bert['full'])}"))
         base = PAPER["table1"]["BERT (Base)"]["mean"]
         rows.append(dict(experiment="§3 BERT, full input (C, R, W)", quantity="test accuracy, mean (vs BERT Base)",
-                         paper=base, ours=s["mean"], verdict=verdict(base, s["mean"]), note="Table 1, BERT Base"))
+                         paper=base, ours=s["mean"], verdict=_close(base, s["mean"]), note="Table 1, BERT Base"))
         if "test_adv_accuracy" in bert["full"]:
             m = summarize(bert["full"]["test_adv_accuracy"])["mean"]
             rows.append(dict(experiment="§6 trained on original data, tested adversarially",
                              quantity="test accuracy, mean",
                              paper="below 0.5 (no number)", ours=m,
-                             verdict="agrees" if m < 0.5 else "partly agrees" if m <= 0.53 else "disagrees",
+                             verdict=verdict.conditions(m < 0.5, m <= 0.53),
                              note="the paper reports all models below random here"))
     for inputs in ("W", "RW", "CW"):
         if inputs in bert:
@@ -978,12 +869,12 @@ def paper_comparison(
             for stat in ("max", "median"):
                 rows.append(dict(experiment=f"§5 probe, BERT ({INPUTS[inputs]})", quantity=f"test accuracy, {stat}",
                                  paper=paper_bert[inputs][stat], ours=s[stat],
-                                 verdict=verdict(paper_bert[inputs][stat], s[stat]), note=seeds_note(bert[inputs])))
+                                 verdict=_close(paper_bert[inputs][stat], s[stat]), note=seeds_note(bert[inputs])))
     if "full" in bert and "W" in bert:
         gap_paper = paper_bert["full"]["max"] - paper_bert["W"]["max"]
         gap = summarize(bert["full"]["test_accuracy"])["max"] - summarize(bert["W"]["test_accuracy"])["max"]
         rows.append(dict(experiment="§5 finding: warrants alone", quantity="max(full) − max(W), points",
-                         paper=gap_paper, ours=gap, verdict=verdict(gap_paper, gap, 0.03, 0.06),
+                         paper=gap_paper, ours=gap, verdict=_close(gap_paper, gap, 0.03, 0.06),
                          note="small = the warrants carry most of what the model uses"))
     for inputs, frame in (adversarial or {}).items():
         s = summarize(frame["test_accuracy"])
@@ -991,13 +882,13 @@ def paper_comparison(
         for stat in ("max", "mean"):
             rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})",
                              quantity=f"test accuracy, {stat}",
-                             paper=p[stat], ours=s[stat], verdict=verdict(p[stat], s[stat]),
+                             paper=p[stat], ours=s[stat], verdict=_close(p[stat], s[stat]),
                              note="trained on train-swapped (README erratum); " + seeds_note(frame)))
         if {"original_half_accuracy", "negated_half_accuracy"} <= set(frame.columns):
             total = float((frame["original_half_accuracy"] + frame["negated_half_accuracy"]).mean())
             rows.append(dict(experiment=f"§6 adversarial test, BERT ({INPUTS[inputs]})",
                              quantity="original half + negated half", paper=1.0, ours=total,
-                             verdict=verdict(1.0, total, 0.03, 0.08),
+                             verdict=_close(1.0, total, 0.03, 0.08),
                              note="≈ 1: the same answer whatever the claim (as in the authors' per-seed results)"))
     for kind, frame in (words or {}).items():
         label = {"bov": "BoV", "bilstm": "BiLSTM"}[kind]
@@ -1005,17 +896,17 @@ def paper_comparison(
             s = summarize(sub["test_accuracy"])
             p = PAPER["table3"][label][inputs]
             rows.append(dict(experiment=f"§3/§5 {label} ({INPUTS[inputs]})", quantity="test accuracy, mean",
-                             paper=p["mean"], ours=s["mean"], verdict=verdict(p["mean"], s["mean"]),
+                             paper=p["mean"], ours=s["mean"], verdict=_close(p["mean"], s["mean"]),
                              note=f"GloVe 6B 50d (paper: 840B 300d); {seeds_note(sub)}"))
     if agreement:
         identical = sum(a["identical"] for a in agreement.values())
         total = sum(a["n_shipped"] for a in agreement.values())
         rows.append(dict(experiment="§6 adversarial files", quantity="items our transform reproduces exactly",
-                         paper=total, ours=identical, verdict="agrees" if identical == total else "partly agrees",
+                         paper=total, ours=identical, verdict=verdict.conditions(identical == total, True),
                          note=", ".join(agreement)))
     if adversarial_cue_gap is not None:
         rows.append(dict(experiment="§6 adversarial test set", quantity="max |productivity − 0.5| over warrant cues",
                          paper=0.0, ours=adversarial_cue_gap,
-                         verdict="agrees" if adversarial_cue_gap < 1e-12 else "disagrees",
+                         verdict=verdict.conditions(adversarial_cue_gap < 1e-12),
                          note="every warrant appears once with each label"))
     return rows
