@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnbook.studies.kovaleva import word_match as wm
+from attnbook.studies.michel import pruning as mp
+
 from attnbook import stats
 import pandas as pd
 import pytest
@@ -90,18 +93,18 @@ def test_cross_sentence_matches_by_hand():
     ids = torch.tensor([[101, 5, 6, 102, 6, 5, 7, 102, 0]])
     types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 0]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0]])
-    m = hs.cross_sentence_matches(ids, types, mask, skip_ids=[101, 102, 0])
+    m = wm.cross_sentence_matches(ids, types, mask, skip_ids=[101, 102, 0])
     expected = {(1, 5), (5, 1), (2, 4), (4, 2)}
     assert {tuple(x) for x in torch.nonzero(m[0]).tolist()} == expected
     # without skipping, [SEP] matches [SEP] across segments
-    assert bool(hs.cross_sentence_matches(ids, types, mask)[0, 3, 7])
+    assert bool(wm.cross_sentence_matches(ids, types, mask)[0, 3, 7])
 
 
 def test_word_match_share_reducer():
     ids = torch.tensor([[101, 5, 6, 102, 6, 5, 7, 102]])
     types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1]])
     mask = torch.ones_like(ids)
-    match = hs.cross_sentence_matches(ids, types, mask, skip_ids=[101, 102])
+    match = wm.cross_sentence_matches(ids, types, mask, skip_ids=[101, 102])
     L = ids.shape[1]
     attn = torch.full((1, 1, 2, L, L), 1.0 / L)  # head 0: uniform
     exact = torch.zeros(L, L)
@@ -109,7 +112,7 @@ def test_word_match_share_reducer():
         exact[q, k] = 1.0
     exact[[0, 3, 6, 7], 0] = 1.0
     attn[0, 0, 1] = exact  # head 1: all attention to the copy
-    red = hs.WordMatchShare()
+    red = wm.WordMatchShare()
     red.update(attn, match, mask)
     out = red.result()
     assert out["n_queries"] == 4
@@ -117,7 +120,7 @@ def test_word_match_share_reducer():
     assert out["share"][0, 1] == pytest.approx(1.0)
     assert out["chance"] == pytest.approx(1.0 / L)
     with pytest.raises(EmptyDataError):
-        hs.WordMatchShare().result()
+        wm.WordMatchShare().result()
 
 
 def test_word_match_shares_runs_a_model(tokenizer):
@@ -126,7 +129,7 @@ def test_word_match_shares_runs_a_model(tokenizer):
     model = make_tiny_bert(tokenizer, n_layers=2, n_heads=2)
     enc = tokenizer(["the cat sat"], ["the cat ran"], return_tensors="pt")
     batch = Batch.from_mapping(enc)
-    out = hs.word_match_shares(model, [batch], hs.skip_token_ids(tokenizer))
+    out = wm.word_match_shares(model, [batch], wm.skip_token_ids(tokenizer))
     assert out["share"].shape == (2, 2) and out["n_queries"] == 4  # "the" and "cat" in each sentence
     assert np.all((out["share"] >= 0) & (out["share"] <= 1))
 
@@ -140,19 +143,19 @@ def test_rank_agreement_and_safe_share():
     with pytest.raises(ParameterError):
         stats.rank_agreement(a, a[:2])
     curve = pd.DataFrame({"share_pruned": [0, 0.1, 0.2, 0.3, 0.4], "score": [90, 89.5, 89.2, 88.0, 89.9]})
-    assert hs.largest_safe_share(curve, 90, 1.0) == pytest.approx(0.2)  # stops at the first step beyond tolerance
-    assert hs.largest_safe_share(curve, 95, 1.0) == 0.0
-    assert hs.curve_area(curve, 0.2) == pytest.approx((90 + 89.5 + 89.2) / 3)
+    assert mp.largest_safe_share(curve, 90, 1.0) == pytest.approx(0.2)  # stops at the first step beyond tolerance
+    assert mp.largest_safe_share(curve, 95, 1.0) == 0.0
+    assert mp.curve_area(curve, 0.2) == pytest.approx((90 + 89.5 + 89.2) / 3)
 
 
 def test_halves_subsets_and_one_head_masks():
     a, b = hs.halves(11, 0)
     assert len(a) == 5 and len(b) == 6 and not set(a) & set(b) and set(a) | set(b) == set(range(11))
     assert np.array_equal(hs.halves(11, 0)[0], a)
-    mask = hs.one_head_per_layer_mask([2, 0], 3)
+    mask = mp.one_head_per_layer_mask([2, 0], 3)
     assert mask.tolist() == [[0, 0, 1], [1, 0, 0]]
     with pytest.raises(ParameterError):
-        hs.one_head_per_layer_mask([3], 3)
+        mp.one_head_per_layer_mask([3], 3)
 
 
 def test_subset_batches_and_subset_sweep_match_running_on_the_subset():
@@ -197,7 +200,7 @@ def test_cached_sweep_round_trip(tmp_path, monkeypatch):
 
 def test_throughput_pool_pads_to_the_longest():
     b = Batch(torch.tensor([[1, 2, 0], [3, 4, 5]]), torch.tensor([[1, 1, 0], [1, 1, 1]]))
-    pool = hs.throughput_pool([b, b], 3)
+    pool = mp.throughput_pool([b, b], 3)
     assert pool["input_ids"].shape == (3, 3)
     assert pool["attention_mask"].sum().item() == 2 + 3 + 2
 

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import numpy as np
+
+from attnbook.engine.sweeps import sweep_all_but_one
 import pytest
 import torch
 
 from attnbook.core.errors import ParameterError
 from attnbook.studies.michel.importance import (
     ablation_significance,
-    all_but_one_ablation,
     best_head_per_layer,
     default_loss,
     head_importance,
@@ -191,7 +192,7 @@ def test_random_orderings_and_summary():
 def test_all_but_one_keeps_exactly_one_head():
     model = tiny_classifier(seed=10)
     batches = dev_batches(seed=10)
-    res = all_but_one_ablation(model, batches)
+    res = sweep_all_but_one(model, batches, "mask", accuracy)
     assert res.scores.shape == (3, 4) and res.names[5] == "only 2-2"
     xi = np.ones((3, 4), dtype=np.float32)
     xi[1] = 0
@@ -202,7 +203,7 @@ def test_all_but_one_keeps_exactly_one_head():
     best = best_head_per_layer(res)
     assert best["head"].tolist() == (np.argmax(res.scores, axis=1) + 1).tolist()
     assert best["delta_selection"].tolist() == pytest.approx(res.delta.max(axis=1).tolist())
-    other = all_but_one_ablation(model, dev_batches(seed=11))
+    other = sweep_all_but_one(model, dev_batches(seed=11), "mask", accuracy)
     both = best_head_per_layer(res, other)
     picked = np.argmax(res.scores, axis=1)
     assert both["delta_evaluation"].tolist() == pytest.approx([other.delta[l, h] for l, h in enumerate(picked)])

@@ -510,6 +510,21 @@ def sweep_single_heads(
     )
 
 
+def sweep_all_but_one(
+    model: Any, batches: Iterable[Any], mode: Mode = "mask", score_fn: ScoreFn = accuracy, **kwargs: Any
+) -> SweepResult:
+    """Michel §3.3: in one layer keep only head ``h`` (mask the others), every other layer intact.
+
+    ``.scores[layer, head]`` is the score with only ``head`` left in ``layer``.
+    """
+    n_layers, n_heads = model_shape(unwrap(model))
+    configs = single_head_configs(n_layers, n_heads, mode, keep_only=True)
+    names = [f"only {head_label(l, h)}" for l in range(n_layers) for h in range(n_heads)]
+    return sweep_configs(
+        model, batches, configs, mode, score_fn, names=names, kind="all_but_one", shape=(n_layers, n_heads), **kwargs
+    )
+
+
 def sweep_layers(
     model: Any,
     batches: Iterable[Any],

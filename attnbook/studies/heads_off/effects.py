@@ -10,28 +10,66 @@ The sweeps themselves live in :mod:`attnbook.engine.sweeps`, :mod:`attnbook.stud
   ``2/(R+1)``, so a Holm correction over 72 or 144 heads can be passed) and McNemar's exact test
   where the metric is accuracy; :func:`holm_table` adds the corrected p-values;
 * :func:`random_head_effect` — Kovaleva §4.6: the mean change when a random head is disabled;
-* :func:`cross_sentence_matches` / :class:`WordMatchShare` — Kovaleva §5: how much of a head's
-  attention goes from a word piece to the *same* piece in the other sentence of the pair;
-* :func:`rank_agreement` — Pearson, Spearman and top-k overlap of two ``values[layer, head]``
-  (Michel §3.4's across-dataset correlation; Kovaleva's disabling vs Michel's masking);
-* :func:`largest_safe_share` — Michel §4.2: the largest share of heads pruned with at most
-  ``tolerance`` points lost at every step up to it.
+* :func:`classifier` and :func:`task_data` — the fine-tuned classifier of a task and its (capped) data
+  as batches, the same for both chapters;
+* :func:`switched_off` — a sweep (single heads, layers, all-but-one) by disabling or masking, cached
+  under the classifier's key and the batches' digest.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.glue import GlueSplit, TaskSpec, task_spec
 from attnbook.data.glue_metrics import TABLE1_METRIC
 from attnbook.engine.sweeps import Batch, SweepResult, adjust_pvalues, bootstrap_counts, classification_batches, mcnemar_exact
 
-# ----------------------------------------------------------------------------- data
+# ----------------------------------------------------------------------------- classifiers, data, sweeps
+
+
+def classifier(base: Any, task: str, recipe: dict, seed: int, *, fraction: float = 1.0, use_cache: bool = True):
+    """The classifier fine-tuned on ``task`` from ``base`` with the GLUE recipe ``recipe``
+    (``FINETUNE_PROFILES[...]`` with the chapter's model), and its snapshots at ``recipe["save_at"]``;
+    trained once and cached (:func:`attnbook.engine.finetune.get_finetuned`)."""
+    from attnbook.engine.finetune import get_finetuned
+
+    clf, _ = get_finetuned(base, task, "pretrained_ft", recipe, seed, fraction=fraction,
+                           save_at=recipe.get("save_at", ()), evaluate_dev=False, use_cache=use_cache, progress=False)
+    return clf
+
+
+def task_data(tokenizer: Any, task: str, split: str, cap: int | None, seed: int, *, batch_size: int = 32,
+              max_length: int = 128) -> tuple[GlueSplit, list[Batch]]:
+    """``split`` of ``task`` (at most ``cap`` examples, a seeded sample) and its :func:`dev_batches`."""
+    from attnbook.data.glue import load_split
+
+    data = load_split(task, split, cap=cap, seed=seed)
+    return data, dev_batches(tokenizer, data, batch_size=batch_size, max_length=max_length)
+
+
+SWEEPS = ("single_heads", "layers", "all_but_one")
+
+
+def switched_off(model: Any, batches: Sequence[Batch], kind: str, mode: str, score_fn, *, use_cache: bool = True
+                 ) -> SweepResult:
+    """The sweep ``kind`` (:data:`SWEEPS`) of the classifier ``model`` (a :class:`~attnbook.engine.models.LoadedModel`)
+    on ``batches``, heads switched off by ``mode`` (``"disable"``: Kovaleva's uniform attention; ``"mask"``:
+    Michel's gate). Cached under the classifier's key, the batches' digest, the sweep and the score function's
+    name (a sweep stores every output, so any other score can be recomputed from it)."""
+    from attnbook.core import cache
+    from attnbook.engine import sweeps
+
+    if kind not in SWEEPS:
+        raise ParameterError(f"kind is one of {SWEEPS}, got {kind!r}")
+    run = {"single_heads": lambda: sweeps.sweep_single_heads(model.model, batches, mode, score_fn),
+           "layers": lambda: sweeps.sweep_layers(model.model, batches, mode, score_fn),
+           "all_but_one": lambda: sweeps.sweep_all_but_one(model.model, batches, mode, score_fn)}[kind]
+    parts = {"classifier": model.key, "data": cache.digest(batches), "kind": kind, "mode": mode,
+             "score": getattr(score_fn, "__qualname__", str(score_fn))}
+    return sweeps.cached_sweep(parts, run, enabled=use_cache)
 
 
 def dev_batches(tokenizer: Any, split: GlueSplit, *, batch_size: int = 32, max_length: int = 128) -> list[Batch]:
@@ -204,86 +242,12 @@ def extreme_heads(values: np.ndarray, k: int, *, largest: bool) -> list[tuple[in
 # ----------------------------------------------------------------------------- cross-sentence word matching (§5)
 
 
-def cross_sentence_matches(
-    input_ids: torch.Tensor,
-    token_type_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    skip_ids: Iterable[int] = (),
-) -> torch.Tensor:
-    """``match[batch, query, key]``: key is the same word piece as query, in the *other* sentence.
-
-    Both tokens must be real (``attention_mask``), lie in different segments (``token_type_ids``)
-    and not be in ``skip_ids`` (special tokens, punctuation).
-    """
-    ids = input_ids
-    real = attention_mask.bool()
-    if skip_ids:
-        skip = torch.as_tensor(sorted(set(int(i) for i in skip_ids)), dtype=ids.dtype, device=ids.device)
-        real = real & ~torch.isin(ids, skip)
-    same = ids[:, :, None] == ids[:, None, :]
-    other = token_type_ids[:, :, None] != token_type_ids[:, None, :]
-    return same & other & real[:, :, None] & real[:, None, :]
 
 
-@dataclass
-class WordMatchShare:
-    """Reducer of Kovaleva §5: per head, the attention a word piece gives to its copies in the other sentence.
-
-    Over every query token that has at least one copy in the other sentence, ``share[layer, head]``
-    is the mean of ``Σ_{key: copy} α[query, key]``; ``chance`` is the same mean under uniform
-    attention over the real tokens (copies / real length), the level a head with no preference reaches.
-    """
-
-    total: np.ndarray | None = None
-    uniform: float = 0.0
-    n_queries: int = 0
-
-    def update(self, attn: torch.Tensor, match: torch.Tensor, attention_mask: torch.Tensor) -> None:
-        """``attn[batch, layer, head, query, key]``, ``match[batch, query, key]`` (bool), ``attention_mask[batch, key]``."""
-        m = match.to(attn.dtype)
-        mass = torch.einsum("blhqk,bqk->blhq", attn, m)  # attention to copies, per query
-        has = match.any(-1)  # [batch, query]
-        summed = (mass * has[:, None, None, :].to(attn.dtype)).sum((0, 3)).double().cpu().numpy()
-        self.total = summed if self.total is None else self.total + summed
-        length = attention_mask.sum(-1, keepdim=True).to(torch.float64)  # [batch, 1]
-        self.uniform += float((m.sum(-1).double() / length)[has].sum())
-        self.n_queries += int(has.sum())
-
-    def result(self) -> dict:
-        if self.total is None or self.n_queries == 0:
-            raise EmptyDataError("no token has a copy in the other sentence; nothing to measure")
-        return {"share": self.total / self.n_queries, "chance": self.uniform / self.n_queries, "n_queries": self.n_queries}
 
 
-def skip_token_ids(tokenizer: Any) -> list[int]:
-    """Ids never counted as word matches: the special tokens and single-character punctuation pieces."""
-    import string
-
-    ids = set(int(i) for i in getattr(tokenizer, "all_special_ids", []))
-    vocab = tokenizer.get_vocab()
-    ids.update(int(vocab[c]) for c in string.punctuation if c in vocab)
-    return sorted(ids)
 
 
-def word_match_shares(model: torch.nn.Module, batches: Sequence[Batch], skip_ids: Iterable[int] = ()) -> dict:
-    """Run ``model`` (eager attention) over ``batches`` and reduce with :class:`WordMatchShare`."""
-    skip = list(skip_ids)
-    red = WordMatchShare()
-    was = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for b in batches:
-                if "token_type_ids" not in b.inputs:
-                    raise ParameterError("word matching needs sentence pairs (token_type_ids)")
-                out = model(**b.inputs, output_attentions=True)
-                attn = torch.stack(out.attentions, dim=1)
-                match = cross_sentence_matches(b.inputs["input_ids"], b.inputs["token_type_ids"], b.inputs["attention_mask"], skip)
-                if match.any():
-                    red.update(attn, match, b.inputs["attention_mask"])
-    finally:
-        model.train(was)
-    return red.result()
 
 
 # ----------------------------------------------------------------------------- agreement
@@ -294,50 +258,10 @@ def word_match_shares(model: torch.nn.Module, batches: Sequence[Batch], skip_ids
 # ----------------------------------------------------------------------------- pruning
 
 
-def largest_safe_share(curve, baseline: float, tolerance: float) -> float:
-    """Michel §4.2: the largest ``share_pruned`` of ``curve`` (rows of one ordering, ascending shares,
-    columns ``share_pruned`` and ``score``) such that every step up to it keeps
-    ``score >= baseline - tolerance``; 0 when even the first pruning step loses more."""
-    safe = 0.0
-    for share, score in zip(curve["share_pruned"], curve["score"]):
-        if score < baseline - tolerance:
-            break
-        safe = float(share)
-    return safe
 
 
-def one_head_per_layer_mask(keep: Sequence[int], n_heads: int) -> np.ndarray:
-    """``mask[layer, head]`` keeping only head ``keep[layer]`` (0-based) in every layer (Michel §3.3/§4.2)."""
-    mask = np.zeros((len(keep), n_heads), dtype=np.float32)
-    for layer, head in enumerate(keep):
-        if not 0 <= int(head) < n_heads:
-            raise ParameterError(f"head {head} of layer {layer} is outside 0..{n_heads - 1}")
-        mask[layer, int(head)] = 1.0
-    return mask
 
 
-def throughput_pool(batches: Sequence[Batch], n: int, pad_id: int = 0) -> dict[str, torch.Tensor]:
-    """Up to ``n`` examples of ``batches`` as one right-padded input dict (the speed test's pool, Michel §4.3)."""
-    rows: list[dict[str, torch.Tensor]] = []
-    for b in batches:
-        for i in range(b.size):
-            length = int(b.inputs["attention_mask"][i].sum()) if "attention_mask" in b.inputs else b.inputs["input_ids"].shape[1]
-            rows.append({k: v[i, :length] for k, v in b.inputs.items()})
-            if len(rows) >= n:
-                break
-        if len(rows) >= n:
-            break
-    if not rows:
-        raise EmptyDataError("no examples for the throughput pool")
-    width = max(r["input_ids"].shape[0] for r in rows)
-    out = {}
-    for k in rows[0]:
-        fill = pad_id if k == "input_ids" else 0
-        t = torch.full((len(rows), width), fill, dtype=rows[0][k].dtype)
-        for j, r in enumerate(rows):
-            t[j, : r[k].shape[0]] = r[k]
-        out[k] = t
-    return out
 
 
 def subset_sweep(sweep: SweepResult, keep: np.ndarray, score_fn) -> SweepResult:
@@ -357,12 +281,6 @@ def subset_sweep(sweep: SweepResult, keep: np.ndarray, score_fn) -> SweepResult:
                    baseline_outputs=base, gold=gold, meta={**sweep.meta, "n_examples": int(keep.size)})
 
 
-def curve_area(curve, max_share: float = 0.9) -> float:
-    """Mean score of a pruning curve over the steps with ``share_pruned <= max_share`` (higher = pruning hurts less)."""
-    sel = curve[curve["share_pruned"] <= max_share + 1e-9]
-    if sel.empty:
-        raise EmptyDataError("no pruning step at or below the share")
-    return float(sel.groupby("share_pruned")["score"].mean().mean())
 
 
 def trivial_score(task: str | TaskSpec, gold: np.ndarray) -> float:

@@ -40,7 +40,6 @@ from attnbook.engine.sweeps import (
     correct,
     output_of,
     paired_ttest,
-    single_head_configs,
     sweep_configs,
     sweep_single_heads,
 )
@@ -180,19 +179,6 @@ def ablation_significance(
     return pd.DataFrame(rows)
 
 
-def all_but_one_ablation(
-    model: Any, batches: Iterable[Any], score_fn: ScoreFn = accuracy, *, mode: str = "mask", **kwargs: Any
-) -> SweepResult:
-    """Michel §3.3: in one layer keep only head ``h`` (mask the others), every other layer intact.
-
-    ``.scores[layer, head]`` is the score with only ``head`` left in ``layer``.
-    """
-    n_layers, n_heads = model_shape(unwrap(model))
-    configs = single_head_configs(n_layers, n_heads, mode, keep_only=True)  # type: ignore[arg-type]
-    names = [f"only {head_label(l, h)}" for l in range(n_layers) for h in range(n_heads)]
-    return sweep_configs(
-        model, batches, configs, mode, score_fn, names=names, kind="all_but_one", shape=(n_layers, n_heads), **kwargs  # type: ignore[arg-type]
-    )
 
 
 def best_head_per_layer(selection: SweepResult, evaluation: SweepResult | None = None):
