@@ -22,6 +22,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
 from attnbook.chapters.params import chapter_params  # noqa: E402
 from attnbook.engine.extract import make_batches, stream_attention  # noqa: E402
@@ -231,10 +232,10 @@ def _rte_classifier_batches(n: int = 48):
 
 
 def bench_sweeps() -> dict:
-    from attnbook.engine import sweeps
+    from measures import benchmark_sweep
 
     model, batches = _rte_classifier_batches()
-    out = {mode: sweeps.benchmark_sweep(model, batches, mode) for mode in ("disable", "mask")}
+    out = {mode: benchmark_sweep(model, batches, mode) for mode in ("disable", "mask")}
     out["target"] = "fast >= 2x naive, max abs logit diff < 1e-5"
     return out
 
@@ -258,9 +259,9 @@ def bench_importance() -> dict:
 
 
 def bench_training() -> dict:
-    from attnbook.engine import finetune
+    from measures import benchmark_throughput
 
-    return finetune.benchmark_throughput()
+    return benchmark_throughput()
 
 
 def book_times(previous: dict | None = None) -> dict:

@@ -33,3 +33,37 @@ def test_table_has_a_row_per_measurement():
                      "1: 30.0, 2: 60.0", "01_clark_surface_patterns | 2.0 min", "20.0 min"):
         assert expected in md, expected
     assert md.count("\n") + 1 == 2 + 14  # header, separator and one row per measurement (14 here)
+
+
+def load_measures():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import measures
+
+    return measures
+
+
+def test_benchmark_sweep_reports_both_times():
+    from test_sweeps import dev_batches, tiny_classifier
+
+    out = load_measures().benchmark_sweep(tiny_classifier(seed=7), dev_batches(n_batches=1, seed=7), "mask")
+    assert out["fast_seconds"] > 0 and out["naive_seconds"] > 0
+    assert out["max_abs_output_diff"] < 1e-5
+    assert out["n_configs"] == 12
+
+
+def test_training_throughput_returns_numbers(tokenizer):
+    from transformers import BertConfig
+
+    from attnbook.engine.models import wrap_model
+    from conftest import make_tiny_bert
+
+    measures = load_measures()
+    tiny = BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=64, max_position_embeddings=64)
+    r = measures.training_throughput(tiny, n_steps=2, batch_size=4, seq_len=16)
+    assert r["steps"] == 2 and r["examples_per_s"] > 0 and r["parameters_m"] > 0
+    base = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2), tokenizer, "tiny")
+    r2 = measures.training_throughput(base, n_steps=1, batch_size=2, seq_len=8)
+    assert r2["model"] == "tiny" and r2["seconds"] > 0

@@ -33,7 +33,6 @@ from attnbook.engine.finetune import (
     table1,
     table1_wide,
     training_batches,
-    training_throughput,
 )
 from attnbook.data.glue import load_split
 from attnbook.engine.models import check_attentions, wrap_model
@@ -381,17 +380,6 @@ def test_table1(env, base):
     assert list(wide.index) == ["SST-2", "STS-B", "RTE"] and "(92)" in wide.loc["SST-2", "pre-trained + fine-tuning"]
     with pytest.raises(MissingDataError):
         table1(base, ["RTE"], SMALL, missing="raise", progress=False)
-
-
-def test_training_throughput_returns_numbers(base):
-    from transformers import BertConfig
-
-    tiny = BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=64)
-    r = training_throughput(tiny, n_steps=2, batch_size=4, seq_len=16)
-    assert r["steps"] == 2 and r["examples_per_s"] > 0 and r["parameters_m"] > 0
-    r2 = training_throughput(base, n_steps=1, batch_size=2, seq_len=8)
-    assert r2["model"] == "tiny" and r2["seconds"] > 0
 
 
 def test_training_leaves_the_global_rng_alone(env, base):

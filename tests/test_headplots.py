@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+
+from attnbook.studies.kovaleva import charts as kovaleva_charts
+from attnbook.studies.michel import charts as michel_charts
 import pandas as pd
 import pytest
 
@@ -55,19 +58,19 @@ def test_random_band_aggregates_over_seeds():
         "share_pruned": [0.0, 0.5, 0.0, 0.5, 0.0, 0.5],
         "score": [90.0, 70.0, 90.0, 80.0, 90.0, 88.0],
     })
-    band = headplots.random_band(curves)
+    band = michel_charts.random_band(curves)
     assert band["share_pruned"].tolist() == [0.0, 0.5]
     assert band.loc[1, "mean"] == pytest.approx(75.0) and band.loc[1, "min"] == 70 and band.loc[1, "max"] == 80
     assert band.loc[1, "n_runs"] == 2 and band.loc[0, "std"] == 0
-    assert headplots.random_band(curves[curves["ordering"] != "random"]).empty
-    spec = headplots.pruning_chart(curves.assign(newly_pruned=""), 90.0, "p").to_dict()
+    assert michel_charts.random_band(curves[curves["ordering"] != "random"]).empty
+    spec = michel_charts.pruning_chart(curves.assign(newly_pruned=""), 90.0, "p").to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
     assert "area" in marks and marks.count("rule") == 1
 
 
 def test_importance_heatmap_and_scatter_use_one_based_labels():
     v = np.arange(6.0).reshape(2, 3)
-    rows = values_of(headplots.importance_heatmap(v).to_dict())
+    rows = values_of(michel_charts.importance_heatmap(v).to_dict())
     assert {r["label"]: r["value"] for r in rows}["2-3"] == 5.0
     rows = values_of(headplots.method_scatter(v, -v, "x", "y").to_dict())
     pts = [r for r in rows if "label" in r]
@@ -76,7 +79,7 @@ def test_importance_heatmap_and_scatter_use_one_based_labels():
 
 def test_share_strip_highlights_the_given_heads():
     v = np.arange(6.0).reshape(2, 3) / 10
-    rows = values_of(headplots.share_strip(v, [(1, 0)], chance=0.05).to_dict())
+    rows = values_of(kovaleva_charts.share_strip(v, [(1, 0)], chance=0.05).to_dict())
     picked = {r["label"] for r in rows if r.get("picked")}
     assert picked == {"2-1"}
     assert any(r.get("v") == 0.05 for r in rows)

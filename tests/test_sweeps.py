@@ -8,10 +8,10 @@ import torch
 from attnbook.core.errors import ParameterError
 from attnbook.engine.interventions import disable_heads, head_mask
 from attnbook.engine.sweeps import (
+    fast_path_check,
     SweepResult,
     accuracy,
     adjust_pvalues,
-    benchmark_sweep,
     bootstrap_delta,
     classification_batches,
     compare_to_baseline,
@@ -122,14 +122,6 @@ def test_sweep_result_table_and_delta():
     assert np.allclose(table["delta"].to_numpy(), res.delta.reshape(-1))
     assert res.predictions().shape == (3, 4, 15)
     assert res.scores[2, 1] == np.mean(res.predictions()[2, 1] == res.gold)
-
-
-def test_benchmark_reports_both_times():
-    model = tiny_classifier(seed=7)
-    out = benchmark_sweep(model, dev_batches(n_batches=1, seed=7), "mask")
-    assert out["fast_seconds"] > 0 and out["naive_seconds"] > 0
-    assert out["max_abs_output_diff"] < 1e-5
-    assert out["n_configs"] == 12
 
 
 def test_classification_batches_from_a_tokenizer(tokenizer):
@@ -271,3 +263,8 @@ def test_last_layer_for_cls_only_equals_whole_layer():
             b = whole.run_from(start, hidden[start], mask)
             assert torch.allclose(a, b, atol=1e-5), start
         assert torch.allclose(short.run_from(0, hidden[0], mask), reference, atol=1e-5)
+
+
+def test_fast_path_check_compares_outputs():
+    out = fast_path_check(tiny_classifier(seed=7), dev_batches(n_batches=1, seed=7), "mask")
+    assert out["max_abs_output_diff"] < 1e-5 and out["n_configs"] == 12 and out["mode"] == "mask"

@@ -25,7 +25,6 @@ number of heads tried.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -33,6 +32,7 @@ import numpy as np
 import torch
 
 from attnbook.engine.inputs import Batch
+from attnbook.engine.layers import first_query_only, has_bert_layer_parts
 from attnbook.stats import adjust_pvalues, bootstrap_counts, bootstrap_indices, bootstrap_summary, mcnemar_exact, paired_ttest  # noqa: F401
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
@@ -173,7 +173,7 @@ class EncoderStack:
             self._head = lambda h: model.classifier(model.dropout(base.pooler(h)))
         else:
             raise ModelError(f"the fast sweep supports BertModel and BertForSequenceClassification, not {name}: use fast=False")
-        self.cls_only = cls_only and _has_bert_layer_parts(self.layers[-1])
+        self.cls_only = cls_only and has_bert_layer_parts(self.layers[-1])
 
     def embed(self, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Embedding output and the 4D attention mask the layers receive (as ``BertModel.forward`` builds them)."""
@@ -201,42 +201,12 @@ class EncoderStack:
         for layer in self.layers[start:last] if self.cls_only else self.layers[start:]:
             h = layer(h, mask)
         if self.cls_only and start <= last:
-            h = _first_query_only(self.layers[last], h, mask)  # [batch, 1, hidden]: the [CLS] row
+            h = first_query_only(self.layers[last], h, mask)  # [batch, 1, hidden]: the [CLS] row
         return self._head(h)
 
 
-def _has_bert_layer_parts(layer: torch.nn.Module) -> bool:
-    """Whether ``layer`` is built like transformers' ``BertLayer`` (self-attention, output, feed-forward)."""
-    att = getattr(layer, "attention", None)
-    sa = getattr(att, "self", None)
-    return (
-        all(hasattr(sa, n) for n in ("query", "key", "value", "scaling", "attention_head_size", "config"))
-        and hasattr(att, "output") and hasattr(layer, "intermediate") and hasattr(layer, "output")
-        and not getattr(layer, "add_cross_attention", False)
-    )
 
 
-def _first_query_only(layer: torch.nn.Module, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """A ``BertLayer``'s output at position 0 only: ``layer(hidden, mask)[:, :1]``, computed for one query.
-
-    Keys and values come from every position; the query, the attention output, the residual and the
-    feed-forward block from position 0. The attention function is the one the model is configured with
-    (so interventions apply as in a whole-layer pass)."""
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-    from transformers.models.bert.modeling_bert import eager_attention_forward
-
-    sa = layer.attention.self
-    n_batch, n_tokens, _ = hidden.shape
-    d = sa.attention_head_size
-    first = hidden[:, :1]
-    query = sa.query(first).view(n_batch, 1, -1, d).transpose(1, 2)
-    key = sa.key(hidden).view(n_batch, n_tokens, -1, d).transpose(1, 2)
-    value = sa.value(hidden).view(n_batch, n_tokens, -1, d).transpose(1, 2)
-    attention = ALL_ATTENTION_FUNCTIONS.get_interface(sa.config._attn_implementation, eager_attention_forward)
-    context, _ = attention(sa, query, key, value, None if mask is None else mask[:, :, :1, :],
-                           dropout=0.0, scaling=sa.scaling)
-    attended = layer.attention.output(context.reshape(n_batch, 1, -1).contiguous(), first)
-    return layer.output(layer.intermediate(attended), attended)
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -525,6 +495,17 @@ def sweep_all_but_one(
     )
 
 
+def fast_path_check(model: Any, batches: Iterable[Any], mode: Mode = "disable", score_fn: ScoreFn = accuracy) -> dict:
+    """The fast single-head sweep against a full forward pass per head on the same data: the largest absolute
+    difference of their outputs (it should be float rounding, < 1e-5), with the sizes compared.
+    How much faster the fast path is, is measured by ``make bench``, not here."""
+    data = as_batches(batches)
+    fast = sweep_single_heads(model, data, mode, score_fn, fast=True)
+    naive = sweep_single_heads(model, data, mode, score_fn, fast=False)
+    return {"mode": mode, "n_examples": int(len(fast.gold)), "n_configs": int(fast.scores.size),
+            "max_abs_output_diff": float(np.max(np.abs(fast.outputs - naive.outputs)))}
+
+
 def sweep_layers(
     model: Any,
     batches: Iterable[Any],
@@ -542,34 +523,6 @@ def sweep_layers(
     return sweep_configs(model, batches, configs, mode, score_fn, names=names, kind="layers", shape=(n_layers,), **kwargs)
 
 
-def benchmark_sweep(
-    model: Any,
-    batches: Iterable[Any],
-    mode: Mode = "disable",
-    score_fn: ScoreFn = accuracy,
-    *,
-    configs_per_forward: int | None = None,
-) -> dict:
-    """Time the fast and the naive single-head sweep on the same data (for ``make bench``).
-
-    Returns seconds of each, the speed-up and the largest absolute output difference.
-    No assertions: speed lives in the benchmark report.
-    """
-    data = as_batches(batches)
-    t0 = time.perf_counter()
-    fast = sweep_single_heads(model, data, mode, score_fn, fast=True, configs_per_forward=configs_per_forward)
-    t1 = time.perf_counter()
-    naive = sweep_single_heads(model, data, mode, score_fn, fast=False)
-    t2 = time.perf_counter()
-    return {
-        "mode": mode,
-        "n_examples": int(len(fast.gold)),
-        "n_configs": int(fast.scores.size),
-        "fast_seconds": t1 - t0,
-        "naive_seconds": t2 - t1,
-        "speedup": (t2 - t1) / max(t1 - t0, 1e-12),
-        "max_abs_output_diff": float(np.max(np.abs(fast.outputs - naive.outputs))),
-    }
 
 
 # ----------------------------------------------------------------------------- paired statistics

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.charts import heads_frame
 from attnbook.core.heads import head_label
 
 
@@ -131,3 +132,26 @@ def shares_table(fractions: Mapping[str, np.ndarray], classes: Sequence[str]) ->
             raise ParameterError(f"{name}: {f.shape[0] if f.ndim else 0} shares for {len(classes)} classes")
         rows.append({"maps of": name, **{c: round(100 * float(x), 1) for c, x in zip(classes, f)}})
     return pd.DataFrame(rows)
+
+
+def share_strip(values: np.ndarray, highlight: Sequence[tuple[int, int]], title: str = "", *,
+                value_title: str = "value", chance: float | None = None, width: int = 360) -> alt.Chart:
+    """Every head's ``values[layer, head]`` as a strip of points, the ``highlight`` heads marked and named
+    (Kovaleva §5: word-matching attention of the heads whose disabling hurts most, against all heads)."""
+    df = heads_frame({"value": values})
+    keys = {(l + 1, h + 1) for l, h in highlight}
+    df["picked"] = [(l, h) in keys for l, h in zip(df["layer"], df["head"])]
+    df["group"] = np.where(df["picked"], "hurts most when disabled", "other heads")
+    points = alt.Chart(df).mark_circle(size=60).encode(
+        x=alt.X("value:Q", title=value_title),
+        y=alt.Y("group:N", title=None),
+        color=alt.Color("group:N", legend=None, scale=alt.Scale(domain=["hurts most when disabled", "other heads"],
+                                                              range=["#d62728", "#9e9e9e"])),
+        tooltip=[alt.Tooltip("label:N", title="head"), alt.Tooltip("value:Q", format=".3f")],
+    )
+    text = alt.Chart(df[df["picked"]]).mark_text(dy=-10, fontSize=10).encode(x="value:Q", y="group:N", text="label:N")
+    chart = points + text
+    if chance is not None:
+        chart = alt.Chart(pd.DataFrame({"v": [float(chance)]})).mark_rule(color="orange", strokeDash=[4, 3]).encode(
+            x="v:Q") + chart
+    return chart.properties(title=title, width=width, height=90)

@@ -1,0 +1,147 @@
+"""Measurements that exist only for `make bench` (speed, not results): they never run in a chapter.
+
+* :func:`benchmark_sweep` - the fast single-head sweep against a full forward per head, same data;
+* :func:`training_throughput` / :func:`benchmark_throughput` - fine-tuning examples per second of the
+  embedded model and of a randomly initialised bert-base-sized model.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+
+from attnbook.engine import finetune, sweeps
+from attnbook.engine.models import LoadedModel
+from attnbook.engine.train import make_optimizer
+
+
+def benchmark_sweep(
+    model: Any,
+    batches: Iterable[Any],
+    mode: str = "disable",
+    score_fn=None,
+    *,
+    configs_per_forward: int | None = None,
+) -> dict:
+    """Time the fast and the naive single-head sweep on the same data (for ``make bench``).
+
+    Returns seconds of each, the speed-up and the largest absolute output difference.
+    No assertions: speed lives in the benchmark report.
+    """
+    data = sweeps.as_batches(batches)
+    score_fn = score_fn or sweeps.accuracy
+    t0 = time.perf_counter()
+    fast = sweeps.sweep_single_heads(model, data, mode, score_fn, fast=True, configs_per_forward=configs_per_forward)
+    t1 = time.perf_counter()
+    naive = sweeps.sweep_single_heads(model, data, mode, score_fn, fast=False)
+    t2 = time.perf_counter()
+    return {
+        "mode": mode,
+        "n_examples": int(len(fast.gold)),
+        "n_configs": int(fast.scores.size),
+        "fast_seconds": t1 - t0,
+        "naive_seconds": t2 - t1,
+        "speedup": (t2 - t1) / max(t1 - t0, 1e-12),
+        "max_abs_output_diff": float(np.max(np.abs(fast.outputs - naive.outputs))),
+    }
+
+
+def bert_base_config(vocab_size: int = 30522):
+    """A ``BertConfig`` of bert-base's size (12 layers x 12 heads, hidden 768, FFN 3072), eager attention."""
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                      intermediate_size=3072, max_position_embeddings=512, attn_implementation="eager")
+
+
+def training_throughput(
+    model: str | LoadedModel | Any = "embedded",
+    *,
+    n_steps: int = 5,
+    warmup_steps: int = 1,
+    batch_size: int = 32,
+    seq_len: int = 128,
+    num_labels: int = 2,
+    threads: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fine-tuning speed: training examples per second over ``n_steps`` full updates (after ``warmup_steps``).
+
+    ``model`` is a model name, a :class:`LoadedModel`, or a transformers config
+    (e.g. :func:`bert_base_config` for a randomly initialised bert-base-sized
+    model). Each update is forward, backward, clipping and an AdamW step on a
+    batch of random token ids of length ``seq_len``. Returns the numbers
+    (wall and process CPU seconds); nothing is asserted about them.
+    """
+    from transformers import AutoModelForSequenceClassification, PretrainedConfig
+
+    if threads:
+        torch.set_num_threads(int(threads))
+    torch.manual_seed(seed)
+    if isinstance(model, PretrainedConfig):
+        config = copy.deepcopy(model)
+        config.num_labels = num_labels
+        net = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
+        label = f"random {config.num_hidden_layers}x{config.num_attention_heads} hidden {config.hidden_size}"
+    else:
+        base = finetune.base_encoder(model)
+        config = base.model.config
+        net = finetune.build_classifier(base, "SST-2" if num_labels == 2 else "MNLI-m", "pretrained_ft", seed)
+        label = base.name
+    vocab = int(config.vocab_size)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(min(1000, vocab // 2), vocab, (batch_size, seq_len), generator=gen)
+    mask = torch.ones_like(ids)
+    labels = torch.randint(0, num_labels, (batch_size,), generator=gen)
+    p = finetune.FinetuneParams(batch_size=batch_size)
+    opt = make_optimizer(net, finetune.recipe_of(p))
+    net.train()
+
+    def step() -> None:
+        loss = finetune.loss_of(net(input_ids=ids, attention_mask=mask).logits, labels, regression=False)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(warmup_steps):
+        step()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(n_steps):
+        step()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {
+        "model": label,
+        "parameters_m": round(sum(x.numel() for x in net.parameters()) / 1e6, 2),
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "steps": n_steps,
+        "threads": torch.get_num_threads(),
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "seconds_per_step": wall / n_steps,
+        "examples_per_s": n_steps * batch_size / wall,
+    }
+
+
+def benchmark_throughput(
+    n_steps: int = 3, batch_size: int = 32, seq_len: int = 128, threads: int | None = None
+) -> dict[str, Any]:
+    """``make bench``: fine-tuning examples/s of the embedded model and of a random bert-base-sized model.
+
+    The ratio says how much slower the paper profile's model trains per example
+    on this machine (bert-base is about 5x the embedded model's parameters
+    outside the embeddings and twice its depth).
+    """
+    embedded = training_throughput("embedded", n_steps=n_steps, batch_size=batch_size, seq_len=seq_len,
+                                   threads=threads)
+    bert_base = training_throughput(bert_base_config(), n_steps=n_steps, batch_size=batch_size, seq_len=seq_len,
+                                    threads=threads)
+    return {
+        "embedded": embedded,
+        "bert_base_random": bert_base,
+        "bert_base_slowdown": embedded["examples_per_s"] / bert_base["examples_per_s"],
+    }
