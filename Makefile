@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PYDEVD_DISABLE_FILE_VALIDATION ?= 1
 
-.PHONY: install data book test bench chapter constraints clean lab
+.PHONY: install browser data book test bench chapter constraints clean lab
 
 install: $(STAMP)
 
@@ -44,7 +44,11 @@ book: data
 	@echo "[make] data directory: $(ATTNBOOK_DATA)"
 	$(BIN)/attnbook build --profile $(PROFILE) --times-json book/results/_times-$(PROFILE).json
 
-test: install
+# the page checks drive a headless Chromium: Debian's (as root) or Playwright's (tools/ensure-browser)
+browser: install
+	@tools/ensure-browser $(BIN)/python
+
+test: install browser
 	@echo "[make] data directory: $(ATTNBOOK_DATA)"
 	$(BIN)/pytest -q
 

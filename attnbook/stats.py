@@ -284,3 +284,113 @@ def group_permutation_test(
 
 def _plain(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
+
+
+# ----------------------------------------------------------------------------- estimates with intervals
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A number measured on a sample, with its 95% interval and what the interval resamples.
+
+    ``low``/``high`` are ``None`` for a number that is not a sample estimate (a count over all the data,
+    a setting); ``n`` units of kind ``unit`` (``"segments"``, ``"dev examples"``, ``"seeds"`` ...) were resampled.
+    """
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    unit: str = ""
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def text(self, fmt: str = ".3g") -> str:
+        """``"0.62 [0.58, 0.66]"`` (or just the value when there is no interval)."""
+        if not self.has_interval:
+            return format(self.value, fmt)
+        return f"{format(self.value, fmt)} [{format(self.low, fmt)}, {format(self.high, fmt)}]"
+
+    def scaled(self, factor: float) -> "Estimate":
+        """The same estimate in other units (e.g. x 100 for points)."""
+        s = lambda x: None if x is None else x * factor  # noqa: E731
+        lo, hi = s(self.low), s(self.high)
+        if factor < 0 and lo is not None:
+            lo, hi = hi, lo
+        return Estimate(self.value * factor, lo, hi, self.n, self.unit)
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n, "unit": self.unit}
+
+
+def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval over axis 0 of ``resampled[resample, ...]``."""
+    if not 0 < confidence < 1:
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence}")
+    a = (1 - confidence) / 2
+    r = np.asarray(resampled, dtype=np.float64)
+    return np.quantile(r, a, axis=0), np.quantile(r, 1 - a, axis=0)
+
+
+def resampled_ratio(numerators: np.ndarray, denominators: np.ndarray | None = None, *, n_resamples: int = 2000,
+                    seed: int = 0) -> np.ndarray:
+    """Bootstrap over units of a ratio of sums: ``sum_u num[u] / sum_u den[u]`` in every resample.
+
+    ``numerators[unit, ...]`` (and ``denominators``, same leading axis; default: one per unit, i.e. the mean)
+    are per-unit totals: per-segment sums of attention, per-sentence counts of right edges, per-example
+    correctness. Units are drawn with replacement, ``n_resamples`` times, seeded. Returns ``[resample, ...]``.
+    """
+    num = np.asarray(numerators, dtype=np.float64)
+    if num.shape[0] == 0:
+        raise EmptyDataError("no units to resample")
+    den = np.ones(num.shape[0]) if denominators is None else np.asarray(denominators, dtype=np.float64)
+    if den.shape[0] != num.shape[0]:
+        raise ParameterError(f"{num.shape[0]} numerators but {den.shape[0]} denominators")
+    counts = bootstrap_counts(num.shape[0], n_resamples, seed)  # [resample, unit]
+    top = np.tensordot(counts, num, axes=(1, 0))
+    bottom = np.tensordot(counts, den, axes=(1, 0))
+    if bottom.ndim < top.ndim:  # one denominator per unit for every statistic
+        bottom = bottom.reshape(bottom.shape + (1,) * (top.ndim - bottom.ndim))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return top / bottom
+
+
+def ratio_estimate(numerators: np.ndarray, denominators: np.ndarray | None = None, *, unit: str = "units",
+                   n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Estimate:
+    """:class:`Estimate` of a ratio of sums over units (a mean when there are no denominators), with its
+    percentile bootstrap interval (:func:`resampled_ratio`). Scalars only; see :func:`ratio_intervals` for arrays."""
+    num = np.asarray(numerators, dtype=np.float64)
+    den = np.ones(num.shape[0]) if denominators is None else np.asarray(denominators, dtype=np.float64)
+    if num.ndim != 1:
+        raise ParameterError(f"expected one value per unit, got shape {num.shape}")
+    value = float(num.sum() / den.sum())
+    lo, hi = percentile_interval(resampled_ratio(num, den, n_resamples=n_resamples, seed=seed), confidence)
+    return Estimate(value, float(lo), float(hi), int(num.shape[0]), unit)
+
+
+def proportion_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson exact interval of a binomial proportion ``k / n``."""
+    from scipy.stats import beta
+
+    if n <= 0 or not 0 <= k <= n:
+        raise ParameterError(f"need 0 <= k <= n and n > 0, got k={k}, n={n}")
+    a = 1 - confidence
+    low = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
+    return low, high
+
+
+def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: float = 0.95) -> Estimate:
+    """Mean of a few independent runs (seeds) with Student's t interval (no interval for a single run)."""
+    from scipy.stats import t as student
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        raise EmptyDataError("no values to average")
+    m = float(v.mean())
+    if v.size < 2:
+        return Estimate(m, None, None, int(v.size), unit)
+    half = float(student.ppf(0.5 + confidence / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+    return Estimate(m, m - half, m + half, int(v.size), unit)

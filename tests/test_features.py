@@ -9,7 +9,7 @@ from attnbook.studies.kovaleva import features as FE
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.engine.extract import make_batches
 from attnbook.engine.models import wrap_model
-from attnbook.studies.kovaleva.taxonomy import encode_text
+from attnbook.studies.kovaleva.inputs import encode_text
 
 from conftest import make_tiny_bert
 
@@ -202,3 +202,71 @@ def test_cosine_accepts_a_sequence_classifier(tiny_bert):
     examples = [encode_text(tiny_bert.tokenizer, a, b) for a, b in TEXTS]
     res = FE.attention_cosine(tiny_bert, wrap_model(clf, tiny_bert.tokenizer, "clf"), examples, batch_size=2)
     np.testing.assert_allclose(res["cosine"], 1.0, atol=1e-6)
+
+
+
+def test_map_cosine_is_cached_per_pair_of_models(tokenizer, tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    other = wrap_model(make_tiny_bert(tokenizer, seed=1), tokenizer, "other")
+    clf = wrap_model(make_tiny_bert(tokenizer, seed=2), tokenizer, "clf")
+    clf.fingerprint = other.fingerprint  # a classifier made from "other": same base, its own checkpoint
+    clf.extra["checkpoint_key"] = "0123456789abcdef01234567"
+    examples = [encode_text(tokenizer, a, b) for a, b in TEXTS]
+    calls = []
+    real = FE.attention_cosine
+    monkeypatch.setattr(FE, "attention_cosine", lambda a, b, *args, **kw: calls.append((a.name, b.name)) or real(
+        a, b, *args, **kw))
+    first = FE.map_cosine(tiny_bert, other, examples, batch_size=2)
+    np.testing.assert_allclose(first["cosine"], real(tiny_bert, other, examples)["cosine"], rtol=1e-6)
+    again = FE.map_cosine(tiny_bert, other, examples, batch_size=3)
+    assert calls == [("tiny-random-bert", "other")]
+    np.testing.assert_array_equal(again["cosine"], first["cosine"])
+    FE.map_cosine(tiny_bert, clf, examples)
+    FE.map_cosine(tiny_bert, other, examples[:2])
+    assert calls[1:] == [("tiny-random-bert", "clf"), ("tiny-random-bert", "other")]
+
+
+def test_feature_statistics_is_cached_per_model(tokenizer, tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    texts = [("The dog did not bark.", "She saw it."), ("Birds sing.", None)]
+    examples = FE.encode_texts(tiny_bert.tokenizer, texts)
+    other = wrap_model(make_tiny_bert(tokenizer, seed=1), tokenizer, "other")
+    other.fingerprint = tiny_bert.fingerprint
+    other.extra["checkpoint_key"] = "fedcba9876543210fedcba98"
+    seen = []
+    real = FE.feature_attention
+    monkeypatch.setattr(FE, "feature_attention", lambda m, *a, **k: seen.append(m.name) or real(m, *a, **k))
+    a = FE.feature_statistics(tiny_bert, examples, batch_size=2)
+    b = FE.feature_statistics(other, examples, batch_size=2)
+    assert seen == ["tiny-random-bert", "other"]
+    assert not np.array_equal(a["received/[CLS]"], b["received/[CLS]"])
+    again = FE.feature_statistics(tiny_bert, examples)
+    assert seen == ["tiny-random-bert", "other"] and set(again) == set(a)
+    np.testing.assert_array_equal(again["received/[SEP]"], a["received/[SEP]"])
+
+
+def _result(shape=(2, 3)) -> dict:
+    r = {f"received/{f}": np.full(shape, 0.1) for f in FE.FEATURES}
+    r["received/noun"] = np.arange(6, dtype=float).reshape(shape) / 10
+    r.update({f"cls/{f}": np.full(shape[1], 0.2) for f in FE.CLS_FEATURES})
+    r["cls/[SEP]"] = np.array([0.1, 0.2, 0.6])
+    r["pair/verb_subject"] = np.zeros(shape)
+    r["pair/verb_subject"][1, 2] = 0.7
+    r["count/verb_subject"] = np.array(4)
+    r["prev"] = np.full(shape, 0.05)
+    r["next"] = np.full(shape, 0.25)
+    return r
+
+
+def test_summary_tables_per_task():
+    results = {"RTE": _result(), "MRPC": {k: v for k, v in _result().items() if not k.startswith("pair/")}}
+    peaks = FE.feature_peaks(results)
+    assert peaks["task"].tolist() == ["RTE", "MRPC"] and peaks.loc[0, "noun"] == 0.5 and peaks.loc[0, "[SEP]"] == 0.1
+    means = FE.cls_means(results)
+    assert list(means.columns) == ["task", *FE.CLS_FEATURES] and means.loc[0, "[SEP]"] == 0.3
+    pairs = FE.best_pair_heads(results)
+    assert len(pairs) == 1  # MRPC has no pairs; RTE has no pronoun_noun
+    row = pairs.iloc[0]
+    assert (row["relation"], row["inputs"], row["best head"], row["attention"]) == ("verb -> subject", 4, "2-3", 0.7)
+    assert (row["its prev"], row["its next"]) == (0.05, 0.25)
+    assert FE.LINGUISTIC == FE.FEATURES[2:] and FE.CLS_FEATURES[:3] == ("[SEP]", "[CLS]", "punctuation")

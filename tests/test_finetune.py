@@ -1,4 +1,4 @@
-"""Fine-tuning, the checkpoint cache and Table 1, on tiny random BERTs and fixture tasks written here."""
+"""Fine-tuning and the checkpoint cache, on tiny random BERTs and fixture tasks written here."""
 from __future__ import annotations
 
 import os
@@ -14,24 +14,18 @@ import torch
 
 from attnbook.core.cache import key as cache_key
 from attnbook.core.errors import MissingDataError, ParameterError
+from attnbook.engine.checkpoints import (
+    COMPLETE_FILE, CheckpointCorruptWarning, checkpoints_root, load_checkpoint, save_checkpoint,
+)
 from attnbook.engine.finetune import (
-    COMPLETE_FILE,
-    INITS,
-    PAPER_TABLE1,
-    CheckpointCorruptWarning,
     FinetuneParams,
     build_classifier,
     checkpoint_parts,
     evaluate,
-    finetune_root,
     get_finetuned,
-    load_checkpoint,
     metrics_from_logits,
     n_updates,
     predict_logits,
-    save_checkpoint,
-    table1,
-    table1_wide,
     training_batches,
 )
 from attnbook.data.glue import load_split
@@ -247,7 +241,7 @@ def test_cache_is_reused(env, base):
     third = StepCounter()  # another seed is another checkpoint
     get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 1, on_step=third, progress=False)
     assert third.steps == 8
-    assert len([p for p in finetune_root().iterdir() if not p.name.startswith(".")]) == 2
+    assert len([p for p in checkpoints_root().iterdir() if not p.name.startswith(".")]) == 2
 
 
 def test_intermediate_checkpoints(env, base):
@@ -276,7 +270,7 @@ def test_reproducible_training(env, base):
 
 
 def test_error_while_saving_leaves_no_checkpoint(env, base, monkeypatch):
-    import attnbook.engine.finetune as ft
+    import attnbook.engine.checkpoints as ft
 
     def boom(path):
         raise OSError("disk full")
@@ -285,7 +279,7 @@ def test_error_while_saving_leaves_no_checkpoint(env, base, monkeypatch):
         patch.setattr(ft, "sha256_file", boom)
         with pytest.raises(OSError, match="disk full"):
             get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
-    assert list(finetune_root().iterdir()) == []  # neither the checkpoint nor its temporary folder
+    assert list(checkpoints_root().iterdir()) == []  # neither the checkpoint nor its temporary folder
     counter = StepCounter()
     get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, on_step=counter, progress=False)
     assert counter.steps == 8
@@ -297,7 +291,7 @@ def _key(base, seed=0):
 
 def test_corrupt_checkpoint_is_retrained(env, base):
     get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
-    weights = finetune_root() / _key(base) / "model.safetensors"
+    weights = checkpoints_root() / _key(base) / "model.safetensors"
     blob = bytearray(weights.read_bytes())
     blob[-10] ^= 0xFF
     weights.write_bytes(bytes(blob))
@@ -312,7 +306,7 @@ def test_corrupt_checkpoint_is_retrained(env, base):
 
 def test_checkpoint_without_marker_is_not_complete(env, base):
     get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
-    (finetune_root() / _key(base) / COMPLETE_FILE).unlink()
+    (checkpoints_root() / _key(base) / COMPLETE_FILE).unlink()
     with pytest.warns(CheckpointCorruptWarning):
         assert load_checkpoint(_key(base)) is None
 
@@ -320,7 +314,7 @@ def test_checkpoint_without_marker_is_not_complete(env, base):
 CHILD = textwrap.dedent(
     """
     import sys, time
-    import attnbook.engine.finetune as ft
+    import attnbook.engine.checkpoints as ft
     from transformers import BertConfig, BertForSequenceClassification
 
     config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
@@ -345,43 +339,25 @@ def test_killed_writer_leaves_nothing_that_loads(env, base, tmp_path):
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     try:
         assert proc.stdout.readline().strip() == "WRITING"
-        partial = list(finetune_root().glob(f".{key}.tmp-*"))
+        partial = list(checkpoints_root().glob(f".{key}.tmp-*"))
         assert len(partial) == 1 and (partial[0] / "model.safetensors").stat().st_size > 1_000_000
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    assert not (finetune_root() / key).exists()
+    assert not (checkpoints_root() / key).exists()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_checkpoint(key) is None  # absent, not half-read
     # the next complete write of that key removes the dead writer's leftovers
     model = build_classifier(base, "SST-2", "pretrained_ft", 0)
     save_checkpoint(model, key, {"note": "ok"})
-    assert list(finetune_root().glob(f".{key}.tmp-*")) == []
+    assert list(checkpoints_root().glob(f".{key}.tmp-*")) == []
     loaded, meta = load_checkpoint(key)
     assert meta == {"note": "ok"} and _same_weights(loaded, model)
 
 
-# ---- Table 1 and throughput ------------------------------------------------------------------
-def test_table1(env, base):
-    df = table1(base, ["SST-2", "STS-B", "RTE"], {**SMALL, "epochs": 1}, seeds=(0, 1), progress=False)
-    assert len(df) == 9 and list(df["init"][:3]) == list(INITS)
-    sst = df[df.task == "SST-2"].set_index("init")
-    assert sst.loc["pretrained_ft", "paper"] == PAPER_TABLE1["SST-2"]["pretrained_ft"][0] == 92.0
-    assert np.isfinite(sst["ours"]).all() and np.isfinite(sst["ours_std"]).all()
-    assert (sst["n_dev"] == 16).all() and sst.loc["random_ft", "n_train"] == 32
-    assert ((sst["top_class_share"] >= 0.5) & (sst["top_class_share"] <= 1)).all()
-    assert df.set_index(["task", "init"]).loc[("STS-B", "random_ft"), "metric"] == "Pearson r"
-    rte = df[df.task == "RTE"].set_index("init")
-    assert np.isfinite(rte.loc["pretrained", "ours"])  # needs the dev file only
-    assert np.isnan(rte.loc["pretrained_ft", "ours"]) and "train.tsv" in rte.loc["pretrained_ft", "note"]
-    wide = table1_wide(df)
-    assert list(wide.index) == ["SST-2", "STS-B", "RTE"] and "(92)" in wide.loc["SST-2", "pre-trained + fine-tuning"]
-    with pytest.raises(MissingDataError):
-        table1(base, ["RTE"], SMALL, missing="raise", progress=False)
-
-
+# ---- training and the attention interface ----------------------------------------------------
 def test_training_leaves_the_global_rng_alone(env, base):
     torch.manual_seed(123)
     expected = torch.rand(3)

@@ -1,4 +1,5 @@
-"""Clark §3.2 gradients: |dL/d attention| is the true gradient; masking and the MLM head behave."""
+"""The engine side of Clark §3.2: |dL/d attention| is the true gradient; masking and the MLM head behave;
+the gradient loop hands every batch to its reducers."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,12 +7,12 @@ import pytest
 import torch
 
 from attnbook.engine.gradients import (
-    AttentionGradientStats,
     MLMHead,
-    attention_gradients,
     fit_mlm_head,
     mask_tokens,
+    masked_copies,
     per_segment_mlm_loss,
+    stream_attention_gradients,
 )
 from attnbook.studies.clark.segments import encode_pair
 
@@ -72,37 +73,12 @@ def test_gradient_matches_finite_difference(tokenizer):
     assert fd == pytest.approx(grads[layer][0, h, q, k].item(), rel=1e-4, abs=1e-8)
 
 
-def test_gradient_stats_categories():
-    ids = torch.tensor([[101, 5, 1012, 102, 6, 102]])
-    real = torch.ones_like(ids)
-    targets = torch.full_like(ids, -100)
-    targets[0, 4] = 6  # position 4 was masked
-    g = torch.zeros(1, 1, 1, 6, 6)
-    g[..., 3] = 2.0  # to [SEP] at 3
-    g[..., 5] = 4.0  # to [SEP] at 5
-    g[..., 2] = 1.0  # to "."
-    g[..., 1] = 3.0  # to an unmasked word
-    g[..., 4] = 100.0  # to the masked word: excluded from "other"
-    g[..., 0] = 7.0  # to [CLS]
-    stats = AttentionGradientStats(102, [1012, 1010], 103, 101)
-    stats.update(g, ids, real, targets)
-    r = stats.result()
-    assert r["grad_sep"][0, 0] == pytest.approx(3.0)
-    assert r["grad_punct"][0, 0] == pytest.approx(1.0)
-    assert r["grad_other"][0, 0] == pytest.approx(3.0)
-    assert r["grad_cls"][0, 0] == pytest.approx(7.0)
-
-
-def test_fitted_head_learns_and_gradients_run(tiny_bert):
+def test_fitted_head_learns(tiny_bert):
     tok = tiny_bert.tokenizer
     exs = [encode_pair(tok, a, b, max_tokens=24) for a, b in TEXTS]
     fit0 = fit_mlm_head(tiny_bert, exs, exs, steps=0, batch_size=4, progress=False)
     fit = fit_mlm_head(tiny_bert, exs, exs, steps=60, batch_size=4, lr=1e-2, progress=False)
     assert fit.heldout_loss < fit0.heldout_loss  # training reduced the loss
-    grads = attention_gradients(tiny_bert, fit.head, exs[:4], batch_size=2, progress=False)
-    assert set(grads) == {"grad_sep", "grad_cls", "grad_punct", "grad_other"}
-    for v in grads.values():
-        assert v.shape == (2, 4) and np.isfinite(v).all() and (v >= 0).all()
     assert all(p.requires_grad for p in tiny_bert.model.parameters())  # frozen only while fitting
 
 
@@ -112,3 +88,36 @@ def test_model_without_mlm_head_and_no_fitting_is_refused(tiny_bert):
     exs = [encode_pair(tiny_bert.tokenizer, a, b, max_tokens=24) for a, b in TEXTS[:2]]
     with pytest.raises(ValueError, match="has no MLM head and mlm_fit_steps=0"):
         get_mlm_head(tiny_bert, exs, exs, steps=0, batch_size=2, use_cache=False, progress=False)
+
+
+class Recorder:
+    """A gradient reducer that keeps what it is given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def update(self, grads, batch, targets):
+        self.calls.append((grads.clone(), batch, targets.clone()))
+
+    def result(self):
+        return self.calls
+
+
+def test_gradient_loop_feeds_every_batch_to_every_reducer(tiny_bert):
+    tok = tiny_bert.tokenizer
+    exs = [encode_pair(tok, a, b, max_tokens=24) for a, b in TEXTS[:5]]
+    head = MLMHead(tiny_bert.model.embeddings.word_embeddings, tiny_bert.model.config.hidden_size)
+    a, b = Recorder(), Recorder()
+    out = stream_attention_gradients(tiny_bert, head, exs, {"a": a, "b": b}, batch_size=2, seed=3, progress=False)
+    assert set(out) == {"a", "b"} and len(out["a"]) == 3 and len(out["b"]) == 3
+    _, targets = masked_copies(exs, tok, 3)  # the same seeded masking
+    seen = sorted(i for _, batch, _ in out["a"] for i in batch.index)
+    assert seen == list(range(5))
+    for grads, batch, tgt in out["a"]:
+        assert grads.shape[:3] == (batch.size, tiny_bert.n_layers, tiny_bert.n_heads)
+        assert grads.shape[3] == grads.shape[4] == batch.input_ids.shape[1]
+        for row, i in enumerate(batch.index):
+            assert tgt[row, : len(targets[i])].tolist() == targets[i]
+        assert torch.isfinite(grads).all() and grads.abs().sum() > 0
+    (only,) = stream_attention_gradients(tiny_bert, head, exs, [Recorder()], batch_size=5, progress=False)
+    assert len(only) == 1

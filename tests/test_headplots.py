@@ -1,11 +1,9 @@
-"""Charts of switched-off heads: data behind each chart, 1-based labels, baseline and band."""
+"""Charts of switched-off heads shared by chapters 5 and 6: data behind each chart, 1-based labels, baseline."""
 from __future__ import annotations
 
 import numpy as np
 
 from attnbook.studies.kovaleva import charts as kovaleva_charts
-from attnbook.studies.michel import charts as michel_charts
-import pandas as pd
 import pytest
 
 from attnbook.studies.heads_off import charts as headplots
@@ -51,27 +49,8 @@ def test_layer_bars_draw_the_baseline_rule():
     assert [r["layer"] for r in bars] == [1, 2, 3] and bars[1]["delta"] == pytest.approx(3.2)
 
 
-def test_random_band_aggregates_over_seeds():
-    curves = pd.DataFrame({
-        "ordering": ["random"] * 4 + ["importance"] * 2,
-        "seed": [0, 0, 1, 1, None, None],
-        "share_pruned": [0.0, 0.5, 0.0, 0.5, 0.0, 0.5],
-        "score": [90.0, 70.0, 90.0, 80.0, 90.0, 88.0],
-    })
-    band = michel_charts.random_band(curves)
-    assert band["share_pruned"].tolist() == [0.0, 0.5]
-    assert band.loc[1, "mean"] == pytest.approx(75.0) and band.loc[1, "min"] == 70 and band.loc[1, "max"] == 80
-    assert band.loc[1, "n_runs"] == 2 and band.loc[0, "std"] == 0
-    assert michel_charts.random_band(curves[curves["ordering"] != "random"]).empty
-    spec = michel_charts.pruning_chart(curves.assign(newly_pruned=""), 90.0, "p").to_dict()
-    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
-    assert "area" in marks and marks.count("rule") == 1
-
-
-def test_importance_heatmap_and_scatter_use_one_based_labels():
+def test_method_scatter_uses_one_based_labels():
     v = np.arange(6.0).reshape(2, 3)
-    rows = values_of(michel_charts.importance_heatmap(v).to_dict())
-    assert {r["label"]: r["value"] for r in rows}["2-3"] == 5.0
     rows = values_of(headplots.method_scatter(v, -v, "x", "y").to_dict())
     pts = [r for r in rows if "label" in r]
     assert {r["label"]: (r["x"], r["y"]) for r in pts}["1-2"] == (1.0, -1.0)

@@ -1,22 +1,19 @@
-"""Analyses of switched-off heads: paired statistics, word matching, agreement, pruning helpers."""
+"""What chapters 5 and 6 share about switched-off heads: paired statistics, halves and subsets, cached sweeps,
+constant predictors."""
 from __future__ import annotations
 
-import numpy as np
+from types import SimpleNamespace
 
-from attnbook.studies.kovaleva import word_match as wm
-from attnbook.studies.michel import pruning as mp
+import numpy as np
+import pytest
 
 from attnbook import stats
-import pandas as pd
-import pytest
-import torch
-
-from attnbook.studies.heads_off import effects as hs
 from attnbook.core.errors import EmptyDataError, ParameterError
-from attnbook.data.glue import GlueSplit, Example, task_spec
+from attnbook.data.glue import Example, GlueSplit, task_spec
 from attnbook.data.glue_metrics import f1_binary, pearson
 from attnbook.engine.inputs import Batch
-from attnbook.engine.sweeps import SweepResult, accuracy, cached_sweep, sweep_single_heads
+from attnbook.engine.sweeps import SweepResult, accuracy, accuracy_points, cached_sweep, sweep_layers, sweep_single_heads
+from attnbook.studies.heads_off import effects as hs
 
 
 def make_sweep(outputs, base, gold, names=None):
@@ -88,53 +85,7 @@ def test_random_head_effect_and_extremes():
         hs.random_head_effect(np.array([]))
 
 
-def test_cross_sentence_matches_by_hand():
-    #          [CLS] a  b  [SEP] b  a  c  [SEP] pad
-    ids = torch.tensor([[101, 5, 6, 102, 6, 5, 7, 102, 0]])
-    types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 0]])
-    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0]])
-    m = wm.cross_sentence_matches(ids, types, mask, skip_ids=[101, 102, 0])
-    expected = {(1, 5), (5, 1), (2, 4), (4, 2)}
-    assert {tuple(x) for x in torch.nonzero(m[0]).tolist()} == expected
-    # without skipping, [SEP] matches [SEP] across segments
-    assert bool(wm.cross_sentence_matches(ids, types, mask)[0, 3, 7])
-
-
-def test_word_match_share_reducer():
-    ids = torch.tensor([[101, 5, 6, 102, 6, 5, 7, 102]])
-    types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1]])
-    mask = torch.ones_like(ids)
-    match = wm.cross_sentence_matches(ids, types, mask, skip_ids=[101, 102])
-    L = ids.shape[1]
-    attn = torch.full((1, 1, 2, L, L), 1.0 / L)  # head 0: uniform
-    exact = torch.zeros(L, L)
-    for q, k in ((1, 5), (5, 1), (2, 4), (4, 2)):
-        exact[q, k] = 1.0
-    exact[[0, 3, 6, 7], 0] = 1.0
-    attn[0, 0, 1] = exact  # head 1: all attention to the copy
-    red = wm.WordMatchShare()
-    red.update(attn, match, mask)
-    out = red.result()
-    assert out["n_queries"] == 4
-    assert out["share"][0, 0] == pytest.approx(1.0 / L)
-    assert out["share"][0, 1] == pytest.approx(1.0)
-    assert out["chance"] == pytest.approx(1.0 / L)
-    with pytest.raises(EmptyDataError):
-        wm.WordMatchShare().result()
-
-
-def test_word_match_shares_runs_a_model(tokenizer):
-    from conftest import make_tiny_bert
-
-    model = make_tiny_bert(tokenizer, n_layers=2, n_heads=2)
-    enc = tokenizer(["the cat sat"], ["the cat ran"], return_tensors="pt")
-    batch = Batch.from_mapping(enc)
-    out = wm.word_match_shares(model, [batch], wm.skip_token_ids(tokenizer))
-    assert out["share"].shape == (2, 2) and out["n_queries"] == 4  # "the" and "cat" in each sentence
-    assert np.all((out["share"] >= 0) & (out["share"] <= 1))
-
-
-def test_rank_agreement_and_safe_share():
+def test_rank_agreement():
     a = np.arange(12.0).reshape(3, 4)
     agree = stats.rank_agreement(a, a * 2 + 1, k=3)
     assert agree["spearman"] == pytest.approx(1.0) and agree["top_k_overlap"] == 1.0
@@ -142,20 +93,14 @@ def test_rank_agreement_and_safe_share():
     assert np.isnan(stats.rank_agreement(a, np.ones_like(a))["spearman"])
     with pytest.raises(ParameterError):
         stats.rank_agreement(a, a[:2])
-    curve = pd.DataFrame({"share_pruned": [0, 0.1, 0.2, 0.3, 0.4], "score": [90, 89.5, 89.2, 88.0, 89.9]})
-    assert mp.largest_safe_share(curve, 90, 1.0) == pytest.approx(0.2)  # stops at the first step beyond tolerance
-    assert mp.largest_safe_share(curve, 95, 1.0) == 0.0
-    assert mp.curve_area(curve, 0.2) == pytest.approx((90 + 89.5 + 89.2) / 3)
 
 
-def test_halves_subsets_and_one_head_masks():
+def test_halves():
     a, b = hs.halves(11, 0)
     assert len(a) == 5 and len(b) == 6 and not set(a) & set(b) and set(a) | set(b) == set(range(11))
     assert np.array_equal(hs.halves(11, 0)[0], a)
-    mask = mp.one_head_per_layer_mask([2, 0], 3)
-    assert mask.tolist() == [[0, 0, 1], [1, 0, 0]]
     with pytest.raises(ParameterError):
-        mp.one_head_per_layer_mask([3], 3)
+        hs.halves(1, 0)
 
 
 def test_subset_batches_and_subset_sweep_match_running_on_the_subset():
@@ -198,13 +143,6 @@ def test_cached_sweep_round_trip(tmp_path, monkeypatch):
     assert np.allclose(second.outputs, sw.outputs) and second.names == ["x", "y"] and second.mode == "mask"
 
 
-def test_throughput_pool_pads_to_the_longest():
-    b = Batch(torch.tensor([[1, 2, 0], [3, 4, 5]]), torch.tensor([[1, 1, 0], [1, 1, 1]]))
-    pool = mp.throughput_pool([b, b], 3)
-    assert pool["input_ids"].shape == (3, 3)
-    assert pool["attention_mask"].sum().item() == 2 + 3 + 2
-
-
 def test_trivial_score_is_the_constant_predictors_metric():
     gold = np.array([1, 1, 1, 0])
     assert hs.trivial_score("SST-2", gold) == pytest.approx(75.0)
@@ -212,3 +150,26 @@ def test_trivial_score_is_the_constant_predictors_metric():
     assert hs.trivial_score("STS-B", np.array([0.5, 2.0])) == 0.0
     with pytest.raises(EmptyDataError):
         hs.trivial_score("RTE", np.array([]))
+
+
+def test_switched_off_caches_each_sweep_under_the_classifier_key(tmp_path, monkeypatch):
+    from test_sweeps import dev_batches, tiny_classifier
+
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    clf = SimpleNamespace(key="clf", model=tiny_classifier(n_layers=2, n_heads=2))
+    data = [Batch.from_mapping(b) for b in dev_batches(n_batches=1, batch_size=4)]
+    single = hs.switched_off(clf, data, "single_heads", "mask", accuracy)
+    direct = sweep_single_heads(clf.model, data, "mask", accuracy)
+    assert np.allclose(single.outputs, direct.outputs) and single.kind == "single_heads"
+    assert not single.meta.get("cached")
+    assert hs.switched_off(clf, data, "single_heads", "mask", accuracy).meta.get("cached")
+    # the sweep, the mode, the score and the weights are in the key
+    assert not hs.switched_off(clf, data, "single_heads", "disable", accuracy).meta.get("cached")
+    layers = hs.switched_off(clf, data, "layers", "mask", accuracy)
+    assert not layers.meta.get("cached") and np.allclose(layers.scores, sweep_layers(clf.model, data, "mask").scores)
+    assert not hs.switched_off(clf, data, "single_heads", "mask", accuracy_points).meta.get("cached")
+    other = SimpleNamespace(key="other", model=clf.model)
+    assert not hs.switched_off(other, data, "single_heads", "mask", accuracy).meta.get("cached")
+    with pytest.raises(ParameterError):
+        hs.switched_off(clf, data, "pairs", "mask", accuracy)
+

@@ -1,29 +1,26 @@
-"""Michel et al.: head importance, single / all-but-one ablations, iterative pruning."""
+"""Michel et al.: head importance (§4.1), cached and compared across tasks and halves; single / all-but-one
+ablations (§3.2-§3.3). Iterative pruning is tests/test_michel_pruning.py."""
 from __future__ import annotations
 
-import numpy as np
+from types import SimpleNamespace
 
-from attnbook.engine.sweeps import sweep_all_but_one
+import numpy as np
 import pytest
 import torch
 
 from attnbook.core.errors import ParameterError
+from attnbook.engine.interventions import head_mask
+from attnbook.engine.inputs import Batch
+from attnbook.engine.sweeps import SweepResult, accuracy, sweep_all_but_one
+from attnbook.studies.heads_off import effects as hs
+from attnbook.studies.michel import importance as imp
 from attnbook.studies.michel.importance import (
     ablation_significance,
     best_head_per_layer,
     default_loss,
     head_importance,
-    iterative_pruning,
-    masks_from_order,
     normalize_per_layer,
-    pruning_curves,
-    pruning_order,
-    pruning_schedule,
-    single_head_ablation,
-    summarize_curves,
 )
-from attnbook.engine.interventions import head_mask
-from attnbook.engine.sweeps import SweepResult, accuracy
 
 from tiny_models import tiny_classifier
 
@@ -63,22 +60,28 @@ def test_importance_shape_and_normalisation():
     assert model.config._attn_implementation == "eager"
 
 
+def mean_abs_gradient_one_by_one(model, batches, loss_fn, gates):
+    """``mean |dL(x)/dxi|`` at ``xi = gates[layer, head]``, one example at a time with a shared xi (the reference)."""
+    total, n = np.zeros(gates.shape), 0
+    for b in batches:
+        for i in range(b["input_ids"].shape[0]):
+            one = {k: v[i : i + 1] for k, v in b.items()}
+            xi = torch.tensor(gates, dtype=torch.float64, requires_grad=True)
+            with head_mask(model, xi):
+                loss = loss_fn(model(**_inputs(one)).logits, one["labels"]).sum()
+            (g,) = torch.autograd.grad(loss, xi)
+            total += g.abs().numpy()
+            n += 1
+    return total / n
+
+
 def test_importance_is_the_mean_absolute_per_example_gradient():
     """Eq. 2: |dL(x)/dxi| per example, averaged; checked one example at a time with a shared xi."""
     model = tiny_classifier(seed=2, dtype=torch.float64)
     batches = dev_batches(seed=2)
     got = head_importance(model, batches, normalize=False)
-    total, n = np.zeros((3, 4)), 0
-    for b in batches:
-        for i in range(b["input_ids"].shape[0]):
-            one = {k: v[i : i + 1] for k, v in b.items()}
-            xi = torch.ones(3, 4, dtype=torch.float64, requires_grad=True)
-            with head_mask(model, xi):
-                loss = default_loss(model(**_inputs(one)).logits, one["labels"]).sum()
-            (g,) = torch.autograd.grad(loss, xi)
-            total += g.abs().numpy()
-            n += 1
-    assert np.allclose(got, total / n, rtol=1e-8, atol=1e-12)
+    expected = mean_abs_gradient_one_by_one(model, batches, default_loss, np.ones((3, 4)))
+    assert np.allclose(got, expected, rtol=1e-8, atol=1e-12)
 
 
 def test_token_granularity_bounds_the_example_one():
@@ -98,95 +101,6 @@ def test_token_granularity_bounds_the_example_one():
 def test_normalize_per_layer_keeps_empty_layers_zero():
     v = np.array([[3.0, 4.0], [0.0, 0.0]])
     assert np.allclose(normalize_per_layer(v), [[0.6, 0.8], [0.0, 0.0]])
-
-
-def test_pruning_schedule_follows_the_bert_script():
-    sched = pruning_schedule(144, 0.05)
-    assert [n for _, n in sched] == [int(144 * p / 100) for p in range(0, 101, 5)]
-    sched = pruning_schedule(12, 0.1)
-    assert [s for s, _ in sched][-1] == 1.0 and sched[0] == (0.0, 0)
-    assert [n for _, n in pruning_schedule(10, 0.3)] == [0, 3, 6, 9, 10]
-    with pytest.raises(ParameterError):
-        pruning_schedule(12, 0.0)
-
-
-def test_pruning_follows_a_planted_importance():
-    model = tiny_classifier(seed=4)
-    batches = dev_batches(seed=4)
-    rng = np.random.default_rng(0)
-    planted = rng.permutation(12).reshape(3, 4).astype(float)  # value k = k-th head to go
-    curve = iterative_pruning(model, batches, importance=planted, step=0.25)
-    assert curve["n_pruned"].tolist() == [0, 3, 6, 9, 12]
-    expected = pruning_order(planted)
-    assert [tuple(x) for x in np.argwhere(planted == 0)] == [expected[0]]
-    labels = " ".join(curve["newly_pruned"]).split()
-    assert labels == [f"{l + 1}-{h + 1}" for l, h in expected]
-    gold = np.concatenate([b["labels"].numpy() for b in batches])
-    with torch.no_grad():
-        base_logits = torch.cat([model(**_inputs(b)).logits for b in batches]).numpy()
-    assert curve["score"].iloc[0] == accuracy(base_logits, gold) and curve["delta"].iloc[0] == 0.0
-    # the scores are those of the cumulative masks
-    masks = masks_from_order(expected, [0, 3, 6, 9, 12], (3, 4))
-    assert masks[2].sum() == 6
-    with torch.no_grad(), head_mask(model, masks[2]):
-        logits = torch.cat([model(**_inputs(b)).logits for b in batches]).numpy()
-    assert curve["score"].iloc[2] == accuracy(logits, gold)
-    assert curve["delta"].iloc[2] == pytest.approx(accuracy(logits, gold) - accuracy(base_logits, gold))
-
-
-def test_array_ordering_equals_importance_argument():
-    model = tiny_classifier(seed=5)
-    batches = dev_batches(seed=5)
-    values = np.arange(12, dtype=float).reshape(3, 4)[::-1].copy()
-    a = iterative_pruning(model, batches, ordering=values, step=0.25)
-    b = iterative_pruning(model, batches, importance=values, step=0.25)
-    assert a["score"].tolist() == b["score"].tolist()
-    assert a["newly_pruned"].tolist() == b["newly_pruned"].tolist()
-
-
-def test_importance_ordering_uses_the_computed_scores():
-    model = tiny_classifier(seed=6)
-    batches = dev_batches(seed=6)
-    imp = head_importance(model, batches)
-    curve = iterative_pruning(model, batches, step=0.25)
-    first = curve["newly_pruned"].iloc[1].split()
-    l, h = pruning_order(imp)[0]
-    assert first[0] == f"{l + 1}-{h + 1}"
-
-
-def test_recomputed_importance_prunes_cumulatively():
-    model = tiny_classifier(seed=7)
-    batches = dev_batches(seed=7)
-    curve = iterative_pruning(model, batches, recompute=True, step=0.25)
-    assert curve["ordering"].iloc[0] == "importance (recomputed)"
-    pruned = [set(s.split()) for s in curve["newly_pruned"]]
-    assert [len(p) for p in pruned] == [0, 3, 3, 3, 3]
-    assert len(set().union(*pruned)) == 12  # every head pruned exactly once
-
-
-def test_ablation_ordering_prunes_the_least_harmful_head_first():
-    model = tiny_classifier(seed=8)
-    batches = dev_batches(seed=8)
-    abl = single_head_ablation(model, batches)
-    curve = iterative_pruning(model, batches, ordering="ablation", step=1 / 12)
-    l, h = np.unravel_index(np.argmax(abl.delta), abl.delta.shape)
-    assert curve["newly_pruned"].iloc[1] == f"{l + 1}-{h + 1}"
-
-
-def test_random_orderings_and_summary():
-    model = tiny_classifier(seed=9)
-    batches = dev_batches(seed=9)
-    curves = pruning_curves(model, batches, orderings=("importance", "random"), seeds=(0, 1, 2), step=0.5)
-    rand = curves[curves["ordering"] == "random"]
-    assert sorted(rand["seed"].unique().tolist()) == [0, 1, 2]
-    orders = [" ".join(rand[rand["seed"] == s]["newly_pruned"]) for s in (0, 1, 2)]
-    assert len(set(orders)) == 3
-    summary = summarize_curves(curves)
-    row = summary[(summary["ordering"] == "random") & (summary["share_target"] == 0.5)].iloc[0]
-    vals = rand[rand["share_target"] == 0.5]["score"]
-    assert row["n_runs"] == 3 and row["mean"] == pytest.approx(vals.mean()) and row["std"] == pytest.approx(vals.std())
-    imp_row = summary[summary["ordering"] == "importance"].iloc[0]
-    assert imp_row["n_runs"] == 1 and imp_row["std"] == 0.0
 
 
 def test_all_but_one_keeps_exactly_one_head():
@@ -227,3 +141,98 @@ def test_ablation_significance_on_planted_effects():
         assert table["significant"].tolist() == [True, False]
         assert table.loc[0, "delta"] == pytest.approx(-0.2)
         assert table.loc[1, "p_value"] == 1.0
+
+
+def test_significant_names_lists_the_marked_rows():
+    table = ablation_significance(SweepResult(
+        "configs", "mask", np.zeros(2), 0.5, np.stack([_onehot(np.r_[np.ones(60, int), np.zeros(240, int)]),
+                                                         _onehot(np.zeros(300, int))]),
+        _onehot(np.zeros(300, int)), np.zeros(300, int), ["hurt", "same"]))
+    assert imp.significant_names(table) == ["hurt"]
+
+
+def _classifier(key, seed):
+    """What the cached functions need of a LoadedModel: the weights' identity and the module."""
+    return SimpleNamespace(key=key, model=tiny_classifier(seed=seed))
+
+
+def test_importance_of_is_cached_under_the_classifier_key_and_the_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    clf = _classifier("clf-a", 12)
+    data = [Batch.from_mapping(b) for b in dev_batches(seed=12)]
+    calls = []
+    real = imp.head_importance
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(imp, "head_importance", counting)
+    first = imp.importance_of(clf, data)
+    again = imp.importance_of(clf, data)
+    assert len(calls) == 1 and np.array_equal(first, again)
+    assert np.allclose(first, real(clf.model, data))
+    imp.importance_of(clf, data[:1])  # other data: computed
+    imp.importance_of(SimpleNamespace(key="clf-b", model=clf.model), data)  # other weights: computed
+    assert len(calls) == 3
+    imp.importance_of(clf, data, use_cache=False)
+    assert len(calls) == 4
+
+
+def test_importance_on_halves_uses_disjoint_halves(monkeypatch):
+    clf = _classifier("clf-h", 13)
+    data = [Batch.from_mapping(b) for b in dev_batches(seed=13)]
+    a, b = imp.importance_on_halves(clf, data, 5, use_cache=False)
+    ia, ib = hs.halves(12, 5)
+    assert np.allclose(a, head_importance(clf.model, hs.subset_batches(data, ia)))
+    assert np.allclose(b, head_importance(clf.model, hs.subset_batches(data, ib)))
+    assert not np.allclose(a, b)
+
+
+def test_task_agreement_matrix_and_pairs():
+    rng = np.random.default_rng(0)
+    x = rng.random((3, 4))
+    scores = {"A": x, "B": 2 * x + 1, "C": -x}
+    rho, pairs = imp.task_agreement(scores)
+    assert list(rho.index) == list(rho.columns) == ["A", "B", "C"]
+    assert np.allclose(np.diag(rho.to_numpy()), 1.0)
+    assert [(a, b) for a, b, _ in pairs] == [("A", "B"), ("A", "C"), ("B", "C")]
+    assert [r for _, _, r in pairs] == pytest.approx([1.0, -1.0, -1.0])
+    assert imp.task_agreement({"A": x})[1] == []
+
+
+def test_importance_by_task_keeps_known_scores_and_reads_each_tasks_training_data(monkeypatch):
+    made, read = [], []
+    known = {"SST-2": np.ones((3, 4))}
+
+    def fake_classifier(base, task, recipe, seed, **kw):
+        made.append(task)
+        return _classifier(f"clf-{task}", 14)
+
+    def fake_data(tokenizer, task, split, cap, seed, **kw):
+        read.append((task, split, cap, seed))
+        return SimpleNamespace(path=f"/data/{task}/{split}"), [Batch.from_mapping(b) for b in dev_batches(seed=14)]
+
+    monkeypatch.setattr(hs, "classifier", fake_classifier)
+    monkeypatch.setattr(hs, "task_data", fake_data)
+    scores, paths = imp.importance_by_task(SimpleNamespace(tokenizer=None), ["SST-2", "RTE", "MRPC"], {}, 0, cap=8,
+                                           data_seed=1, known=known, use_cache=False)
+    assert list(scores) == ["SST-2", "RTE", "MRPC"] and scores["SST-2"] is known["SST-2"]
+    assert made == ["RTE", "MRPC"] and read == [("RTE", "train", 8, 1), ("MRPC", "train", 8, 1)]
+    assert paths == ["/data/RTE/train", "/data/MRPC/train"]
+    assert np.allclose(np.linalg.norm(scores["RTE"], axis=1), 1.0)
+
+
+def test_chosen_heads_choose_on_one_half_and_test_on_the_other():
+    model = tiny_classifier(seed=15)
+    data = [Batch.from_mapping(b) for b in dev_batches(n_batches=3, seed=15)]
+    sweep = sweep_all_but_one(model, data, "mask", accuracy)
+    a, b = hs.halves(18, 0)
+    best = imp.chosen_heads(sweep, a, b, accuracy, alpha=0.05)
+    on_a, on_b = hs.subset_sweep(sweep, a, accuracy), hs.subset_sweep(sweep, b, accuracy)
+    assert best["head"].tolist() == (np.argmax(on_a.scores, axis=1) + 1).tolist()
+    picked = np.argmax(on_a.scores, axis=1)
+    assert best["delta_evaluation"].tolist() == pytest.approx([on_b.delta[l, h] for l, h in enumerate(picked)])
+    sig = ablation_significance(on_b, test="ttest").set_index("name")
+    assert best["p (half B)"].tolist() == pytest.approx([sig.loc[f"only {lab}", "p_value"] for lab in best["label"]])
+    assert best["significant"].tolist() == (best["p (half B)"] < 0.05).tolist()

@@ -187,3 +187,18 @@ def test_digest_of_inputs_ignores_what_the_model_does_not_see():
     (t,) = parse_conllu(text.splitlines(keepends=True), "elsewhere/b.conllu")
     assert digest(s) == digest(t)
     assert digest(s) != digest(replace(s, head=[0, 1]))
+
+
+def test_cached_frame_keeps_missing_values_and_integers(tmp_path):
+    """Regression: a column of None (the seed of a non-random pruning order) came back as the text "None"."""
+    import pandas as pd
+
+    from attnbook.core.cache import cached_frame
+
+    frame = pd.DataFrame({"seed": pd.Series([None, None, 0, 1], dtype=object), "name": ["a", None, "c", "d"],
+                          "none": pd.Series([None] * 4, dtype=object), "x": [0.5, 1.5, 2.5, 3.5]})
+    cached_frame("t", {"k": 1}, lambda: frame, root=tmp_path)
+    again = cached_frame("t", {"k": 1}, lambda: 1 / 0, root=tmp_path)
+    assert again["seed"].tolist() == [None, None, 0, 1] and isinstance(again["seed"][2], int)
+    assert again["name"].tolist() == ["a", None, "c", "d"] and again["none"].tolist() == [None] * 4
+    assert again["x"].tolist() == [0.5, 1.5, 2.5, 3.5]

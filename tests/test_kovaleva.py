@@ -1,24 +1,15 @@
-"""attnbook.studies.kovaleva.paper: verdict rules, cache helpers and the CNN round trip."""
+"""attnbook.studies.kovaleva.paper: the paper's numbers and the comparison rows of chapters 4 and 5."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from attnbook.studies.kovaleva import paper as kovaleva
-from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook import verdict
+from attnbook.core.errors import EmptyDataError
 from attnbook.chapters.results import VERDICTS
-from attnbook.studies.kovaleva.taxonomy import CLASSES, PatternCNN
-
-
-def test_sample_rows_seeded_sorted_and_capped():
-    a = kovaleva.sample_rows(100, 10, seed=3)
-    assert a == sorted(a) and len(set(a)) == 10 and a == kovaleva.sample_rows(100, 10, seed=3)
-    assert a != kovaleva.sample_rows(100, 10, seed=4)
-    assert kovaleva.sample_rows(5, 10, seed=0) == [0, 1, 2, 3, 4]
-    with pytest.raises(ParameterError):
-        kovaleva.sample_rows(5, 0, seed=0)
+from attnbook.studies.kovaleva.patterns import CLASSES
 
 
 def test_most_changed_layers_and_change_comparisons():
@@ -39,7 +30,6 @@ def test_most_changed_layers_and_change_comparisons():
 def _table(ours: dict) -> pd.DataFrame:
     rows = []
     for (task, init), value in ours.items():
-        paper = kovaleva.PAPER  # noqa: F841  (the paper numbers come from finetune.PAPER_TABLE1 in real use)
         rows.append({"task": task, "init": init, "metric": "accuracy", "paper": {"pretrained": 50.0, "random_ft": 60.0,
                      "pretrained_ft": 90.0}[init], "ours": value, "note": "", "n_dev": 10, "n_train": 20})
     return pd.DataFrame(rows)
@@ -128,31 +118,6 @@ def test_top_cls_feature_and_peak_layer():
     assert kovaleva.peak_layer(np.array([[0.1, 0.1], [0.3, 0.0], [0.2, 0.2]])) == 2
 
 
-def test_flatten_round_trip_and_errors():
-    nested = {"cnn": {"counts": np.arange(3), "fractions": np.ones(2)}, "rules": {"counts": np.zeros(1)}}
-    back = kovaleva.unflatten(kovaleva.flatten(nested))
-    assert set(back) == {"cnn", "rules"} and np.array_equal(back["cnn"]["counts"], np.arange(3))
-    with pytest.raises(ParameterError):
-        kovaleva.flatten({"a::b": {"x": np.ones(1)}})
-    with pytest.raises(ParameterError):
-        kovaleva.unflatten({"plain": np.ones(1)})
-
-
-def test_cnn_arrays_round_trip_gives_same_outputs():
-    torch.manual_seed(0)
-    model = PatternCNN(size=16, width=2)
-    model.eval()
-    x = torch.rand(3, 1, 16, 16)
-    # width is not stored: the round trip rebuilds the default width, so use the default here
-    model = PatternCNN(size=16)
-    model.eval()
-    arrays = kovaleva.cnn_to_arrays(model)
-    again = kovaleva.cnn_from_arrays(arrays)
-    with torch.no_grad():
-        assert torch.allclose(model(x), again(x))
-    assert not again.training
-
-
 def test_agreement_markdown_counts_and_names():
     rows = [dict(experiment="Table 1", quantity="A, pretrained", verdict="agrees"),
             dict(experiment="Table 1", quantity="A, random_ft", verdict="disagrees"),
@@ -183,3 +148,101 @@ def test_constant_predictor_flagged_in_table1_rows():
     notes = {r["quantity"]: r["note"] for r in rows}
     assert "constant" in notes["MRPC, pretrained_ft"]
     assert "constant" not in notes["SST-2, pretrained_ft"] and "constant" not in notes["MRPC, pretrained"]
+
+
+def test_fig2_comparisons_are_the_taxonomy_rows_of_fig2():
+    f = {"A": np.array([0.4, 0.05, 0.1, 0.0, 0.45])}
+    assert kovaleva.fig2_comparisons({}, CLASSES) == []
+    rows = kovaleva.fig2_comparisons(f, CLASSES)
+    assert [r["quantity"] for r in rows] == ["Heterogeneous share per task", "Vertical share per task"]
+    assert rows == [r for r in kovaleva.taxonomy_comparisons(0.8, f, CLASSES) if r["experiment"] == "§4.1 Fig. 2"]
+
+
+def test_table1_note_names_missing_tasks_and_constant_predictors():
+    df = pd.DataFrame([
+        dict(task="SST-2", init="pretrained_ft", ours=50.0, paper=92.0, note="", top_class_share=1.0),
+        dict(task="QQP", init="pretrained", ours=float("nan"), paper=0.0,
+             note="not run: dev.tsv not in the data directory", top_class_share=float("nan")),
+        dict(task="QQP", init="random_ft", ours=float("nan"), paper=0.0,
+             note="not run: dev.tsv and train.tsv not in the data directory", top_class_share=float("nan")),
+    ])
+    text = kovaleva.table1_note(df, 12.4)
+    assert "took 12 CPU seconds" in text and "Not run: QQP (dev.tsv not in the data directory)" in text
+    assert "**Warning:** SST-2 (pretrained_ft) answer one class for at least 95%" in text
+    assert "Warning" not in kovaleva.table1_note(df.assign(top_class_share=0.5), 0)
+
+
+def _baselines(scores: dict, trivial: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"task": t, "metric": "accuracy", "this run": s, "constant predictor": trivial[t]}
+                         for t, s in scores.items()])
+
+
+def test_baselines_beside_table1_and_weak_classifiers():
+    b = _baselines({"SST-2": 80.0, "MRPC": 81.0, "XYZ": 50.0}, {"SST-2": 50.0, "MRPC": 81.2, "XYZ": 45.0})
+    out = kovaleva.beside_table1(b)
+    assert list(out.columns)[-1] == "Kovaleva Table 1" and "Kovaleva Table 1" not in b
+    assert out["Kovaleva Table 1"].iloc[0] == kovaleva.PAPER_TABLE1["SST-2"]["pretrained_ft"][0] == 92.0
+    assert np.isnan(out["Kovaleva Table 1"].iloc[2])
+    assert kovaleva.weak_classifiers(b) == ["MRPC"]  # 50.0 vs 45.0 is exactly the margin: not weak
+    assert kovaleva.caution_markdown([]) == ""
+    assert "MRPC score within 5 points of a constant predictor" in kovaleva.caution_markdown(["MRPC"])
+
+
+def _disabling_rows(head_delta, layer_delta, matches=None, surviving=None, profile="quick"):
+    tasks = list(head_delta)
+    return kovaleva.disabling_comparisons(
+        head_delta, layer_delta, {t: "1-1" for t in tasks}, surviving or {t: [] for t in tasks},
+        {t: [True] + [False] * (len(layer_delta[t]) - 1) for t in tasks}, matches or {}, 3, profile)
+
+
+def test_disabling_comparisons_rules():
+    heads = {"MRPC": np.array([[0.5, -1.0], [0.0, -2.0]]), "RTE": np.array([[-0.5, -1.0], [-0.1, -2.0]])}
+    layers = {"MRPC": np.array([-1.0, -3.0]), "RTE": np.array([2.0, -0.5])}
+    rows = _disabling_rows(heads, layers, surviving={"MRPC": ["1-1"], "RTE": []})
+    by = {r["quantity"]: r for r in rows}
+    first = by["tasks where disabling some head improves the score"]
+    assert first["paper"] == "7 of 7" and first["ours"] == "1 of 2" and first["verdict"] == verdict.PARTLY
+    assert first["note"] == "survive Holm: 1 of 2 tasks"
+    mrpc = by["MRPC: best single-head gain (points)"]
+    assert mrpc["paper"] == 1.2 and mrpc["ours"] == 0.5 and mrpc["verdict"] == verdict.AGREES
+    assert mrpc["note"] == "head 1-1; survives Holm"
+    rte = by["RTE: best single-head gain (points)"]
+    assert rte["paper"] == "> 0 (figure)" and rte["verdict"] == verdict.DISAGREES
+    assert by["MRPC: mean change from disabling a random head"]["ours"] == -0.625
+    assert by["MRPC: mean change from disabling a random head"]["verdict"] == verdict.DISAGREES
+    layer1 = by["RTE: disabling layer 1 (points)"]
+    assert layer1["paper"] == 3.2 and layer1["verdict"] == verdict.AGREES and layer1["note"] == "significant after Holm"
+    assert by["tasks where disabling some layer improves the score"]["ours"] == "1 of 2"
+    drop = by["largest drop from disabling a layer (points)"]
+    assert drop["ours"] == -3.0 and drop["verdict"] == verdict.NOT_COMPARABLE and "quick profile" in drop["note"]
+    assert _disabling_rows(heads, layers, profile="paper")[-1]["note"] == ""
+    assert all(r["verdict"] in VERDICTS for r in rows)
+    assert not any(r["experiment"] == "§5" for r in rows)
+
+
+def test_disabling_comparisons_word_matching_rows():
+    heads = {"STS-B": np.ones((2, 2)), "RTE": np.ones((2, 2))}
+    layers = {"STS-B": np.ones(2), "RTE": np.ones(2)}
+    matches = {"STS-B": {"percentiles": {"2-1": 0.9, "1-1": 0.7}, "hurting_heads": ["1-1", "2-1"]},
+               "RTE": {"percentiles": {"2-1": 0.5, "1-2": 0.4}, "hurting_heads": ["1-2", "2-1"]}}
+    rows = [r for r in _disabling_rows(heads, layers, matches) if r["experiment"] == "§5"]
+    sts, rte, both = rows
+    assert sts["ours"] == "80%" and sts["verdict"] == verdict.AGREES and sts["note"] == "2-1: 90%, 1-1: 70%"
+    assert sts["paper"] == "high (4-1, 2-12, by inspection)"
+    assert rte["ours"] == "45%" and rte["verdict"] == verdict.DISAGREES
+    assert both["paper"] == "2 (4-1, 2-12)" and both["ours"] == 1 and both["note"] == "2-1"
+    assert both["verdict"] == verdict.PARTLY
+    assert "most harmful to disable for both STS-B and RTE" in both["quantity"]
+    one = [r for r in _disabling_rows({"RTE": heads["RTE"]}, {"RTE": layers["RTE"]}, {"RTE": matches["RTE"]})
+           if r["experiment"] == "§5"]
+    assert len(one) == 1
+
+
+def test_disabling_findings_counts_outcomes():
+    rows = [dict(verdict=verdict.AGREES), dict(verdict=verdict.DISAGREES), dict(verdict=verdict.AGREES)]
+    text = kovaleva.disabling_findings(rows, {"SST-2": ["3-4"], "RTE": []}, "tiny", 2, 100, ["RTE"])
+    assert text.startswith("**Agreement.** Of 3 comparisons, 2 agrees, 1 disagrees.")
+    assert "Holm correction: SST-2: 3-4." in text and "tiny (2 layers), scored on 100 dev examples" in text
+    assert text.endswith("The classifiers for RTE are close to a constant predictor, so their rows say little about "
+                         "the paper's claims.")
+    assert "correction: none." in kovaleva.disabling_findings(rows, {"RTE": []}, "tiny", 2, 1, [])

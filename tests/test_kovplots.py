@@ -1,10 +1,14 @@
 """attnbook.studies.kovaleva.charts: long tables and per-task charts of Kovaleva Fig. 5-7."""
 from __future__ import annotations
 
+import struct
+import zlib
+
 import numpy as np
 import pytest
 
 from attnbook.studies.kovaleva import charts as kovplots
+from attnbook.studies.kovaleva import patterns as PT
 from attnbook.core.errors import EmptyDataError, ParameterError
 
 
@@ -58,3 +62,40 @@ def test_shares_table_percentages_and_shape_check():
     assert df.iloc[0].to_dict() == {"maps of": "x", "a": 50.0, "b": 25.0, "c": 25.0}
     with pytest.raises(ParameterError):
         kovplots.shares_table({"x": np.array([1.0])}, ["a", "b"])
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR"
+    w, h = struct.unpack(">II", data[16:24])
+    return w, h
+
+
+def test_png_and_thumbnails(tmp_path):
+    img = np.zeros((5, 7), dtype=np.uint8)
+    img[2, 3] = 200
+    data = kovplots.png_bytes(img)
+    assert _png_size(data) == (7, 5)
+    # the pixel data decompresses to one filter byte + 7 pixels per row
+    idat = data[data.index(b"IDAT") + 4 : data.index(b"IEND") - 8]
+    raw = zlib.decompress(idat)
+    assert len(raw) == 5 * 8 and raw[2 * 8 + 1 + 3] == 200
+    rng = np.random.default_rng(0)
+    maps = [PT.synthetic_map(c, 20, rng)[0] for c in PT.CLASSES]
+    path = kovplots.render_thumbnails(tmp_path / "t.png", maps, list(range(5)), cols=5, size=32)
+    w, h = _png_size(path.read_bytes())
+    assert w > 5 * 32 and h > 32
+    # long maps are shrunk by maxima: a one-token stripe survives
+    long = np.zeros((300, 300))
+    long[:, 137] = 1
+    assert (kovplots.map_image(long, size=64) < 128).any(axis=0).sum() == 1
+
+
+def test_charts_build():
+    rng = np.random.default_rng(0)
+    m, _ = PT.synthetic_map("Vertical", 8, rng)
+    spec = kovplots.heatmap_chart(m, [f"t{i}" for i in range(8)], title="x").to_dict()
+    assert spec["mark"]["type"] == "rect"
+    kovplots.class_examples_chart([m], [0]).to_dict()
+    kovplots.proportions_chart({"RTE": np.array([0.2, 0.1, 0.3, 0.1, 0.3])}).to_dict()

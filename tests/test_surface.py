@@ -11,6 +11,9 @@ from attnbook.studies.clark.surface import (
     SurfaceStats,
     pick_example_heads,
     positional_heads,
+    positional_table,
+    sink_token,
+    surface_statistics,
     surface_stats_reference,
 )
 
@@ -94,3 +97,34 @@ def test_sep_to_sep_statistics():
     assert s["sep_sep"][0, 0] == pytest.approx(1.0)
     assert s["rest_sep"][0, 0] == pytest.approx(0.0)
     assert s["cls"][0, 0] == pytest.approx(3 / 5)
+
+
+def test_positional_table_and_sink_token():
+    stats = {k: np.zeros((2, 3)) for k in STAT_NAMES}
+    stats["prev"][1, 2] = 0.61234
+    stats["next"][0, 0] = 0.7
+    stats["cls"][:] = 0.3
+    table = positional_table(stats)
+    assert table.to_dict(orient="records") == [
+        {"direction": "previous", "head": "2-3", "avg. attention": 0.612},
+        {"direction": "next", "head": "1-1", "avg. attention": 0.7},
+    ]
+    assert sink_token(stats) == "cls"
+    stats["sep"][:] = 0.3
+    assert sink_token(stats) == "sep"  # a tie goes to [SEP], the paper's sink
+    stats["prev"][:] = stats["next"][:] = 0.0
+    assert len(positional_table(stats)) == 0
+
+
+def test_surface_statistics_are_cached_whatever_the_batch_size(tiny_bert, examples, tmp_path, monkeypatch):
+    """Chapter 3 calls the same function on chapter 1's segments and gets chapter 1's numbers back."""
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    first = surface_statistics(tiny_bert, examples, batch_size=2, progress=False)
+    assert list((tmp_path / "surface").glob("*.npz"))
+    again = surface_statistics(tiny_bert, examples, batch_size=5, progress=False)
+    for name in STAT_NAMES:
+        np.testing.assert_array_equal(again[name], first[name])
+    direct = stream_attention(tiny_bert, examples, [SurfaceStats.for_tokenizer(tiny_bert.tokenizer)], batch_size=2,
+                              progress=False)[0]
+    for name in STAT_NAMES:
+        np.testing.assert_allclose(first[name], direct[name], rtol=1e-6, atol=1e-9)

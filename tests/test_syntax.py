@@ -10,6 +10,7 @@ from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.extract import collect_maps
 from attnbook.engine.wordlevel import token_to_word_attention
 
+
 RELS = ("All", "prep", "pobj", "det", "nsubj", "poss")
 
 
@@ -23,12 +24,12 @@ def make_sentence(rows: list[tuple[str, int, str, str]]) -> Sentence:
     )
 
 
-# the(0) cat(1) sat(2) on(3) the(4) mat(5) .(6)
 CAT = make_sentence([
     ("the", 2, "det", "DT"), ("cat", 3, "nsubj", "NN"), ("sat", 0, "root", "VBD"), ("on", 6, "case", "IN"),
     ("the", 6, "det", "DT"), ("mat", 3, "obl", "NN"), (".", 3, "punct", "."),
 ])
-# John(0) 's(1) dog(2) barked(3)
+
+
 DOG = make_sentence([
     ("john", 3, "nmod:poss", "NNP"), ("'s", 1, "case", "POS"), ("dog", 4, "nsubj", "NN"), ("barked", 0, "root", "VBD"),
 ])
@@ -154,7 +155,7 @@ def test_truncation_drops_edges_past_the_kept_words(tokenizer):
     assert len(e) == 5 and enc.meta["n_dropped_edges"] == 6
 
 
-def test_table1_has_paper_numbers_and_labels(tokenizer):
+def test_table1_has_labels_and_counts(tokenizer):
     encoded = syntax.encode_sentences(tokenizer, [CAT, DOG], relations=RELS)
     acc = syntax.evaluate_word_maps([hand_maps(7, [[2, 3, 6, 6, 6, 3, 3]]), hand_maps(4, [[3, 1, 4, 3]])],
                                     encoded, RELS)
@@ -162,7 +163,7 @@ def test_table1_has_paper_numbers_and_labels(tokenizer):
     assert list(t.relation) == list(RELS)
     row = t.set_index("relation").loc["det"]
     assert row["head"] == "1-1" and row["accuracy"] == 100.0
-    assert row["paper_accuracy"] == 94.3 and row["paper_head"] == "8-11"
+    assert not [c for c in t.columns if c.startswith("paper")]  # the paper's columns are paper.table1's
     assert t.set_index("relation").loc["All", "n"] == 9
     prefs = syntax.direction_preference(acc).set_index("relation")
     assert prefs.loc["det", "best_dep_to_head"] == 100.0
@@ -193,36 +194,11 @@ def test_cached_evaluation_round_trips(tiny_bert, tmp_path, monkeypatch):
     assert second.relations == list(RELS) and second.offsets == list(syntax.OFFSETS)
 
 
-# ----------------------------------------------------------------------------- paper vs this run
-
-
-def accuracy_for(rows: dict[str, tuple[int, str, int]], total: int = 100) -> syntax.HeadAccuracy:
-    """HeadAccuracy with one 1x2-head model: ``rows[rel] = (best head's right edges, direction, offset +1 hits)``."""
-    rels = list(rows)
-    correct = np.zeros((len(rels), 1, 2, 2), dtype=np.int64)
-    base = np.zeros((len(rels), len(syntax.OFFSETS)), dtype=np.int64)
-    for r, (right, direction, hits) in enumerate(rows.values()):
-        correct[r, 0, 1, syntax.DIRECTIONS.index(direction)] = right
-        correct[r, 0, 0, 0] = right // 2  # a weaker head that must not be chosen
-        base[r, syntax.OFFSETS.index(1)] = hits
-    return syntax.HeadAccuracy(rels, correct, np.full(len(rels), total), base)
-
-
-def test_paper_comparison_verdicts_follow_the_numbers():
-    acc = accuracy_for({
-        "All": (40, "dep->head", 30),       # +10 over right-branching: paper +8.2 -> partly
-        "det": (90, "dep->head", 50),       # +40: paper +42.6 -> agrees
-        "pobj": (60, "dep->head", 70),      # below the offset, wrong direction: paper +41.7 -> disagrees
-        "nn": (72, "head->dep", 70),        # +2, not a specialist as in the paper; wrong direction
-    })
-    rows = {r["quantity"].split(":")[0]: r for r in syntax.paper_comparison(acc)}
-    assert rows["best single head, every relation (UAS) vs right-branching"]["verdict"] == "partly agrees"
-    assert rows["det"]["verdict"] == "agrees" and rows["det"]["ours"] == "90.0 (1-2) vs 50.0 (+1)"
-    assert rows["pobj"]["verdict"] == "disagrees"
-    spec = next(r for q, r in rows.items() if q.startswith("relations with a specialist head"))
-    assert spec["paper"] == "2 of 3" and spec["ours"] == "1 of 3" and spec["verdict"] == "partly agrees"
-    assert "pobj" in spec["note"]
-    direction = next(r for q, r in rows.items() if q.startswith("best head reads"))
-    assert direction["ours"] == "1 of 3" and direction["verdict"] == "disagrees"
-    assert "nn" in direction["note"] and "pobj" in direction["note"]
-    assert all(r["verdict"] in ("agrees", "partly agrees", "disagrees") for r in rows.values())
+def test_best_heads_by_relation_names_each_heads_relations(tokenizer):
+    encoded = syntax.encode_sentences(tokenizer, [CAT, DOG], relations=RELS)
+    acc = syntax.evaluate_word_maps([hand_maps(7, [[2, 3, 6, 6, 6, 3, 3]]), hand_maps(4, [[3, 1, 4, 3]])],
+                                    encoded, RELS)
+    best = syntax.best_heads_by_relation(acc)
+    assert sorted(r for rels in best.values() for r in rels) == sorted(r for r in RELS if acc.total[RELS.index(r)])
+    layer, head, _, _ = acc.best("det")
+    assert "det" in best[f"{layer + 1}-{head + 1}"]

@@ -79,7 +79,7 @@ def test_select_best_restores_the_best_epoch_and_plateau_lowers_the_lr():
     weights = []
 
     def evaluate(m):
-        weights.append(float(m.weight))
+        weights.append(float(m.weight.detach()))
         return next(scores)
 
     loss = lambda m, _: (m(torch.ones(1, 1)) - 10.0).pow(2).sum()  # noqa: E731

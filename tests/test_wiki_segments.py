@@ -88,3 +88,15 @@ def test_clark_segments_sampling(tokenizer, tmp_path, monkeypatch):
     assert [s.input_ids for s in segs] == [s.input_ids for s in clark_segments(tokenizer, 2, 16, seed=1)]
     with pytest.raises(ParameterError, match="lower n_segments"):
         clark_segments(tokenizer, 3, 16)
+
+
+def test_example_segment_is_the_closest_to_the_length_among_the_first():
+    from attnbook.engine.inputs import Encoded
+    from attnbook.studies.clark.segments import example_segment
+
+    segs = [Encoded([0] * n, [0] * n, ["x"] * n) for n in (60, 35, 45, 40, 41)]
+    assert example_segment(segs) is segs[3]
+    assert example_segment(segs, length=42) is segs[4]  # 41 is closer than 40 or 45
+    assert example_segment(segs, length=40, among=3) is segs[1]  # 35 and 45 tie: the first
+    with pytest.raises(EmptyDataError):
+        example_segment([])

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from attnbook.chapters.toc import CHAPTERS
 from attnbook.core.io import atomic_write_text
 from attnbook.chapters.results import load_results
 
-CHAPTER_TITLES = {
-    "01_clark_surface_patterns": "1. Surface patterns (Clark §3)",
-    "02_clark_probing": "2. Probing heads (Clark §4-5)",
-    "03_clark_clustering": "3. Clustering heads (Clark §6)",
-    "04_kovaleva_taxonomy": "4. Patterns and fine-tuning (Kovaleva §4)",
-    "05_kovaleva_disabling": "5. Disabling heads (Kovaleva §4.6, §5)",
-    "06_michel_pruning": "6. Pruning heads (Michel et al.)",
-    "07_arct_cues": "7. Cues in ARCT (Niven & Kao)",
-}
+#: chapter id -> the heading of its section on the results overview page
+CHAPTER_TITLES = {c.id: c.heading for c in CHAPTERS}
 
 
 def _cell(value) -> str:

@@ -17,19 +17,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from attnbook.chapters.params import chapter_params, check_profile
+from attnbook.chapters.toc import CHAPTER_IDS
 from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
 from attnbook.core.io import atomic_path
 from attnbook.core.paths import project_root
 
-CHAPTER_ORDER = (
-    "01_clark_surface_patterns",
-    "02_clark_probing",
-    "03_clark_clustering",
-    "04_kovaleva_taxonomy",
-    "05_kovaleva_disabling",
-    "06_michel_pruning",
-    "07_arct_cues",
-)
+#: The chapters in book order (:mod:`attnbook.chapters.toc` holds the list).
+CHAPTER_ORDER = CHAPTER_IDS
 
 
 class BookBuildError(AttnbookError, RuntimeError):

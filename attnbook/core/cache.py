@@ -149,9 +149,11 @@ def cached_arrays(
 
 def cached_frame(namespace: str, parts: dict[str, Any], compute: Callable[[], Any], *,
                  enabled: bool = True, root: Path | None = None):
-    """:func:`cached_arrays` for a pandas DataFrame of numbers and strings (one array per column).
+    """:func:`cached_arrays` for a pandas DataFrame of numbers, text and missing values (one array per column).
 
-    Column order and dtypes are kept; text columns are stored as unicode arrays (no pickles).
+    Numeric columns are stored as they are; any other column as numbers or unicode text plus a mask of its
+    missing entries, so ``None`` comes back as ``None`` (not the text ``"None"``) and a column of integers
+    with gaps comes back as integers with gaps. No pickles.
     """
     import pandas as pd
 
@@ -160,14 +162,34 @@ def cached_frame(namespace: str, parts: dict[str, Any], compute: Callable[[], An
     def arrays() -> dict[str, np.ndarray]:
         frame = compute()
         fresh["frame"] = frame
-        out = {}
+        out = {"columns": np.asarray([str(c) for c in frame.columns])}
         for c in frame.columns:
             values = frame[c].to_numpy()
-            out[f"col:{c}"] = values if values.dtype.kind in "biuf" else values.astype(str)  # text as unicode
-        out["columns"] = np.asarray([str(c) for c in frame.columns])
+            if values.dtype.kind in "biuf":
+                out[f"col:{c}"] = values
+                continue
+            missing = np.asarray(pd.isna(frame[c]), dtype=bool)
+            present = [v for v, m in zip(values, missing) if not m]
+            if present and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in present):
+                kind, stored = "int", np.array([0 if m else int(v) for v, m in zip(values, missing)], dtype=np.int64)
+            elif present and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in present):
+                kind, stored = "float", np.array([np.nan if m else float(v) for v, m in zip(values, missing)])
+            else:
+                kind, stored = "text", np.array(["" if m else str(v) for v, m in zip(values, missing)], dtype=str)
+            out[f"col:{c}"], out[f"missing:{c}"], out[f"kind:{c}"] = stored, missing, np.asarray(kind)
         return out
 
     got = cached_arrays(namespace, parts, arrays, enabled=enabled, root=root)
     if "frame" in fresh:
         return fresh["frame"]
-    return pd.DataFrame({str(c): got[f"col:{c}"] for c in got["columns"]})
+    columns = {}
+    for c in (str(x) for x in got["columns"]):
+        values = got[f"col:{c}"]
+        if f"missing:{c}" in got:
+            convert = {"int": int, "float": float, "text": str}[str(got[f"kind:{c}"])]
+            missing = got[f"missing:{c}"]
+            values = [None if m else convert(v) for v, m in zip(values, missing)]
+            if missing.any():  # keep None as None (pandas would turn it into NaN)
+                values = pd.Series(values, dtype=object)
+        columns[c] = values
+    return pd.DataFrame(columns)

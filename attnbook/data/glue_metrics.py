@@ -20,7 +20,7 @@ from typing import Mapping
 
 import numpy as np
 
-from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.core.errors import ParameterError
 from attnbook.data.glue import TaskSpec, task_spec
 from attnbook.stats import accuracy, f1_binary, pearson, spearman
 

@@ -119,6 +119,39 @@ def stream_attention(
     return results if isinstance(reducers, dict) else [results[str(i)] for i in range(len(named))]
 
 
+def stream_batches(
+    model: LoadedModel | torch.nn.Module,
+    batches: Sequence[Batch],
+    reducers: Sequence[Reducer] | dict[str, Reducer],
+    *,
+    progress: bool = False,
+    desc: str = "attention over batches",
+) -> Any:
+    """Feed the maps ``attn[batch, layer, head, query, key]`` of ready-made ``batches`` to each reducer.
+
+    For batches that already exist (a classifier's dev batches, :class:`Batch` es with gold labels)
+    where :func:`stream_attention` would encode and bucket :class:`Encoded` inputs itself. ``model`` is a
+    :class:`LoadedModel` or a torch module returning attentions; it runs in eval mode without gradients.
+    Returns the reducers' results like :func:`stream_attention`.
+    """
+    from tqdm.auto import tqdm
+
+    net = model.model if isinstance(model, LoadedModel) else model
+    table = reducers if isinstance(reducers, dict) else dict(enumerate(reducers))
+    mode = net.training
+    net.eval()
+    try:
+        with torch.inference_mode():
+            for batch in tqdm(batches, desc=desc, disable=not progress):
+                maps = forward_attentions(net, batch)
+                for reducer in table.values():
+                    reducer.update(maps, batch)
+    finally:
+        net.train(mode)
+    out = {name: reducer.result() for name, reducer in table.items()}
+    return out if isinstance(reducers, dict) else list(out.values())
+
+
 def collect_maps(loaded: LoadedModel, examples: Sequence[Encoded], batch_size: int = 16) -> list[np.ndarray]:
     """Every example's full map ``attn[layer, head, query, key]`` (unpadded), in input order.
 

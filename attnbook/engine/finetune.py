@@ -1,4 +1,4 @@
-"""Fine-tuning BERT-style encoders on GLUE, cached checkpoints, and Kovaleva et al.'s Table 1.
+"""Fine-tuning BERT-style encoders on GLUE and cached checkpoints (the classifiers of Kovaleva et al.'s Table 1).
 
 Kovaleva et al. (§3, §4.3, Table 1) compare three models per task:
 
@@ -26,7 +26,7 @@ training parameters, training file checksum, seed, share of training done, code
 version). A checkpoint is written into a temporary folder and renamed into place
 only when complete; its ``COMPLETE`` file records the SHA-256 of every other file,
 so an interrupted write never loads, and a corrupt checkpoint is retrained with a
-:class:`CheckpointCorruptWarning`. Intermediate checkpoints (``save_at``, e.g.
+:class:`~attnbook.engine.checkpoints.CheckpointCorruptWarning` (:mod:`attnbook.engine.checkpoints`). Intermediate checkpoints (``save_at``, e.g.
 ``(0.1, 0.25, 0.5)``) are cached the same way for training-dynamics analyses
 (Michel et al. §6).
 """
@@ -34,10 +34,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
-import shutil
-import tempfile
-import warnings
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
@@ -48,52 +44,31 @@ import torch
 
 from attnbook.core import cache
 from attnbook.core.errors import ModelError, ParameterError
-from attnbook.data.glue import KOVALEVA_TASKS, Example, GlueSplit, TaskSpec, available, load_split, task_path, task_spec
-from attnbook.core.io import atomic_write_json, sha256_file
-from attnbook.data.glue_metrics import F1_TASKS, TABLE1_METRIC, glue_metrics, predictions_from_logits, task_score
+from attnbook.data.glue import Example, GlueSplit, TaskSpec, load_split, task_path, task_spec
+from attnbook.core.io import sha256_file
+from attnbook.data.glue_metrics import glue_metrics, predictions_from_logits, task_score
+from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root, load_checkpoint, save_checkpoint
 from attnbook.engine.inputs import Batch, pad_rows
 from attnbook.engine.models import LoadedModel, load_encoder
-from attnbook.engine.train import Recipe, TrainLog, fit, lr_factor, make_optimizer  # noqa: F401  (lr_factor re-exported)
-from attnbook.core.paths import cache_dir
+from attnbook.engine.train import Recipe, TrainLog, fit
 
 #: Version of the training and checkpoint code; part of every cache key.
 CODE_VERSION = "finetune-1"
 
 #: The three initialisations of Kovaleva et al.'s Table 1, in the table's column order.
 INITS = ("pretrained", "random_ft", "pretrained_ft")
-INIT_LABELS = {
-    "pretrained": "pre-trained, no fine-tuning",
-    "random_ft": "random init + fine-tuning",
-    "pretrained_ft": "pre-trained + fine-tuning",
-}
-
-#: Kovaleva et al., Table 1 (GLUE dev sets, bert-base-uncased): task -> init -> (score, accuracy or None).
-#: The score is F1 for MRPC and QQP (accuracy second), Pearson x 100 for STS-B (labelled "Acc" in the paper,
-#: see :mod:`attnbook.data.glue_metrics`), accuracy elsewhere.
-PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
-    "MRPC": {"pretrained": (0.0, 31.6), "random_ft": (81.2, 68.3), "pretrained_ft": (87.9, 82.3)},
-    "STS-B": {"pretrained": (33.1, None), "random_ft": (2.9, None), "pretrained_ft": (82.7, None)},
-    "SST-2": {"pretrained": (49.1, None), "random_ft": (80.5, None), "pretrained_ft": (92.0, None)},
-    "QQP": {"pretrained": (0.0, 60.9), "random_ft": (0.0, 63.2), "pretrained_ft": (65.2, 78.6)},
-    "RTE": {"pretrained": (52.7, None), "random_ft": (52.7, None), "pretrained_ft": (64.6, None)},
-    "QNLI": {"pretrained": (52.8, None), "random_ft": (49.5, None), "pretrained_ft": (84.4, None)},
-    "MNLI-m": {"pretrained": (31.7, None), "random_ft": (61.0, None), "pretrained_ft": (78.6, None)},
-}
-
 #: Fixed seed of the dev-set sample, so every run of a task is scored on the same examples.
 DEV_SAMPLE_SEED = 0
 #: Seed of the training-set cap (independent of the training seed, so seeds differ only in training).
 TRAIN_SAMPLE_SEED = 0
 
 
-class CheckpointCorruptWarning(UserWarning):
-    """A cached checkpoint is incomplete or fails its checksum; it is trained again."""
 
 
 # ---------------------------------------------------------------------------------------------
 # parameters
 # ---------------------------------------------------------------------------------------------
-#: Profile keys that are not training parameters (read by :func:`table1` and the chapters).
+#: Profile keys that are not training parameters (read by :func:`attnbook.studies.kovaleva.table1.table1` and the chapters).
 PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "save_at", "use_cache"})
 
 
@@ -457,149 +432,22 @@ def evaluate(
 # ---------------------------------------------------------------------------------------------
 # checkpoint cache
 # ---------------------------------------------------------------------------------------------
-WEIGHTS_FILE = "model.safetensors"
-COMPLETE_FILE = "COMPLETE"
 
 
-def finetune_root() -> Path:
-    """``cache_dir()/finetune``: one folder per checkpoint key."""
-    path = cache_dir() / "finetune"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
 
 
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb+") as fh:
-        os.fsync(fh.fileno())
 
 
-def save_checkpoint(model: torch.nn.Module, key: str, meta: Mapping[str, Any], root: Path | None = None) -> Path:
-    """Write ``model`` (weights + config) and ``meta`` under ``root/key``; returns the folder.
-
-    Everything goes to a temporary sibling folder first; ``COMPLETE`` (SHA-256 of
-    every other file) is written last and the folder is renamed into place, so a
-    crash at any moment leaves either nothing under ``key`` or a complete checkpoint.
-    """
-    from safetensors.torch import save_file
-
-    root = Path(root) if root else finetune_root()
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-{os.getpid()}-", dir=root))
-    final = root / key
-    try:
-        state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
-        save_file(state, str(tmp / WEIGHTS_FILE), metadata={"key": key})
-        model.config.to_json_file(str(tmp / "config.json"))
-        atomic_write_json(tmp / "meta.json", dict(meta))
-        for name in (WEIGHTS_FILE, "config.json"):
-            _fsync_file(tmp / name)
-        checks = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        atomic_write_json(tmp / COMPLETE_FILE, {"key": key, "sha256": checks})
-        _fsync_dir(tmp)
-        if final.exists():  # an incomplete or corrupt earlier attempt (complete ones are never rewritten)
-            shutil.rmtree(final)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if read_complete(final) is None:  # pragma: no cover - lost a race to a broken writer
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # another process finished the same checkpoint first
-        _fsync_dir(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _remove_stale_tmp(root, key)
-    return final
 
 
-def _remove_stale_tmp(root: Path, key: str) -> None:
-    """Delete temporary folders of ``key`` left by writers that no longer run."""
-    for tmp in root.glob(f".{key}.tmp-*"):
-        try:
-            pid = int(tmp.name.split(".tmp-", 1)[1].split("-", 1)[0])
-        except (IndexError, ValueError):
-            continue
-        if pid == os.getpid() or not _pid_alive(pid):
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover
-        return True
-    return True
 
 
-def read_complete(folder: Path) -> dict | None:
-    """The ``COMPLETE`` record of a checkpoint folder if every file matches its checksum, else ``None``."""
-    import json
-
-    marker = Path(folder) / COMPLETE_FILE
-    if not marker.exists():
-        return None
-    try:
-        record = json.loads(marker.read_text())
-        checks = record["sha256"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if WEIGHTS_FILE not in checks or "config.json" not in checks:
-        return None
-    for name, digest in checks.items():
-        path = Path(folder) / name
-        if not path.is_file() or sha256_file(path) != digest:
-            return None
-    return record
 
 
-def load_checkpoint(key: str, root: Path | None = None) -> tuple[torch.nn.Module, dict] | None:
-    """The checkpoint stored under ``key`` as ``(model, meta)``, or ``None`` when absent.
-
-    An incomplete or corrupt checkpoint also gives ``None``, with a
-    :class:`CheckpointCorruptWarning` (the caller trains it again).
-    """
-    import json
-
-    from safetensors.torch import load_file
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-
-    folder = (Path(root) if root else finetune_root()) / key
-    if not folder.exists():
-        return None
-    if read_complete(folder) is None:
-        warnings.warn(
-            f"checkpoint {folder} is incomplete or fails its checksum; training it again",
-            CheckpointCorruptWarning,
-            stacklevel=3,
-        )
-        return None
-    try:
-        config = AutoConfig.from_pretrained(str(folder))
-        with torch.random.fork_rng(devices=[]):  # the stored weights replace the initialisation
-            model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
-        model.load_state_dict(load_file(str(folder / WEIGHTS_FILE)), strict=True)
-        meta = json.loads((folder / "meta.json").read_text())
-    except Exception as exc:  # a checkpoint from an incompatible version of the code
-        warnings.warn(f"checkpoint {folder} could not be loaded ({exc}); training it again",
-                      CheckpointCorruptWarning, stacklevel=3)
-        return None
-    model.eval()
-    return model, meta
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,13 +560,13 @@ def get_finetuned(
         key = cache.key(checkpoint_parts(base, spec, init, p, seed, fraction))
         also = [cache.key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
         hit = None
-        if use_cache and all((finetune_root() / k / COMPLETE_FILE).exists() for k in also):
+        if use_cache and all((checkpoints_root() / k / COMPLETE_FILE).exists() for k in also):
             hit = load_checkpoint(key)
         if hit is not None:
             net, meta = hit
             net.to(next(base.model.parameters()).device)
             extra = {"train_log": meta.get("train_log"), "step": meta.get("step"), "n_steps": meta.get("n_steps")}
-            clf = _classifier(net, base, spec, init, seed, p, key, finetune_root() / key, extra)
+            clf = _classifier(net, base, spec, init, seed, p, key, checkpoints_root() / key, extra)
         else:
             clf = _train_and_cache(base, spec, init, p, seed, fractions[0], save_at, use_cache, progress, on_step)
     metrics: dict[str, Any] = {}
@@ -793,100 +641,3 @@ def dev_metrics(
     out: dict[str, Any] = metrics_from_logits(spec, arrays["logits"], arrays["labels"])
     out["n_dev_total"] = dev.n_total
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Kovaleva et al., Table 1
-# ---------------------------------------------------------------------------------------------
-def table1(
-    model: str | LoadedModel,
-    tasks: Sequence[str] = KOVALEVA_TASKS,
-    params: Mapping[str, Any] | FinetuneParams | None = None,
-    *,
-    seeds: Sequence[int] = (0,),
-    inits: Sequence[str] = INITS,
-    missing: str = "skip",
-    use_cache: bool = True,
-    progress: bool = True,
-):
-    """Kovaleva et al.'s Table 1 for ``model``: one row per (task, init), the paper's numbers beside ours.
-
-    Columns: ``task``, ``init``, ``metric`` (what ``ours``/``paper`` measure),
-    ``paper``, ``ours`` (mean over ``seeds``), ``ours_std``, ``paper_acc`` /
-    ``ours_acc`` (MRPC and QQP, whose cell is "F1/Acc"), ``top_class_share``
-    (share of the most frequent prediction; 1.0 = a constant classifier, NaN for
-    STS-B), ``n_train``, ``n_dev``, ``seeds`` and ``note``. A task whose files are not in the data directory gets
-    a row with ``ours`` = NaN and a note (``missing="skip"``) or raises
-    :class:`~attnbook.core.errors.MissingDataError` (``missing="raise"``). ``"pretrained"`` rows need
-    only the dev file.
-    """
-    import pandas as pd
-
-    if missing not in ("skip", "raise"):
-        raise ParameterError("missing must be 'skip' or 'raise'")
-    p = FinetuneParams.from_mapping(params or {})
-    base = base_encoder(model)
-    rows = []
-    for task in tasks:
-        spec = task_spec(task)
-        for init in inits:
-            check_init(init)
-            paper = PAPER_TABLE1.get(spec.name, {}).get(init, (float("nan"), None))
-            row = {
-                "task": spec.name, "init": init, "metric": _metric_label(spec.name),
-                "paper": paper[0], "ours": float("nan"), "ours_std": float("nan"),
-                "paper_acc": paper[1] if paper[1] is not None else float("nan"), "ours_acc": float("nan"),
-                "top_class_share": float("nan"), "n_train": 0, "n_dev": 0, "seeds": ",".join(map(str, seeds)),
-                "note": "",
-            }
-            needed = ["dev"] + ([] if init == "pretrained" else ["train"])
-            absent = [s for s in needed if not available(spec, s)]
-            if absent:
-                if missing == "raise":
-                    task_path(spec, absent[0])  # raises MissingDataError naming the fetch command
-                row["note"] = f"not run: {' and '.join(spec.file(s) for s in absent)} not in the data directory"
-                rows.append(row)
-                continue
-            scores, accs, shares = [], [], []
-            for seed in seeds:
-                clf, m = get_finetuned(base, spec, init, p, seed, use_cache=use_cache, progress=progress)
-                scores.append(m["score"])
-                shares.append(m.get("top_class_share", float("nan")))
-                if "accuracy" in m and spec.name in F1_TASKS:
-                    accs.append(100.0 * m["accuracy"])
-                row["n_dev"] = m["n"]
-                log = clf.extra.get("train_log") or {}
-                row["n_train"] = int(log.get("n_train", 0))
-            row["ours"] = float(np.mean(scores))
-            row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
-            if accs:
-                row["ours_acc"] = float(np.mean(accs))
-            row["top_class_share"] = float(np.mean(shares))
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _metric_label(task: str) -> str:
-    return {"f1": "F1", "pearson": "Pearson r", "accuracy": "accuracy"}[TABLE1_METRIC[task]]
-
-
-def table1_wide(df) -> Any:
-    """Table 1 laid out as in the paper: one row per task, one column per init, cells ``"ours (paper)"``."""
-    import pandas as pd
-
-    def cell(r) -> str:
-        ours = "n/a" if np.isnan(r["ours"]) else f"{r['ours']:.1f}"
-        paper = "n/a" if np.isnan(r["paper"]) else f"{r['paper']:g}"
-        if r["task"] in F1_TASKS:
-            oa = "n/a" if np.isnan(r["ours_acc"]) else f"{r['ours_acc']:.1f}"
-            pa = "n/a" if np.isnan(r["paper_acc"]) else f"{r['paper_acc']:g}"
-            return f"{ours}/{oa} ({paper}/{pa})"
-        return f"{ours} ({paper})"
-
-    cells = df.assign(cell=df.apply(cell, axis=1))
-    wide = cells.pivot(index="task", columns="init", values="cell")
-    order_rows = [t for t in df["task"].drop_duplicates()]
-    order_cols = [i for i in INITS if i in wide.columns]
-    wide = wide.loc[order_rows, order_cols].rename(columns=INIT_LABELS)
-    wide.insert(0, "metric", [_metric_label(t) + ("/accuracy" if t in F1_TASKS else "") for t in order_rows])
-    return pd.DataFrame(wide)

@@ -1,36 +1,37 @@
-"""Gradient-based importance of attention to token types (Clark et al. §3.2, Fig. 3).
+"""Gradients of the masked-language-modelling loss with respect to the attention weights.
 
-Clark et al. measure how much the masked-language-modelling (MLM) loss would
-change if a head attended more or less to a token: the magnitude of the
-gradient of the loss with respect to each attention weight,
-``|dL / d attn[layer, head, query, key]|``, averaged over the weights to
-``[SEP]``, to ``.``/``,`` and to all other unmasked tokens.
+The engine side of Clark et al. §3.2 (Fig. 3): the statistics over those gradients are the
+study's (:mod:`attnbook.studies.clark.gradients`); here the model runs.
 
-The MLM loss needs an MLM head. ``bert-base-uncased`` ships one; the book's
-embedded model (all-MiniLM-L6-v2, trained as a sentence encoder) does not, so
-:func:`get_mlm_head` fits one on the **frozen** encoder: BERT's head
-architecture (dense + GELU + LayerNorm, then a decoder tied to the frozen input
-word embeddings, with a trainable bias) trained on WikiText segments *disjoint*
-from the analysed ones. Its held-out loss and accuracy are reported so a reader
-can judge it. Gradients then flow through the unchanged encoder.
+* :func:`stream_attention_gradients` masks the inputs, runs the forward and backward pass
+  batch by batch and hands every batch's ``grads[batch, layer, head, query, key]``
+  (``dL / d attn``) to reducers, as :func:`attnbook.engine.extract.stream_attention` hands
+  maps: memory stays flat in the number of inputs.
+* The MLM loss needs an MLM head. ``bert-base-uncased`` ships one; the book's embedded model
+  (all-MiniLM-L6-v2, trained as a sentence encoder) does not, so :func:`get_mlm_head` fits
+  one on the **frozen** encoder: BERT's head architecture (dense + GELU + LayerNorm, then a
+  decoder tied to the frozen input word embeddings, with a trainable bias) trained with the
+  book's one training loop (:func:`attnbook.engine.train.fit`) on segments *disjoint* from
+  the analysed ones. Its held-out loss and accuracy are reported so a reader can judge it.
+  Gradients then flow through the unchanged encoder.
 
-Masking follows BERT's pre-training: 15% of the non-special pieces, of which
-80% become ``[MASK]``, 10% a random piece and 10% stay; the loss is the mean
-cross-entropy over the chosen pieces of each segment (so a segment's gradients
-do not depend on what else is in its batch).
+Masking follows BERT's pre-training: 15% of the non-special pieces, of which 80% become
+``[MASK]``, 10% a random piece and 10% stay; the loss is the mean cross-entropy over the
+chosen pieces of each segment (so a segment's gradients do not depend on what else is in
+its batch).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
 from attnbook.core import cache
-from attnbook.engine.inputs import Encoded, make_batches
+from attnbook.engine.inputs import Batch, Encoded, make_batches
 from attnbook.engine.models import LoadedModel, has_mlm_head
 from attnbook.engine.train import Recipe, fit
 
@@ -223,84 +224,54 @@ def get_mlm_head(
     return MLMHeadFit(head, "fitted on the frozen encoder", loss, acc, steps)
 
 
-class AttentionGradientStats:
-    """Average ``|dL/d attn|`` per head for keys that are [SEP], [CLS], "."/",", or other unmasked tokens.
+class GradientReducer(Protocol):
+    """Folds each batch's attention gradients into running totals (the gradient twin of ``Reducer``)."""
 
-    Per segment the mean is over (real query, key in the category) pairs; then the
-    mean over segments, as for the §3 attention statistics.
-    """
+    def update(self, grads: torch.Tensor, batch: Batch, targets: torch.Tensor) -> None:
+        """``grads[batch, layer, head, query, key]`` = ``dL / d attn``; ``targets[batch, seq]`` is -100 except
+        at the masked pieces (which hold the original ids)."""
 
-    CATEGORIES = ("sep", "cls", "punct", "other")
-
-    def __init__(self, sep_id: int, punct_ids: list[int], mask_id: int, cls_id: int):
-        self.sep_id, self.punct_ids, self.mask_id, self.cls_id = sep_id, list(punct_ids), mask_id, cls_id
-        self.sums: dict[str, torch.Tensor] = {}
-        self.n = 0
-
-    def update(self, grads: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               targets: torch.Tensor) -> None:
-        """``grads[batch, layer, head, query, key]``; ``targets`` marks the masked pieces (not -100)."""
-        real = attention_mask.float()
-        sep = (input_ids == self.sep_id).float() * real
-        punct = torch.isin(input_ids, torch.tensor(self.punct_ids)).float() * real
-        masked = (targets != -100).float()
-        cls_ = (input_ids == self.cls_id).float() * real
-        other = real * (1 - sep) * (1 - punct) * (1 - masked) * (1 - cls_)
-        g = grads.abs()
-        for name, keys in zip(self.CATEGORIES, (sep, cls_, punct, other)):
-            total = torch.einsum("blhqk,bq,bk->blh", g, real, keys)
-            count = (real.sum(1) * keys.sum(1)).clamp(min=1)[:, None, None]
-            value = (total / count).sum(0).double()
-            self.sums[name] = self.sums[name] + value if name in self.sums else value
-        self.n += int(input_ids.shape[0])
-
-    def result(self) -> dict[str, np.ndarray]:
-        return {f"grad_{k}": (v / self.n).numpy() for k, v in self.sums.items()}
+    def result(self) -> Any:
+        ...
 
 
-def attention_gradients(
+def stream_attention_gradients(
     loaded: LoadedModel,
     head: MLMHead,
     examples: Sequence[Encoded],
+    reducers: Sequence[GradientReducer] | dict[str, GradientReducer],
     *,
     batch_size: int = 8,
     seed: int = 0,
     progress: bool = True,
-) -> dict[str, np.ndarray]:
-    """``grad_sep``, ``grad_cls``, ``grad_punct``, ``grad_other``: mean ``|dL/d attn|`` per head, ``values[layer, head]``.
+    desc: str = "attention gradients",
+) -> Any:
+    """Mask ``examples`` BERT-style (seeded), and feed each batch's ``dL / d attn`` to every reducer.
 
-    ``L`` is the per-segment mean MLM loss over BERT-style masked pieces. The
-    attention weights the model returns are the very tensors it multiplies with
-    the values (eager attention, eval mode), so ``torch.autograd.grad`` with
-    respect to them is the gradient Clark et al. describe.
+    ``L`` is the per-segment mean MLM loss over the masked pieces (:func:`per_segment_mlm_loss`)
+    of ``head`` on the final hidden states. The attention weights the model returns are the very
+    tensors it multiplies with the values (eager attention, eval mode), so ``torch.autograd.grad``
+    with respect to them is the gradient Clark et al. describe. Returns the reducers' results (a
+    list, or a dict when reducers were given as a dict).
     """
     from tqdm.auto import tqdm
 
     tok = loaded.tokenizer
+    named = dict(reducers) if isinstance(reducers, dict) else {str(i): r for i, r in enumerate(reducers)}
     masked, targets = masked_copies(examples, tok, seed)
-    stats = AttentionGradientStats(tok.sep_token_id, tok.convert_tokens_to_ids([".", ","]), tok.mask_token_id,
-                                   tok.cls_token_id)
     model = loaded.model
     model.eval()
     n_batches = math.ceil(len(masked) / batch_size)
     for batch in tqdm(make_batches(masked, batch_size, tok.pad_token_id or 0), total=n_batches,
-                      desc="attention gradients", disable=not progress):
+                      desc=desc, disable=not progress):
         tgt = _pad_targets(targets, batch.index, batch.input_ids.shape[1])
         with torch.enable_grad():
             out = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids,
                         attention_mask=batch.attention_mask, output_attentions=True)
             loss = per_segment_mlm_loss(head(out.last_hidden_state), tgt)
             grads = torch.autograd.grad(loss, out.attentions)
-        stats.update(torch.stack(grads, 1), batch.input_ids, batch.attention_mask, tgt)
-    return stats.result()
-
-
-def cached_attention_gradients(loaded: LoadedModel, head: MLMHead, examples: Sequence[Encoded], *,
-                               batch_size: int = 8, seed: int = 0, use_cache: bool = True,
-                               progress: bool = True) -> dict[str, np.ndarray]:
-    """:func:`attention_gradients`, cached by model, MLM head, inputs and seed."""
-    parts = {"model": loaded.key, "head": cache.digest(head.trainable_state()), "inputs": cache.digest(examples),
-             "seed": seed, "code": "attention-gradients-v2"}
-    return cache.cached_arrays("attention_gradients", parts,
-                         lambda: attention_gradients(loaded, head, examples, batch_size=batch_size, seed=seed,
-                                                     progress=progress), enabled=use_cache)
+        stacked = torch.stack(grads, 1)
+        for reducer in named.values():
+            reducer.update(stacked, batch, tgt)
+    results = {k: r.result() for k, r in named.items()}
+    return results if isinstance(reducers, dict) else [results[str(i)] for i in range(len(named))]

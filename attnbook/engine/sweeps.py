@@ -1,4 +1,4 @@
-"""Sweeps: the dev-set score with each head (or layer) switched off, and whether a change is real.
+"""Sweeps: the dev-set score of a classifier with each head (or layer) switched off.
 
 Kovaleva et al. §4.6 disable one head at a time (Fig. 8) and one whole layer at a time
 (Fig. 9) and report the task score; Michel et al. §3.2 mask one head at a time and report
@@ -17,11 +17,9 @@ layer, and for a configuration whose first touched layer is ``l`` we run only la
 tiled, one copy per configuration). The naive path (a full forward per configuration)
 is kept for comparison; both give the same logits (tests check < 1e-5).
 
-**Paired statistics.** The same dev examples are scored with and without the
-intervention, so differences are tested paired over examples: a seeded bootstrap of the
-score difference (confidence interval and p-value), McNemar's exact test for accuracy,
-and :func:`surviving_gains`, the gains that stay significant after correcting for the
-number of heads tried.
+**Around it.** The score functions are :mod:`attnbook.engine.scores` (importable from here too) and the
+paired statistics of a sweep (bootstrap of Δ, McNemar, gains surviving a correction)
+:mod:`attnbook.engine.sweep_stats`. :func:`cached_sweep` stores a sweep under a content key.
 """
 from __future__ import annotations
 
@@ -31,48 +29,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from attnbook.engine.inputs import Batch
-from attnbook.engine.layers import first_query_only, has_bert_layer_parts
-from attnbook.stats import adjust_pvalues, bootstrap_counts, bootstrap_indices, bootstrap_summary, mcnemar_exact, paired_ttest  # noqa: F401
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
+from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import Intervention, Mode, intervene, model_shape, restore_attention, unwrap, use_attnbook_attention
-
-#: ``score_fn(logits[example, class], labels[example]) -> float`` (numpy arrays)
-ScoreFn = Callable[[np.ndarray, np.ndarray], float]
-
-
-# ----------------------------------------------------------------------------- scores
-
-
-def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
-    """Share of examples whose arg-max class is the gold label."""
-    return float(np.mean(np.argmax(logits, axis=-1) == labels))
-
-
-def f1_positive(logits: np.ndarray, labels: np.ndarray) -> float:
-    """F1 of class 1 (MRPC, QQP in Kovaleva et al.)."""
-    pred = np.argmax(logits, axis=-1) == 1
-    gold = np.asarray(labels) == 1
-    tp = float(np.sum(pred & gold))
-    denom = float(np.sum(pred) + np.sum(gold))
-    return 2.0 * tp / denom if denom else 0.0
-
-
-def task_score_fn(task: Any) -> ScoreFn:
-    """A ``score_fn`` giving the number Kovaleva et al.'s Table 1 prints for a GLUE ``task``
-    (x 100: F1 for MRPC/QQP, Pearson r for STS-B, accuracy otherwise; see :mod:`attnbook.data.glue_metrics`)."""
-    from attnbook.data.glue_metrics import glue_metrics, predictions_from_logits, task_score
-
-    def score(logits: np.ndarray, labels: np.ndarray) -> float:
-        return task_score(task, glue_metrics(task, predictions_from_logits(task, logits), labels))
-
-    return score
-
-
-def correct(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Per-example correctness ``bool[example]`` of the arg-max prediction."""
-    return np.argmax(logits, axis=-1) == np.asarray(labels)
+from attnbook.engine.layers import first_query_only, has_bert_layer_parts
+from attnbook.engine.scores import ScoreFn, accuracy, accuracy_points, correct, f1_positive, task_score_fn  # noqa: F401
 
 
 # ----------------------------------------------------------------------------- batches
@@ -203,10 +165,6 @@ class EncoderStack:
         if self.cls_only and start <= last:
             h = first_query_only(self.layers[last], h, mask)  # [batch, 1, hidden]: the [CLS] row
         return self._head(h)
-
-
-
-
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -521,134 +479,3 @@ def sweep_layers(
     configs = (~off).astype(np.float32) if mode == "mask" else off
     names = [f"layer {l + 1}" for l in range(n_layers)]
     return sweep_configs(model, batches, configs, mode, score_fn, names=names, kind="layers", shape=(n_layers,), **kwargs)
-
-
-
-
-# ----------------------------------------------------------------------------- paired statistics
-
-
-
-
-
-
-
-
-def bootstrap_delta(
-    base_outputs: np.ndarray,
-    new_outputs: np.ndarray,
-    gold: np.ndarray,
-    score_fn: ScoreFn = accuracy,
-    *,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> dict:
-    """Paired bootstrap of ``score(new) − score(base)`` over dev examples.
-
-    Each resample draws examples with replacement and scores *both* systems on the same
-    draw (Koehn 2004; Michel §3.2 use 1000 resamples for BLEU). Returns the observed
-    ``delta``, the percentile interval ``ci_low``/``ci_high`` and a two-sided ``p_value``
-    ((count + 1) / (resamples + 1) of resampled deltas on the other side of zero, doubled).
-    Seeded: the same seed gives the same resamples for every head, so heads are compared
-    on identical draws.
-    """
-    if not 0 < confidence < 1:
-        raise ParameterError(f"confidence must be in (0, 1), got {confidence}")
-    gold = np.asarray(gold)
-    n = len(gold)
-    if n == 0:
-        raise EmptyDataError("no examples to bootstrap")
-    delta = float(score_fn(new_outputs, gold) - score_fn(base_outputs, gold))
-    if score_fn is accuracy:
-        diff = correct(new_outputs, gold).astype(np.float64) - correct(base_outputs, gold)
-        resampled = bootstrap_counts(n, n_resamples, seed) @ diff / n
-    else:
-        resampled = np.concatenate(
-            [
-                [score_fn(new_outputs[i], gold[i]) - score_fn(base_outputs[i], gold[i]) for i in idx]
-                for idx in bootstrap_indices(n, n_resamples, seed)
-            ]
-        )
-    return bootstrap_summary(delta, resampled, confidence)
-
-
-
-
-
-
-
-
-def compare_to_baseline(
-    sweep: SweepResult,
-    score_fn: ScoreFn = accuracy,
-    *,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    mcnemar: bool | None = None,
-):
-    """Per intervention: score, Δ, bootstrap CI and p-value, and (for accuracy) McNemar's exact test.
-
-    Every intervention is bootstrapped on the same seeded draws. Returns a DataFrame in
-    ``sweep.names`` order with columns ``name, score, delta, ci_low, ci_high, p_bootstrap``
-    and, when ``mcnemar`` (default: ``score_fn is accuracy``), ``b, c, p_mcnemar``.
-    """
-    import pandas as pd
-
-    mcnemar = (score_fn is accuracy) if mcnemar is None else mcnemar
-    if not 0 < confidence < 1:
-        raise ParameterError(f"confidence must be in (0, 1), got {confidence}")
-    outputs = sweep.flat_outputs()
-    gold = sweep.gold
-    base_ok = correct(sweep.baseline_outputs, gold)
-    counts = bootstrap_counts(len(gold), n_resamples, seed) if score_fn is accuracy else None
-    rows = []
-    for name, outs in zip(sweep.names, outputs):
-        if counts is not None:  # accuracy: all resamples as one matrix product
-            diff = correct(outs, gold).astype(np.float64) - base_ok
-            bs = bootstrap_summary(diff.mean(), counts @ diff / len(gold), confidence)
-        else:
-            bs = bootstrap_delta(
-                sweep.baseline_outputs, outs, gold, score_fn, n_resamples=n_resamples, seed=seed, confidence=confidence
-            )
-        row = {
-            "name": name,
-            "score": float(score_fn(outs, gold)),
-            "delta": bs["delta"],
-            "ci_low": bs["ci_low"],
-            "ci_high": bs["ci_high"],
-            "p_bootstrap": bs["p_value"],
-        }
-        if mcnemar:
-            mc = mcnemar_exact(base_ok, correct(outs, gold))
-            row.update(b=mc["b"], c=mc["c"], p_mcnemar=mc["p_value"])
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def surviving_gains(
-    comparison: Any,
-    *,
-    alpha: float = 0.05,
-    test: str = "mcnemar",
-    correction: str = "holm",
-    **kwargs: Any,
-):
-    """Which gains (Δ > 0) are significant after correcting for every intervention tried.
-
-    ``comparison`` is a :func:`compare_to_baseline` table or a :class:`SweepResult` (then
-    ``kwargs`` go to :func:`compare_to_baseline`). The correction runs over *all*
-    interventions (a sweep of 144 heads is 144 tests), not only the gains. Returns the
-    gains sorted by Δ with ``p_adjusted`` and ``survives``.
-    """
-    if isinstance(comparison, SweepResult):
-        comparison = compare_to_baseline(comparison, **kwargs)
-    column = {"mcnemar": "p_mcnemar", "bootstrap": "p_bootstrap"}.get(test)
-    if column is None or column not in comparison:
-        raise ParameterError(f"test is 'mcnemar' (accuracy only) or 'bootstrap', got {test!r}")
-    table = comparison.copy()
-    table["p_adjusted"] = adjust_pvalues(table[column].to_numpy(), correction)
-    table["survives"] = (table["delta"] > 0) & (table["p_adjusted"] < alpha)
-    gains = table[table["delta"] > 0].sort_values("delta", ascending=False, kind="stable")
-    return gains.reset_index(drop=True)

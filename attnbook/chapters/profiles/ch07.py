@@ -10,7 +10,7 @@
   profile halves the epochs: the same number of passes over each item as ``epochs`` on ``train``.
 * ``trainable_layers``: ``"all"`` fine-tunes the whole encoder as the paper does; an integer k
   trains only the top k layers plus pooler and classifier on cached lower-layer states
-  (``attnbook.studies.niven_kao.scorers``), the quick profile's compute knob.
+  (``attnbook.studies.niven_kao.bert``), the quick profile's compute knob.
 * ``train_threads``: torch threads during the training steps (0: leave the chapter's setting). The
   quick profile's steps are small; on two cores one thread trained about twice as fast as two,
   while the state cache (large batched forward passes) keeps using every thread.

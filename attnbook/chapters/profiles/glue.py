@@ -2,7 +2,7 @@
 
 ``FINETUNE_PROFILES[profile]`` is read by :func:`attnbook.engine.finetune.get_finetuned`
 (through :meth:`attnbook.engine.finetune.FinetuneParams.from_mapping`) and by
-:func:`attnbook.engine.finetune.table1`; a chapter copies the values it needs into its
+:func:`attnbook.studies.kovaleva.table1.table1`; a chapter copies the values it needs into its
 own registered parameters.
 
 * ``paper``: Devlin et al.'s recipe as both papers used it (Kovaleva §3: batch 32,

@@ -31,10 +31,8 @@ Protocol (stated once):
   truncation (``max_tokens``, :mod:`attnbook.engine.inputs`) and words whose head was cut
   are not scored.
 * Training uses UD train (the first ``n_train`` sentences), evaluation UD dev.
-  The probes need every head's maps of every training sentence in memory; they
-  are stored as float16 ``[heads, words, words]`` per sentence (about
-  ``2 · layers · heads · n_words²`` bytes, ~85 KB for a UD train sentence and 72
-  heads), which is why ``n_train`` is a parameter.
+  The probes need every head's maps of every training sentence in memory
+  (:mod:`attnbook.studies.clark.probe_data`), which is why ``n_train`` is a parameter.
 * Adam, a **fixed number of epochs** (no early stopping: the dev set is the test
   set here and is never used to choose anything), length-bucketed mini-batches
   in a seeded order, parameters initialised at zero (uniform distribution over
@@ -45,8 +43,8 @@ Protocol (stated once):
   not untouched by this one choice).
 * Two reparametrisations that leave each probe's family of functions unchanged and
   only condition Adam: every head's attention is multiplied by ``1/RMS`` of its
-  values on the training pairs (:func:`attention_scale`), and word vectors are
-  standardised per dimension on the training words (:func:`vector_standardizer`).
+  values on the training pairs (:func:`~attnbook.studies.clark.probe_data.attention_scale`), and word vectors are
+  standardised per dimension on the training words (:func:`~attnbook.studies.clark.probe_data.vector_standardizer`).
 """
 from __future__ import annotations
 
@@ -58,26 +56,24 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnbook.data.conllu import Sentence
 from attnbook.core.errors import EmptyDataError, ParameterError
-from attnbook.engine.extract import Batch, Encoded, stream_attention
 from attnbook.core.heads import head_label
-from attnbook.engine.inputs import encode_words
+from attnbook.data.conllu import Sentence
+from attnbook.engine.extract import collect_maps
 from attnbook.engine.models import LoadedModel, wrap_model
 from attnbook.engine.train import Recipe, fit
 from attnbook.engine.wordlevel import token_to_word_attention
-from attnbook import verdict
+from attnbook.studies.clark.probe_data import (
+    CODE_VERSION,
+    ProbeBatch,
+    ProbeData,
+    attention_scale,
+    extract_probe_data,
+    make_probe_batches,
+    vector_standardizer,
+)
 
-#: Clark et al. (2019) Table 3, UAS on the PTB/SD dev set (BERT-base)
-PAPER_TABLE3: dict[str, float] = {
-    "right_branching": 26.0,
-    "distances_words": 58.0,
-    "random_init_attn_words": 30.0,
-    "attn": 61.0,
-    "attn_words": 77.0,
-}
-
-#: readable names of the Table 3 rows (the paper's words are GloVe)
+#: readable names of the Table 3 rows, in the paper's order (the paper's words are GloVe)
 TABLE3_NAMES: dict[str, str] = {
     "right_branching": "Right-branching",
     "distances_words": "Distances + word vectors",
@@ -85,9 +81,6 @@ TABLE3_NAMES: dict[str, str] = {
     "attn": "Attn",
     "attn_words": "Attn + word vectors",
 }
-
-#: bump when a change here changes the numbers (part of cache keys)
-CODE_VERSION = "probes-1"
 
 #: Adam learning rates per probe (see the module doc for how they were chosen)
 LEARNING_RATES: dict[str, float] = {"distances_words": 1e-2, "attn": 1e-2, "attn_words": 3e-3}
@@ -97,275 +90,8 @@ SHORT_DISTANCES = (-4, -3, -2, -1, 1, 2, 3, 4)
 
 
 # ---------------------------------------------------------------------------------------------
-# data
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class ProbeData:
-    """Sentences ready for the probes (all per-sentence arrays cover the ``n`` kept words).
-
-    ``maps[s]``: float16 ``[layer * head, n, n]`` word-level attention among the words
-    (layer-major head order, ``α[k, from, to]``); ``heads[s]``: int64 ``[n]`` gold head
-    position, ``-1`` when the word is not scored; ``vectors[s]``: float32 ``[n, dim]``.
-    """
-
-    maps: list[np.ndarray]
-    heads: list[np.ndarray]
-    vectors: list[np.ndarray]
-    words: list[list[str]]
-    n_layers: int
-    n_heads: int
-
-    def __len__(self) -> int:
-        return len(self.heads)
-
-    @property
-    def n_scored(self) -> int:
-        return int(sum((h >= 0).sum() for h in self.heads))
-
-    @property
-    def dim(self) -> int:
-        return int(self.vectors[0].shape[1]) if self.vectors else 0
-
-    def nbytes(self) -> int:
-        return int(sum(m.nbytes for m in self.maps))
-
-
-def gold_heads(sentence: Sentence, n_kept: int, exclude_punct: bool = False) -> np.ndarray:
-    """Gold head positions of the first ``n_kept`` words; ``-1`` = not scored (root, cut head, punct)."""
-    out = np.full(n_kept, -1, dtype=np.int64)
-    for i, (h, rel) in enumerate(zip(sentence.heads0()[:n_kept], sentence.deprel[:n_kept])):
-        if 0 <= h < n_kept and not (exclude_punct and rel == "punct"):
-            out[i] = h
-    return out
-
-
-def encode_for_probe(tokenizer, sentences: Sequence[Sentence], max_tokens: int = 128) -> list[Encoded]:
-    """Word-by-word encodings (:func:`attnbook.engine.inputs.encode_words`) of ``sentences``."""
-    return [
-        encode_words(tokenizer, s.words, max_tokens=max_tokens, meta={"sentence": k}) for k, s in enumerate(sentences)
-    ]
-
-
-def content_maps(word_maps: np.ndarray, example: Encoded) -> np.ndarray:
-    """The ``[layer * head, n, n]`` float16 block of the sentence's words (``[CLS]``/``[SEP]`` removed)."""
-    n = example.meta["n_words_kept"][0]
-    a = word_maps[:, :, 1 : n + 1, 1 : n + 1]
-    return a.reshape(-1, n, n).astype(np.float16)
-
-
-class WordMapCollector:
-    """Reducer keeping each example's content-word maps (float16); memory grows with the data (capped by callers)."""
-
-    def __init__(self, n_examples: int, from_reduce: str = "mean"):
-        self.maps: list[np.ndarray | None] = [None] * n_examples
-        self.from_reduce = from_reduce
-
-    def update(self, attn: torch.Tensor, batch: Batch) -> None:
-        for b, (i, example) in enumerate(zip(batch.index, batch.examples)):
-            n = int(batch.lengths[b])
-            wm = token_to_word_attention(attn[b, :, :, :n, :n].float().cpu().numpy(), example.words, self.from_reduce)
-            self.maps[i] = content_maps(wm, example)
-
-    def result(self) -> list[np.ndarray]:
-        return self.maps  # type: ignore[return-value]
-
-
-def model_word_vectors(loaded: LoadedModel, encoded: Sequence[Encoded]) -> list[np.ndarray]:
-    """A word's vector = the mean of its pieces' input (word-piece) embeddings in ``loaded``."""
-    emb = loaded.model.get_input_embeddings().weight.detach().cpu().float().numpy()
-    out = []
-    for ex in encoded:
-        n = ex.meta["n_words_kept"][0]
-        ids = np.asarray(ex.input_ids)
-        out.append(np.stack([emb[ids[ex.words[w]]].mean(0) for w in range(1, n + 1)]).astype(np.float32))
-    return out
-
-
-def glove_word_vectors(
-    glove, sentences: Sequence[Sentence], encoded: Sequence[Encoded]
-) -> tuple[list[np.ndarray], float]:
-    """GloVe vectors of the kept words (lowercased, OOV -> zero) and the OOV rate over those words."""
-    out, oov, total = [], 0, 0
-    for s, ex in zip(sentences, encoded):
-        n = ex.meta["n_words_kept"][0]
-        vecs, mask = glove.lookup(s.words[:n])
-        out.append(vecs)
-        oov += int(mask.sum())
-        total += n
-    return out, (oov / total if total else float("nan"))
-
-
-def extract_word_maps(
-    loaded: LoadedModel,
-    encoded: Sequence[Encoded],
-    *,
-    batch_size: int = 32,
-    progress: bool = True,
-    desc: str = "attention maps for the probes (§5)",
-    use_cache: bool = False,
-    cache_parts: dict | None = None,
-) -> list[np.ndarray]:
-    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:class:`WordMapCollector`).
-
-    With ``use_cache`` the maps are cached (:func:`attnbook.core.cache.cached_arrays`) under the
-    model key, the inputs' digest and ``cache_parts``.
-    """
-
-    def compute() -> dict[str, np.ndarray]:
-        collector = WordMapCollector(len(encoded))
-        (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
-        return {"flat": np.concatenate([m.reshape(-1) for m in maps]),
-                "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
-
-    if use_cache:
-        from attnbook.core import cache
-
-        parts = {"model": loaded.key, "inputs": cache.digest(encoded), "code": CODE_VERSION, **(cache_parts or {})}
-        arrays = cache.cached_arrays("probe_word_maps", parts, compute)
-    else:
-        arrays = compute()
-    k = loaded.n_layers * loaded.n_heads
-    out, at = [], 0
-    for n in arrays["sizes"]:
-        size = k * int(n) * int(n)
-        out.append(arrays["flat"][at : at + size].reshape(k, int(n), int(n)))
-        at += size
-    return out
-
-
-def extract_probe_data(
-    loaded: LoadedModel,
-    sentences: Sequence[Sentence],
-    *,
-    word_vectors: str = "glove",
-    glove=None,
-    max_tokens: int = 128,
-    batch_size: int = 32,
-    exclude_punct: bool = False,
-    progress: bool = True,
-    desc: str = "attention maps for the probes (§5)",
-    use_cache: bool = False,
-) -> tuple[ProbeData, dict]:
-    """Word-level maps of every head, gold heads and word vectors of ``sentences``.
-
-    ``word_vectors`` is ``"glove"`` (needs ``glove``, :func:`attnbook.data.glove.load_glove`) or
-    ``"model"`` (mean input embedding of a word's pieces). Returns the data and an info
-    dict (``oov_rate`` for GloVe, ``n_words``, ``n_scored``, ``n_truncated_words``, ``map_bytes``).
-    """
-    if not sentences:
-        raise EmptyDataError("no sentences for the probe")
-    if word_vectors not in ("glove", "model"):
-        raise ParameterError(f"word_vectors is 'glove' or 'model', got {word_vectors!r}")
-    if word_vectors == "glove" and glove is None:
-        raise ParameterError("word_vectors='glove' needs the GloVe table: pass glove=attnbook.data.glove.load_glove()")
-    encoded = encode_for_probe(loaded.tokenizer, sentences, max_tokens)
-    maps = extract_word_maps(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc,
-                             use_cache=use_cache, cache_parts={"max_tokens": max_tokens})
-    info: dict = {}
-    if word_vectors == "glove":
-        vectors, info["oov_rate"] = glove_word_vectors(glove, sentences, encoded)
-    else:
-        vectors = model_word_vectors(loaded, encoded)
-    kept = [ex.meta["n_words_kept"][0] for ex in encoded]
-    heads = [gold_heads(s, n, exclude_punct) for s, n in zip(sentences, kept)]
-    data = ProbeData(maps, heads, vectors, [list(s.words[:n]) for s, n in zip(sentences, kept)],
-                     loaded.n_layers, loaded.n_heads)
-    info.update(n_sentences=len(data), n_words=int(sum(kept)), n_scored=data.n_scored,
-                n_truncated_words=int(sum(len(s) for s in sentences) - sum(kept)), map_bytes=data.nbytes())
-    return data, info
-
-
-def vector_standardizer(train: ProbeData):
-    """A function mapping :class:`ProbeData` to a copy whose vectors are standardised on ``train``'s words.
-
-    Each dimension gets mean 0 and standard deviation ``1/sqrt(dim)`` over the training
-    words (so a vector's norm is about 1). Every probe is linear in ``v ⊕ 1`` before
-    anything else, so this affine change is a reparametrisation (same family of probes)
-    that lets one Adam learning rate suit GloVe and model embeddings alike. OOV words
-    (zero vectors) map to a constant vector, still carrying no word identity.
-    """
-    allv = np.concatenate(train.vectors).astype(np.float64)
-    mu = allv.mean(0)
-    sd = (allv.std(0) + 1e-6) * np.sqrt(allv.shape[1])
-
-    def apply(data: ProbeData) -> ProbeData:
-        vecs = [((v - mu) / sd).astype(np.float32) for v in data.vectors]
-        return ProbeData(data.maps, data.heads, vecs, data.words, data.n_layers, data.n_heads)
-
-    return apply
-
-
-# ---------------------------------------------------------------------------------------------
-# batches
-# ---------------------------------------------------------------------------------------------
-@dataclass
-class ProbeBatch:
-    """Padded tensors: ``alpha[b, k, from, to]``, ``vectors[b, word, dim]``, ``mask[b, word]``, ``gold[b, word]``."""
-
-    alpha: torch.Tensor
-    vectors: torch.Tensor
-    mask: torch.Tensor
-    gold: torch.Tensor
-
-    def candidates(self) -> torch.Tensor:
-        """``[b, dependent j, candidate i]``: real words other than ``j`` itself."""
-        n = self.mask.shape[1]
-        eye = torch.eye(n, dtype=torch.bool)
-        return self.mask[:, None, :] & self.mask[:, :, None] & ~eye
-
-
-def make_probe_batches(data: ProbeData, batch_size: int) -> list[ProbeBatch]:
-    """Length-bucketed padded batches (alpha kept float16 until used)."""
-    if batch_size < 1:
-        raise ParameterError("batch_size must be at least 1")
-    order = sorted(range(len(data)), key=lambda s: len(data.heads[s]))
-    k = data.maps[0].shape[0]
-    dim = data.dim
-    out = []
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        width = max(len(data.heads[s]) for s in idx)
-        alpha = torch.zeros((len(idx), k, width, width), dtype=torch.float16)
-        vec = torch.zeros((len(idx), width, dim), dtype=torch.float32)
-        mask = torch.zeros((len(idx), width), dtype=torch.bool)
-        gold = torch.full((len(idx), width), -1, dtype=torch.long)
-        for b, s in enumerate(idx):
-            n = len(data.heads[s])
-            alpha[b, :, :n, :n] = torch.from_numpy(np.asarray(data.maps[s], dtype=np.float16))
-            vec[b, :n] = torch.from_numpy(data.vectors[s])
-            mask[b, :n] = True
-            gold[b, :n] = torch.from_numpy(data.heads[s])
-        out.append(ProbeBatch(alpha, vec, mask, gold))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # probes
 # ---------------------------------------------------------------------------------------------
-def attention_scale(data: ProbeData) -> np.ndarray:
-    """Per-map feature scale: ``1 / RMS`` of the attention weights between distinct words of ``data``.
-
-    Multiplying head ``k``'s maps by a constant only rescales its weights (``w_k``, ``W_k``),
-    so the probes' family of functions is unchanged; the scaling conditions Adam's
-    steps (every head's feature then has root-mean-square 1).
-    :meth:`AttentionOnlyProbe.raw_weights` undoes it.
-    """
-    k = data.maps[0].shape[0]
-    s2 = np.zeros(k)
-    count = 0
-    for m in data.maps:
-        n = m.shape[-1]
-        if n < 2:
-            continue
-        off = ~np.eye(n, dtype=bool)
-        v = m.astype(np.float64)[:, off]  # [k, n*(n-1)]
-        s2 += (v**2).sum(1)
-        count += v.shape[1]
-    if count == 0:
-        raise EmptyDataError("no word pairs to scale the attention features on")
-    return (1.0 / np.sqrt(s2 / count + 1e-12)).astype(np.float32)
-
-
 def _scale_tensor(scale, n_maps: int) -> torch.Tensor:
     if scale is None:
         return torch.ones(n_maps)
@@ -636,8 +362,8 @@ def run_probes(
     ``seed`` and the ``attn_words`` learning rate. Every probe is trained with the same
     seed and ``epochs``. ``use_cache`` caches the extracted maps.
 
-    Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`PAPER_TABLE3`),
-    ``paper`` (:data:`PAPER_TABLE3`), ``weights`` (attention-only probe weights,
+    Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`TABLE3_NAMES` in Table 3's order),
+    ``weights`` (attention-only probe weights,
     :func:`attention_weights_table`), ``losses`` (row -> per-epoch training loss),
     ``info`` (train/dev counts, OOV rates, map memory, learning rates) and ``probes``
     (the trained modules).
@@ -677,29 +403,15 @@ def run_probes(
     runs["attn"] = fit("attn", AttentionOnlyProbe(n_maps, scale), train, dev, "attn")
     runs["attn_words"] = fit("attn_words", AttentionWordsProbe(n_maps, train.dim, scale), train, dev, "attn_words")
 
-    order = [k for k in PAPER_TABLE3 if k in runs]
+    order = [k for k in TABLE3_NAMES if k in runs]
     return {
         "uas": {k: 100 * runs[k].uas for k in order},
-        "paper": dict(PAPER_TABLE3),
         "weights": attention_weights_table(runs["attn"].probe, loaded.n_layers, loaded.n_heads),
         "losses": {k: runs[k].losses for k in order},
         "info": {"train": train_info, "dev": dev_info, "word_vectors": word_vectors, "epochs": epochs,
                  "learning_rates": rates, "n_scored_dev": dev.n_scored},
         "probes": {k: runs[k].probe for k in order},
     }
-
-
-def table3(results: dict):
-    """Clark Table 3 as a DataFrame: model, paper UAS, this run's UAS (percent)."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        [
-            {"model": TABLE3_NAMES[k], "key": k, "paper_uas": PAPER_TABLE3[k],
-             "uas": results["uas"].get(k, float("nan"))}
-            for k in PAPER_TABLE3
-        ]
-    )
 
 
 def cached_run_probes(
@@ -714,7 +426,7 @@ def cached_run_probes(
 ) -> dict:
     """:func:`run_probes` with its whole summary cached, so re-running a chapter costs no training.
 
-    The cache key names the model fingerprint, digests of the train and dev sentences, the
+    The cache key names the model's key, digests of the train and dev sentences, the
     GloVe table's content, every keyword argument and :data:`CODE_VERSION`. The result has
     :func:`run_probes`' keys; on a cache hit ``probes`` holds only the attention-only probe,
     rebuilt from its cached weights (the other probes are not kept).
@@ -750,7 +462,6 @@ def cached_run_probes(
         attn.u.copy_(torch.as_tensor(a["attn_u"]))
     return {
         "uas": {k: float(v) for k, v in zip(rows, a["uas"])},
-        "paper": dict(PAPER_TABLE3),
         "weights": attention_weights_table(attn, loaded.n_layers, loaded.n_heads),
         "losses": {k: [float(x) for x in a[f"losses_{k}"]] for k in rows},
         "info": json.loads(str(a["info"])),
@@ -758,37 +469,58 @@ def cached_run_probes(
     }
 
 
-#: Clark §5 findings read off Table 3 as margins (row A minus row B, UAS points), with the paper's wording
-TABLE3_FINDINGS: tuple[tuple[str, str, str], ...] = (
-    ("attn_words", "distances_words", "attention adds to words and distances"),
-    ("attn_words", "random_init_attn_words", "pretraining, not the architecture, gives the maps their syntax"),
-    ("attn_words", "attn", "word vectors help choose heads"),
-    ("attn", "distances_words", "attention alone rivals words + distances"),
-    ("random_init_attn_words", "right_branching", "random-init maps barely beat right-branching"),
-)
+# ---------------------------------------------------------------------------------------------
+# what the chapter shows of a run
+# ---------------------------------------------------------------------------------------------
+def table3(results: dict):
+    """Clark Table 3 measured here as a DataFrame: model (readable name), key, this run's UAS (percent).
 
-
-def paper_comparison(results: dict) -> list[dict]:
-    """Rows of "paper vs this run" for Clark §5 (Table 3), verdicts computed from the numbers.
-
-    Absolute UAS on UD EWT and on the PTB with Stanford Dependencies differ in corpus and
-    annotation, so each finding is compared as a margin between two rows of Table 3
-    (:data:`TABLE3_FINDINGS`) with :func:`attnbook.verdict.margin` (10-point size
-    classes; a sign flip disagrees). Findings whose rows were not run are left out.
-    ``results`` is :func:`run_probes`' (or :func:`cached_run_probes`') result.
+    (:func:`attnbook.studies.clark.paper.table3` adds the paper's column.)
     """
-    from attnbook.studies.clark.syntax import SPECIALIST_MARGIN
+    import pandas as pd
 
-    ours = results["uas"]
-    rows = []
-    for a, b, finding in TABLE3_FINDINGS:
-        if a not in ours or b not in ours:
-            continue
-        pm, om = PAPER_TABLE3[a] - PAPER_TABLE3[b], ours[a] - ours[b]
-        rows.append(dict(
-            experiment="§5 probing classifiers", quantity=f"{TABLE3_NAMES[a]} minus {TABLE3_NAMES[b]} (UAS points)",
-            paper=round(pm, 1), ours=round(om, 1), verdict=verdict.margin(pm, om, SPECIALIST_MARGIN),
-            note=f"{finding}; UAS {PAPER_TABLE3[a]:.0f} vs {PAPER_TABLE3[b]:.0f} in the paper, "
-                 f"{ours[a]:.1f} vs {ours[b]:.1f} here",
-        ))
-    return rows
+    return pd.DataFrame(
+        [{"model": name, "key": k, "uas": results["uas"].get(k, float("nan"))} for k, name in TABLE3_NAMES.items()]
+    )
+
+
+def probe_info(results: dict) -> dict:
+    """The run's key counts: training sentences, scored dev words, epochs and the GloVe OOV rate on dev."""
+    info = results["info"]
+    return {"train_sentences": info["train"]["n_sentences"], "dev_scored_words": info["n_scored_dev"],
+            "epochs": info["epochs"], "glove_oov_dev": info["dev"].get("oov_rate")}
+
+
+def describe(results: dict) -> str:
+    """One line on what the probes were trained and scored on."""
+    info = probe_info(results)
+    oov = info["glove_oov_dev"]
+    return (f"trained on {info['train_sentences']} sentences for {info['epochs']} epochs; "
+            f"scored {info['dev_scored_words']} dev words" + (f"; GloVe OOV rate on dev {oov:.1%}" if oov else ""))
+
+
+def top_heads(weights, accuracy, n: int = 10):
+    """The ``n`` heads the attention-only probe weights most, with the Table 1 relations each is best at.
+
+    ``weights`` is :func:`attention_weights_table`'s frame, ``accuracy`` the
+    :class:`attnbook.studies.clark.syntax.HeadAccuracy` of the same model (Clark §4.2).
+    Columns: label, w_head_to_dep, u_dep_to_head, "best head at (Table 1)".
+    """
+    from attnbook.studies.clark.syntax import best_heads_by_relation
+
+    best_for = best_heads_by_relation(accuracy)
+    top = weights.head(n).copy()
+    top["best head at (Table 1)"] = [", ".join(best_for.get(x, [])) for x in top.label]
+    return top[["label", "w_head_to_dep", "u_dep_to_head", "best head at (Table 1)"]]
+
+
+def row_peaks(loaded: LoadedModel, example, seed: int = 0) -> dict[str, float]:
+    """Mean largest weight in a row of the example's word maps, trained vs random-init model (Clark §5 baseline).
+
+    ``example`` is a :class:`attnbook.studies.clark.wordmaps.WordMapExample` of ``loaded``; the
+    random-init model is :func:`random_init_copy` with ``seed``. Flat rows (near ``1 / n_words``)
+    say little about which word is next to which.
+    """
+    rnd = random_init_copy(loaded, seed)
+    rnd_maps = token_to_word_attention(collect_maps(rnd, [example.encoded])[0], example.encoded.words)
+    return {name: float(m.max(-1).mean()) for name, m in (("trained", example.word_maps), ("random init", rnd_maps))}

@@ -85,3 +85,13 @@ def clark_segments(
         )
     chosen = pool[exclude : exclude + n_segments]
     return [encode_pair(tokenizer, p1, p2, max_tokens, meta) for p1, p2, meta in chosen]
+
+
+def example_segment(segments: Sequence[Encoded], length: int = 40, among: int = 50) -> Encoded:
+    """The segment, among the first ``among``, whose length is closest to ``length`` pieces (the first on ties).
+
+    A short segment keeps a figure of its attention (Clark Fig. 1) readable.
+    """
+    if not segments:
+        raise EmptyDataError("no segments to choose an example from")
+    return min(segments[:among], key=lambda s: abs(len(s) - length))

@@ -23,7 +23,6 @@ import numpy as np
 import torch
 
 from attnbook.engine.extract import Batch
-from attnbook import verdict
 
 #: the statistics a :class:`SurfaceStats` returns, each ``values[layer, head]``
 STAT_NAMES = (
@@ -212,25 +211,6 @@ def pick_example_heads(stats: dict[str, np.ndarray]) -> dict[str, tuple[int, int
     }
 
 
-# ---- paper vs this run --------------------------------------------------------------------------
-
-#: Clark et al. §3 numbers for bert-base (12 layers x 12 heads), 1-based layers.
-PAPER = {
-    "prev_heads_layers": [2, 4, 7, 8],
-    "next_heads_layers": [1, 2, 2, 3, 6],
-    "sep_majority_layers": [6, 7, 8, 9, 10],
-    "sep_sep_share": 0.9,
-    "cls_entropy_last_layer": 3.89,
-    "grad_sep_small_from_layer": 5,
-    "n_layers": 12,
-}
-
-
-def relative_depth(layer: int, n_layers: int) -> float:
-    """Position of a 1-based layer in the network, 0 (first) to 1 (last), to compare 6- and 12-layer models."""
-    return (layer - 1) / max(n_layers - 1, 1)
-
-
 def sink_token(stats: dict[str, np.ndarray]) -> str:
     """``"sep"`` or ``"cls"``: the special token the model's middle-to-deep heads pile their attention on.
 
@@ -239,123 +219,27 @@ def sink_token(stats: dict[str, np.ndarray]) -> str:
     return "sep" if stats["sep"].mean() >= stats["cls"].mean() else "cls"
 
 
-def _count_verdict(ours: int, paper: int, n_heads_total: int) -> tuple[str, float]:
-    expected = paper * n_heads_total / 144  # the paper's count scaled to this model's number of heads
-    ratio = ours / expected
-    return verdict.conditions(ours > 0 and 0.5 <= ratio <= 2, ours > 0), expected
+def positional_table(stats: dict[str, np.ndarray], threshold: float = 0.5):
+    """The heads of :func:`positional_heads` as a table: direction, head (1-based ``layer-head``), avg. attention."""
+    import pandas as pd
 
+    from attnbook.core.heads import head_label
 
-def paper_comparison(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] | None = None) -> list[dict]:
-    """Rows of "paper vs this run" for Clark §3, each with a verdict computed from the numbers.
-
-    Counts of heads are compared after scaling the paper's count to this model's number of
-    heads; layers are compared by relative depth when the model's depth differs from bert-base's 12.
-    """
-    n_layers, n_heads = stats["sep"].shape
-    rows: list[dict] = []
-    pos = positional_heads(stats)
-    for kind, heads in (("previous", pos.previous), ("next", pos.next)):
-        paper_layers = PAPER[f"{'prev' if kind == 'previous' else 'next'}_heads_layers"]
-        ours_layers = sorted(l + 1 for l, _ in heads)
-        outcome, expected = _count_verdict(len(ours_layers), len(paper_layers), n_layers * n_heads)
-        rows.append(dict(
-            experiment="§3.1 relative position", quantity=f"heads with >50% attention to the {kind} token (layers)",
-            paper=f"{len(paper_layers)} of 144 (layers {', '.join(map(str, paper_layers))})",
-            ours=f"{len(ours_layers)} of {n_layers * n_heads} (layers {', '.join(map(str, ours_layers)) or '-'})",
-            verdict=outcome,
-            note=f"{expected:.1f} expected at the paper's rate for {n_layers * n_heads} heads",
-        ))
-    means = {k: layer_means(stats[k]) for k in ("cls", "sep", "punct")}
-    peak = {k: int(np.argmax(v)) + 1 for k, v in means.items()}
-    order_ok = peak["cls"] <= peak["sep"] <= peak["punct"]
-    rows.append(dict(
-        experiment="§3.2 special tokens", quantity="layer where mean attention peaks: [CLS] / [SEP] / . or ,",
-        paper="early / middle / deep",
-        ours=f"{peak['cls']} / {peak['sep']} / {peak['punct']} of {n_layers}",
-        verdict=verdict.conditions(order_ok and peak["cls"] < peak["punct"], order_ok),
-        note="order of the peaks through the layers",
-    ))
-    sep_layers = [i + 1 for i, v in enumerate(means["sep"]) if v > 0.5]
-    rows.append(dict(
-        experiment="§3.2 special tokens", quantity="layers where over half of the attention goes to [SEP]",
-        paper="6-10 of 12", ours=(f"{', '.join(map(str, sep_layers))} of {n_layers}" if sep_layers
-                                  else f"none (max {means['sep'].max():.2f} in layer {peak['sep']})"),
-        verdict=verdict.conditions(bool(sep_layers), means["sep"].max() > 0.25),
-        note="mean over the layer's heads",
-    ))
-    sink = sink_token(stats)
-    if sink == "cls":
-        cls_layers = [i + 1 for i, v in enumerate(means["cls"]) if v > 0.5]
-        rows.append(dict(
-            experiment="§3.2 special tokens", quantity="where the spare attention goes instead",
-            paper="[SEP] (a no-op target)",
-            ours=f"[CLS]: over half in layers {', '.join(map(str, cls_layers)) or '-'}, max {means['cls'].max():.2f}",
-            verdict=verdict.DISAGREES, note="this model parks attention on [CLS], not [SEP]",
-        ))
-    sep_heads = stats["sep"] > 0.5
-    if sep_heads.any():
-        share = float(stats["sep_sep"][sep_heads].mean())
-        rows.append(dict(
-            experiment="§3.2 special tokens", quantity="[SEP]->[SEP] share in heads that attend mostly to [SEP]",
-            paper="> 0.90", ours=round(share, 3), verdict=verdict.conditions(share > 0.9, share > 0.5),
-            note="attention from [SEP] stays on the [SEP] tokens",
-        ))
-    if grads is not None:
-        name = "[SEP]" if sink == "sep" else "[CLS]"
-        ratio = layer_means(grads[f"grad_{sink}"]) / layer_means(grads["grad_other"])
-        heavy = means[sink] >= np.median(means[sink])
-        if (~heavy).any():
-            low = float(ratio[heavy].mean()) < float(ratio[~heavy].mean())
-            rows.append(dict(
-                experiment="§3.2 gradients",
-                quantity=f"|dL/d attn| to {name} / to other tokens: layers with much vs little {name} attention",
-                paper="small where [SEP] attention is high (layer 5 on)",
-                ours=f"{ratio[heavy].mean():.2f} vs {ratio[~heavy].mean():.2f}",
-                verdict=verdict.conditions(low and sink == "sep", low),
-                note=("no-op hypothesis tested on the model's own sink token " + name
-                      + ("" if sink == "sep" else " (the paper tested [SEP])")),
-            ))
-    first = stats["entropy"][0]
-    rows.append(dict(
-        experiment="§3.3 entropy", quantity="highest head entropy in layer 1 / uniform entropy (nats)",
-        paper="close to uniform (broad heads in lower layers)",
-        ours=f"{first.max():.2f} / {float(stats['uniform_entropy']):.2f}",
-        verdict=verdict.conditions(first.max() > 0.75 * float(stats["uniform_entropy"])),
-        note="bag-of-vectors heads",
-    ))
-    last_cls = float(stats["entropy_cls"][-1].mean())
-    rows.append(dict(
-        experiment="§3.3 entropy", quantity="mean entropy from [CLS] in the last layer (nats)",
-        paper=PAPER["cls_entropy_last_layer"], ours=round(last_cls, 3),
-        verdict=verdict.closeness(PAPER["cls_entropy_last_layer"], last_cls, 0.1, 0.25, relative=True),
-        note="broad attention from [CLS] in the last layer",
-    ))
-    return rows
-
-
-def findings_markdown(stats: dict[str, np.ndarray], grads: dict[str, np.ndarray] | None, model_name: str) -> str:
-    """A paragraph, computed from the numbers, saying where this run agrees with Clark §3 and where not."""
-    rows = paper_comparison(stats, grads)
-    agree = [r for r in rows if r["verdict"] == "agrees"]
-    differ = [r for r in rows if r["verdict"] in ("disagrees", "partly agrees")]
-    means = {k: layer_means(stats[k]) for k in ("cls", "sep")}
-    parts = [f"**What this run shows.** On {model_name}, {len(agree)} of {len(rows)} findings agree with "
-             "bert-base: " + "; ".join(r["quantity"] for r in agree) + "."]
-    if sink_token(stats) == "cls":
-        parts.append(
-            f"The largest difference is the no-op target: this model sends up to {means['cls'].max():.0%} of a "
-            f"layer's attention to [CLS] and at most {means['sep'].max():.0%} to [SEP], so the [SEP]-centred "
-            "findings of §3.2 do not carry over, while the pattern behind them (a fixed special token absorbing "
-            "attention a head does not need) does.")
-    if differ:
-        parts.append("Differences: " + "; ".join(f"{r['quantity']} (paper {r['paper']}, here {r['ours']})"
-                                                for r in differ) + ".")
-    return " ".join(parts)
+    positional = positional_heads(stats, threshold)
+    return pd.DataFrame(
+        [{"direction": d, "head": head_label(l, h), "avg. attention": round(float(stats[key][l, h]), 3)}
+         for d, key, heads in (("previous", "prev", positional.previous), ("next", "next", positional.next))
+         for l, h in heads]
+    )
 
 
 def surface_statistics(loaded, segments, *, batch_size: int = 16, use_cache: bool = True,
                        progress: bool = True) -> dict[str, np.ndarray]:
-    """Clark §3 statistics of ``loaded`` over ``segments`` (streamed, cached by model and input content)."""
+    """Clark §3 statistics of ``loaded`` over ``segments`` (streamed, cached by model and input content).
+
+    The cache key leaves out ``batch_size``: chapter 3 calls this function on chapter 1's segments and
+    reads chapter 1's measurement back from the cache.
+    """
     from attnbook.core import cache
     from attnbook.engine.extract import stream_attention
 

@@ -61,7 +61,6 @@ from attnbook.core.heads import head_label
 from attnbook.engine.inputs import encode_words
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.wordlevel import token_to_word_attention
-from attnbook import verdict
 
 #: bump when a change here changes the numbers (part of cache keys)
 CODE_VERSION = "syntax-1"
@@ -100,36 +99,6 @@ _UD_DEPREL = {
 
 #: Table 1 rows in the paper's order
 TABLE1_RELATIONS: tuple[str, ...] = tuple(TABLE1_UD)
-
-
-@dataclass(frozen=True)
-class PaperRow:
-    """One row of Clark et al. Table 1 (BERT-base, WSJ/SD): best head, its accuracy, baseline and offset."""
-
-    head: str
-    accuracy: float
-    baseline: float
-    offset: int
-
-
-#: Clark et al. (2019), Table 1: relation -> best head (1-based), accuracy %, baseline %, best offset
-PAPER_TABLE1: dict[str, PaperRow] = {
-    "All": PaperRow("7-6", 34.5, 26.3, 1),
-    "prep": PaperRow("7-4", 66.7, 61.8, -1),
-    "pobj": PaperRow("9-6", 76.3, 34.6, -2),
-    "det": PaperRow("8-11", 94.3, 51.7, 1),
-    "nn": PaperRow("4-10", 70.4, 70.2, 1),
-    "nsubj": PaperRow("8-2", 58.5, 45.5, 1),
-    "amod": PaperRow("4-10", 75.6, 68.3, 1),
-    "dobj": PaperRow("8-10", 86.8, 40.0, -2),
-    "advmod": PaperRow("7-6", 48.8, 40.2, 1),
-    "aux": PaperRow("4-10", 81.1, 71.5, 1),
-    "poss": PaperRow("7-6", 80.5, 47.7, 1),
-    "auxpass": PaperRow("4-10", 82.5, 40.5, 1),
-    "ccomp": PaperRow("8-1", 48.8, 12.4, -2),
-    "mark": PaperRow("8-2", 50.7, 14.5, 2),
-    "prt": PaperRow("6-7", 99.1, 91.4, -1),
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,7 +432,7 @@ def evaluate_heads(
     """Evaluate every head of ``loaded`` as a dependency classifier on ``sentences`` (Clark §4.2).
 
     Streams the model over the sentences (:class:`SyntaxReducer`); with ``use_cache`` the
-    counts are cached by model fingerprint, data digest, parameters and :data:`CODE_VERSION`.
+    counts are cached by model key, data digest, parameters and :data:`CODE_VERSION`.
     """
     from attnbook.engine.extract import stream_attention
 
@@ -514,12 +483,12 @@ def right_branching_uas(sentences: Sequence[Sentence], exclude_punct: bool = Fal
     return right / total
 
 
-def table1(acc: HeadAccuracy, paper: bool = True):
-    """Clark Table 1 as a tidy DataFrame, accuracies in percent.
+def table1(acc: HeadAccuracy):
+    """Clark Table 1 measured here, as a tidy DataFrame, accuracies in percent.
 
     Columns: relation, ud (how the row is read off UD), n (edges), head (best, 1-based
-    ``layer-head``), direction, accuracy, baseline_offset, baseline_accuracy and, with
-    ``paper``, the paper's head, accuracy, baseline and offset (BERT-base on WSJ/SD).
+    ``layer-head``), direction, accuracy, baseline_offset, baseline_accuracy.
+    (:func:`attnbook.studies.clark.paper.table1` adds the paper's columns.)
     """
     import pandas as pd
 
@@ -535,14 +504,18 @@ def table1(acc: HeadAccuracy, paper: bool = True):
         else:
             row.update(head=None, direction=None, accuracy=float("nan"), baseline_offset=None,
                        baseline_accuracy=float("nan"))
-        if paper:
-            p = PAPER_TABLE1.get(rel)
-            row.update(
-                paper_head=p.head if p else None, paper_accuracy=p.accuracy if p else float("nan"),
-                paper_baseline=p.baseline if p else float("nan"), paper_offset=p.offset if p else None,
-            )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def best_heads_by_relation(acc: HeadAccuracy) -> dict[str, list[str]]:
+    """1-based ``layer-head`` label -> the relations (with edges) at which that head is the best single head."""
+    out: dict[str, list[str]] = {}
+    for rel in acc.relations:
+        if acc.total[acc._rel(rel)]:
+            layer, head, _, _ = acc.best(rel)
+            out.setdefault(head_label(layer, head), []).append(rel)
+    return out
 
 
 def direction_preference(acc: HeadAccuracy) -> "pd.DataFrame":  # noqa: F821
@@ -563,87 +536,3 @@ def direction_preference(acc: HeadAccuracy) -> "pd.DataFrame":  # noqa: F821
         })
     return pd.DataFrame(rows)
 
-
-# ---------------------------------------------------------------------------------------------
-# paper vs this run
-# ---------------------------------------------------------------------------------------------
-#: a head "specialises" in a relation when it beats the best fixed offset by at least this many points
-#: (the book's reading of Clark §4.2: "substantially outperforming the fixed-offset baseline")
-SPECIALIST_MARGIN = 10.0
-
-#: the relations of Clark's Figure 5, in its order
-FIGURE5_RELATIONS = ("pobj", "det", "dobj", "poss", "auxpass")
-
-
-def paper_comparison(acc: HeadAccuracy) -> list[dict]:
-    """Rows of "paper vs this run" for Clark §4.2 (Table 1), each with a verdict computed from the numbers.
-
-    * "All": the best single head against the right-branching offset (paper: 34.5 vs 26.3,
-      "not much better"), :func:`attnbook.verdict.margin`;
-    * the Figure 5 relations: best head against the best offset, :func:`attnbook.verdict.margin`;
-    * the set of relations with a specialist head (margin >= :data:`SPECIALIST_MARGIN`):
-      share of Table 1 relations classified the same way as in the paper (>= 80% agrees,
-      >= 50% partly);
-    * direction: share of relations whose best head reads the paper's direction
-      (dependent -> head for every relation but ``pobj``), same thresholds.
-
-    Relations without edges in ``acc`` are left out. Keys of each row are
-    :meth:`attnbook.chapters.results.ChapterResults.compare`'s arguments.
-    """
-    rows: list[dict] = []
-    have = [r for r in acc.relations if r in PAPER_TABLE1 and acc.total[acc._rel(r)] > 0]
-
-    def ours_of(rel: str) -> tuple[str, float, float, int, str]:
-        layer, head, direction, a = acc.best(rel)
-        off, b = acc.baseline(rel)
-        return head_label(layer, head), 100 * a, 100 * b, off, direction
-
-    if "All" in have:
-        p = PAPER_TABLE1["All"]
-        label, a, b, _, _ = ours_of("All")
-        rows.append(dict(
-            experiment="§4.2 heads as parsers", quantity="best single head, every relation (UAS) vs right-branching",
-            paper=f"{p.accuracy:.1f} ({p.head}) vs {p.baseline:.1f}", ours=f"{a:.1f} ({label}) vs {b:.1f}",
-            verdict=verdict.margin(p.accuracy - p.baseline, a - b, SPECIALIST_MARGIN),
-            note=f"margin {p.accuracy - p.baseline:+.1f} vs {a - b:+.1f} points",
-        ))
-    for rel in FIGURE5_RELATIONS:
-        if rel not in have:
-            continue
-        p = PAPER_TABLE1[rel]
-        label, a, b, off, _ = ours_of(rel)
-        rows.append(dict(
-            experiment="§4.2 heads as parsers", quantity=f"{rel}: best head vs best fixed offset",
-            paper=f"{p.accuracy:.1f} ({p.head}) vs {p.baseline:.1f} ({p.offset:+d})",
-            ours=f"{a:.1f} ({label}) vs {b:.1f} ({off:+d})",
-            verdict=verdict.margin(p.accuracy - p.baseline, a - b, SPECIALIST_MARGIN),
-            note=f"margin {p.accuracy - p.baseline:+.1f} vs {a - b:+.1f} points; UD {TABLE1_UD[rel]}",
-        ))
-    rels = [r for r in have if r != "All"]
-    if rels:
-        paper_spec = {r for r in rels if PAPER_TABLE1[r].accuracy - PAPER_TABLE1[r].baseline >= SPECIALIST_MARGIN}
-        ours_spec = set()
-        for r in rels:
-            _, a, b, _, _ = ours_of(r)
-            if a - b >= SPECIALIST_MARGIN:
-                ours_spec.add(r)
-        same = sum((r in paper_spec) == (r in ours_spec) for r in rels)
-        differ = [r for r in rels if (r in paper_spec) != (r in ours_spec)]
-        rows.append(dict(
-            experiment="§4.2 heads as parsers",
-            quantity=f"relations with a specialist head (>= {SPECIALIST_MARGIN:.0f} points over the best offset)",
-            paper=f"{len(paper_spec)} of {len(rels)}", ours=f"{len(ours_spec)} of {len(rels)}",
-            verdict=verdict.share(same, len(rels), agree=0.8, partly=0.5),
-            note=f"same call on {same} of {len(rels)} relations"
-                 + (f"; differ: {', '.join(differ)}" if differ else ""),
-        ))
-        expected = {r: ("head->dep" if r == "pobj" else "dep->head") for r in rels}
-        match = [r for r in rels if ours_of(r)[4] == expected[r]]
-        other = [r for r in rels if r not in match]
-        rows.append(dict(
-            experiment="§4.2 heads as parsers", quantity="best head reads dependent -> head (pobj: head -> dependent)",
-            paper=f"{len(rels)} of {len(rels)}", ours=f"{len(match)} of {len(rels)}",
-            verdict=verdict.share(len(match), len(rels), agree=0.8, partly=0.5),
-            note="other direction here: " + (", ".join(other) if other else "none"),
-        ))
-    return rows

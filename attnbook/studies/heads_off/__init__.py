@@ -1,1 +1,2 @@
-"""studies.heads_off"""
+"""What chapters 5 (Kovaleva) and 6 (Michel) share about switched-off heads: ``effects`` (classifiers, data,
+cached sweeps, paired statistics) and ``charts``."""

@@ -1,4 +1,4 @@
-"""Charts of switched-off heads (Kovaleva §4.6 Figs. 8-9; Michel §3-§4 Figs. 1-3).
+"""Charts of switched-off heads, shared by chapters 5 and 6 (Kovaleva §4.6 Figs. 8-9; Michel §3-§4).
 
 Pure functions from arrays / DataFrames to Altair charts; every label a reader sees is the
 1-based ``layer-head`` name. Render them with :func:`attnbook.charts.enable` active.
@@ -89,12 +89,6 @@ def layer_sweep_bars(
     return (bars + rule).properties(title=title, width=width, height=height)
 
 
-
-
-
-
-
-
 def method_scatter(
     x: np.ndarray,
     y: np.ndarray,
@@ -118,5 +112,3 @@ def method_scatter(
     zero_x = alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color="gray", strokeDash=[3, 3]).encode(x="v:Q")
     zero_y = alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color="gray", strokeDash=[3, 3]).encode(y="v:Q")
     return (zero_x + zero_y + points).properties(title=title, width=width, height=height)
-
-

@@ -1,19 +1,23 @@
-"""Analyses of switched-off heads shared by the Kovaleva (§4.6, §5) and Michel (§3-§4) chapters.
+"""Switched-off heads: what the Kovaleva (chapter 5, §4.6) and Michel (chapter 6, §3-§4) chapters share.
 
-The sweeps themselves live in :mod:`attnbook.engine.sweeps`, :mod:`attnbook.studies.michel.importance` and
-:mod:`attnbook.engine.pruning`; this module turns their outputs into the chapters' numbers:
+The sweeps themselves run in :mod:`attnbook.engine.sweeps`; this module gives both chapters the same
+classifiers, data and cached sweeps, and the paired statistics of a sweep on a task's own metric:
 
-* :func:`dev_batches` — a GLUE dev split as length-sorted :class:`~attnbook.engine.sweeps.Batch` es;
+* :func:`dev_batches` — a GLUE split as length-sorted :class:`~attnbook.engine.inputs.Batch` es;
 * :func:`paired_bootstrap` — every configuration of a sweep against the baseline on the *task's own
   metric* (accuracy, F1, Pearson r, x 100), all resamples at once as weighted metrics, with a
   percentile interval, a percentile p-value, a normal-approximation p-value (no floor at
   ``2/(R+1)``, so a Holm correction over 72 or 144 heads can be passed) and McNemar's exact test
   where the metric is accuracy; :func:`holm_table` adds the corrected p-values;
-* :func:`random_head_effect` — Kovaleva §4.6: the mean change when a random head is disabled;
+* :func:`random_head_effect` — the mean change when a random head is switched off (Kovaleva §4.6),
+  :func:`extreme_heads` — the heads whose removal helps or hurts most, :func:`trivial_score` — a constant
+  predictor's metric, the floor a classifier must beat;
 * :func:`classifier` and :func:`task_data` — the fine-tuned classifier of a task and its (capped) data
   as batches, the same for both chapters;
 * :func:`switched_off` — a sweep (single heads, layers, all-but-one) by disabling or masking, cached
-  under the classifier's key and the batches' digest.
+  under the classifier's key and the batches' digest;
+* :func:`halves`, :func:`subset_batches`, :func:`subset_sweep` — disjoint halves of the examples, and a
+  sweep restricted to some of them (choose on one half, score on the other).
 """
 from __future__ import annotations
 
@@ -25,7 +29,9 @@ import pandas as pd
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.glue import GlueSplit, TaskSpec, task_spec
 from attnbook.data.glue_metrics import TABLE1_METRIC
-from attnbook.engine.sweeps import Batch, SweepResult, adjust_pvalues, bootstrap_counts, classification_batches, mcnemar_exact
+from attnbook.engine.inputs import Batch
+from attnbook.engine.sweeps import SweepResult, classification_batches
+from attnbook.stats import adjust_pvalues, bootstrap_counts, mcnemar_exact
 
 # ----------------------------------------------------------------------------- classifiers, data, sweeps
 
@@ -58,9 +64,11 @@ def switched_off(model: Any, batches: Sequence[Batch], kind: str, mode: str, sco
     """The sweep ``kind`` (:data:`SWEEPS`) of the classifier ``model`` (a :class:`~attnbook.engine.models.LoadedModel`)
     on ``batches``, heads switched off by ``mode`` (``"disable"``: Kovaleva's uniform attention; ``"mask"``:
     Michel's gate). Cached under the classifier's key, the batches' digest, the sweep and the score function's
-    name (a sweep stores every output, so any other score can be recomputed from it)."""
+    name (:func:`attnbook.engine.scores.score_name`; a sweep stores every output, so any other score can be
+    recomputed from it)."""
     from attnbook.core import cache
     from attnbook.engine import sweeps
+    from attnbook.engine.scores import score_name
 
     if kind not in SWEEPS:
         raise ParameterError(f"kind is one of {SWEEPS}, got {kind!r}")
@@ -68,7 +76,7 @@ def switched_off(model: Any, batches: Sequence[Batch], kind: str, mode: str, sco
            "layers": lambda: sweeps.sweep_layers(model.model, batches, mode, score_fn),
            "all_but_one": lambda: sweeps.sweep_all_but_one(model.model, batches, mode, score_fn)}[kind]
     parts = {"classifier": model.key, "data": cache.digest(batches), "kind": kind, "mode": mode,
-             "score": getattr(score_fn, "__qualname__", str(score_fn))}
+             "score": score_name(score_fn)}
     return sweeps.cached_sweep(parts, run, enabled=use_cache)
 
 
@@ -113,6 +121,23 @@ def subset_batches(batches: Sequence[Batch], keep: np.ndarray) -> list[Batch]:
     if not out:
         raise EmptyDataError("the subset keeps no example")
     return out
+
+
+def subset_sweep(sweep: SweepResult, keep: np.ndarray, score_fn) -> SweepResult:
+    """``sweep`` restricted to the examples ``keep`` (indices in ``sweep.gold`` order), re-scored with
+    ``score_fn`` (e.g. a dev half for Michel App. A's choose-on-one-set, score-on-another)."""
+    from dataclasses import replace
+
+    keep = np.asarray(keep, dtype=np.int64)
+    if keep.size == 0:
+        raise EmptyDataError("the subset keeps no example")
+    flat = sweep.flat_outputs()[:, keep]
+    gold = sweep.gold[keep]
+    base = sweep.baseline_outputs[keep]
+    scores = np.array([score_fn(o, gold) for o in flat], dtype=np.float64).reshape(sweep.scores.shape)
+    outputs = flat.reshape(*sweep.scores.shape, *flat.shape[1:])
+    return replace(sweep, scores=scores, baseline_score=float(score_fn(base, gold)), outputs=outputs,
+                   baseline_outputs=base, gold=gold, meta={**sweep.meta, "n_examples": int(keep.size)})
 
 
 # ----------------------------------------------------------------------------- paired statistics
@@ -213,6 +238,9 @@ def holm_table(table, *, alpha: float = 0.05, column: str | None = None):
     return out
 
 
+# ----------------------------------------------------------------------------- summaries of a sweep
+
+
 def random_head_effect(delta: np.ndarray) -> dict:
     """Kovaleva §4.6: the change expected from disabling one head drawn at random.
 
@@ -237,50 +265,6 @@ def extreme_heads(values: np.ndarray, k: int, *, largest: bool) -> list[tuple[in
     v = np.asarray(values, dtype=np.float64)
     order = np.argsort(-v.ravel() if largest else v.ravel(), kind="stable")[:k]
     return [tuple(int(x) for x in np.unravel_index(i, v.shape)) for i in order]  # type: ignore[misc]
-
-
-# ----------------------------------------------------------------------------- cross-sentence word matching (§5)
-
-
-
-
-
-
-
-
-
-
-# ----------------------------------------------------------------------------- agreement
-
-
-
-
-# ----------------------------------------------------------------------------- pruning
-
-
-
-
-
-
-
-
-def subset_sweep(sweep: SweepResult, keep: np.ndarray, score_fn) -> SweepResult:
-    """``sweep`` restricted to the examples ``keep`` (indices in ``sweep.gold`` order), re-scored with
-    ``score_fn`` (e.g. a dev half for Michel App. A's choose-on-one-set, score-on-another)."""
-    from dataclasses import replace
-
-    keep = np.asarray(keep, dtype=np.int64)
-    if keep.size == 0:
-        raise EmptyDataError("the subset keeps no example")
-    flat = sweep.flat_outputs()[:, keep]
-    gold = sweep.gold[keep]
-    base = sweep.baseline_outputs[keep]
-    scores = np.array([score_fn(o, gold) for o in flat], dtype=np.float64).reshape(sweep.scores.shape)
-    outputs = flat.reshape(*sweep.scores.shape, *flat.shape[1:])
-    return replace(sweep, scores=scores, baseline_score=float(score_fn(base, gold)), outputs=outputs,
-                   baseline_outputs=base, gold=gold, meta={**sweep.meta, "n_examples": int(keep.size)})
-
-
 
 
 def trivial_score(task: str | TaskSpec, gold: np.ndarray) -> float:

@@ -1,4 +1,10 @@
-"""Charts of Kovaleva et al. §4.3-4.5 per task (Fig. 5-7): one panel per task, one shared colour scale.
+"""Every chart of the Kovaleva et al. study (chapters 4 and 5).
+
+* §4.1 (Fig. 1-2): one map as an Altair heatmap (:func:`heatmap_chart`), an example of each class
+  (:func:`class_examples_chart`), the class shares per task (:func:`proportions_chart`), and PNG
+  thumbnails without matplotlib (:func:`png_bytes`, :func:`map_image`, :func:`render_thumbnails`);
+* §4.3-4.5 (Fig. 5-7): layer x head heatmaps, one panel per task on one shared colour scale;
+* §5: the word-matching share of the heads whose disabling hurts most, against all heads.
 
 Pure functions from arrays to long tables and Altair charts; every label a reader sees is the
 1-based ``layer-head`` name or a 1-based layer/head number. Render them with
@@ -6,17 +12,145 @@ Pure functions from arrays to long tables and Altair charts; every label a reade
 """
 from __future__ import annotations
 
+import struct
+import zlib
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.charts import heads_frame
+from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
+from attnbook.core.io import atomic_write_bytes
+from attnbook.studies.kovaleva.patterns import CLASSES
 
 
+# ---------------------------------------------------------------------------------------------
+# §4.1: maps as pictures (PNG thumbnails without matplotlib, Altair heatmaps), Fig. 1-2
+# ---------------------------------------------------------------------------------------------
+#: one colour per class for thumbnail frames and charts (Vertical, Diagonal, V+D, Block, Heterogeneous)
+CLASS_COLOURS: tuple[tuple[int, int, int], ...] = (
+    (31, 119, 180), (44, 160, 44), (148, 103, 189), (255, 127, 14), (214, 39, 40),
+)
+
+
+def png_bytes(image: np.ndarray) -> bytes:
+    """Encode ``uint8`` ``image[h, w]`` (grey) or ``[h, w, 3]`` (RGB) as PNG bytes (zlib only)."""
+    img = np.asarray(image, dtype=np.uint8)
+    if img.ndim == 2:
+        img = img[:, :, None]
+    h, w, c = img.shape
+    colour_type = {1: 0, 3: 2}[c]
+    raw = b"".join(b"\x00" + img[y].tobytes() for y in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+def map_image(attn: np.ndarray, size: int = 64, gamma: float = 1.0) -> np.ndarray:
+    """A ``uint8`` grey picture of one map (dark = high weight, like the paper's Fig. 1).
+
+    Maps shorter than ``size`` are enlarged with nearest-neighbour cells; longer maps are
+    shrunk by taking the maximum over each pixel's block of cells, so one-token-wide
+    stripes and diagonals never disappear. ``gamma`` < 1 brightens weak weights.
+    """
+    a = np.asarray(attn, dtype=np.float32)
+    n = a.shape[0]
+    if n <= size:
+        idx = np.minimum((np.arange(size) * n) // size, n - 1)
+        img = a[idx][:, idx]
+    else:
+        starts = (np.arange(size) * n) // size
+        img = np.maximum.reduceat(np.maximum.reduceat(a, starts, axis=0), starts, axis=1)
+    img = (img / max(float(img.max()), 1e-9)) ** gamma
+    return (255 * (1 - img)).astype(np.uint8)
+
+
+def thumbnail_mosaic(maps: Sequence[np.ndarray], labels: Sequence[int] | None = None, *, cols: int = 10,
+                     size: int = 64, frame: int = 3, gap: int = 4) -> np.ndarray:
+    """RGB mosaic of map thumbnails, row-major, each framed in its class colour (grey if unlabelled)."""
+    rows = (len(maps) + cols - 1) // cols
+    cell = size + 2 * frame + gap
+    out = np.full((rows * cell + gap, cols * cell + gap, 3), 255, dtype=np.uint8)
+    for i, m in enumerate(maps):
+        r, c = divmod(i, cols)
+        y, x = gap + r * cell, gap + c * cell
+        colour = CLASS_COLOURS[int(labels[i])] if labels is not None else (150, 150, 150)
+        out[y : y + size + 2 * frame, x : x + size + 2 * frame] = colour
+        out[y + frame : y + frame + size, x + frame : x + frame + size] = map_image(m, size)[:, :, None]
+    return out
+
+
+def render_thumbnails(path: Path | str, maps: Sequence[np.ndarray], labels: Sequence[int] | None = None, **kw) -> Path:
+    """Write :func:`thumbnail_mosaic` as a PNG file (atomically); returns the path."""
+    path = Path(path)
+    atomic_write_bytes(path, png_bytes(thumbnail_mosaic(maps, labels, **kw)))
+    return path
+
+
+def heatmap_chart(attn: np.ndarray, tokens: Sequence[str] | None = None, *, title: str = "", size: int = 220):
+    """An Altair heatmap of one map (query rows, key columns; darker = more attention)."""
+    a = np.asarray(attn, dtype=np.float32)
+    n = a.shape[0]
+    names = [f"{i:03d} {t}" for i, t in enumerate(tokens)] if tokens is not None else [f"{i:03d}" for i in range(n)]
+    q, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    df = pd.DataFrame({"query": [names[i] for i in q.ravel()], "key": [names[j] for j in k.ravel()],
+                       "weight": a.ravel()})
+    show_axis = tokens is not None and n <= 40
+    axis = alt.Axis(labels=show_axis, ticks=show_axis, labelExpr="slice(datum.label, 4)", title=None)
+    return (
+        alt.Chart(df, title=title)
+        .mark_rect(strokeWidth=0)
+        .encode(
+            x=alt.X("key:O", sort=names, axis=axis),
+            y=alt.Y("query:O", sort=names, axis=axis),
+            color=alt.Color("weight:Q", legend=None,
+                            scale=alt.Scale(range=["#ffffff", "#000000"], domain=[0, float(a.max())])),
+            tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .properties(width=size, height=size)
+    )
+
+
+def class_examples_chart(maps: Sequence[np.ndarray], labels: Sequence[int], *, per_class: int = 1, size: int = 140):
+    """Fig. 1 in Altair: the first ``per_class`` maps of each class side by side, titled by class."""
+    charts = []
+    for c, name in enumerate(CLASSES):
+        picks = [i for i, y in enumerate(labels) if int(y) == c][:per_class]
+        charts += [heatmap_chart(maps[i], title=name, size=size) for i in picks]
+    if not charts:
+        raise EmptyDataError("no labelled maps to show")
+    return alt.hconcat(*charts)
+
+
+def proportions_chart(fractions: dict[str, np.ndarray]):
+    """Fig. 2 in Altair: a stacked bar per task of the share of each class."""
+    rows = [{"task": task, "class": name, "share": float(f[c]), "order": c}
+            for task, f in fractions.items() for c, name in enumerate(CLASSES)]
+    colours = ["#%02x%02x%02x" % c for c in CLASS_COLOURS]
+    return (
+        alt.Chart(pd.DataFrame(rows))
+        .mark_bar()
+        .encode(
+            x=alt.X("task:N", title=None),
+            y=alt.Y("share:Q", axis=alt.Axis(format="%"), title="share of maps"),
+            color=alt.Color("class:N", sort=list(CLASSES), scale=alt.Scale(domain=list(CLASSES), range=colours)),
+            order="order:Q",
+            tooltip=["task", "class", alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width=60 * len(fractions), height=220)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.3-4.5 per task (Fig. 5-7)
+# ---------------------------------------------------------------------------------------------
 def task_frame(values: Mapping[str, np.ndarray], name: str = "value") -> pd.DataFrame:
     """Long table of ``values[task] = array[layer, head]``: task, layer, head (1-based), label, ``name``."""
     if not values:

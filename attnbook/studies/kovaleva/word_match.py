@@ -3,17 +3,19 @@
 For STS-B and RTE the paper finds, by inspection, that the heads whose disabling hurts most attend
 "from a word to the same word in the other sentence". :func:`word_match_shares` measures that
 pattern for every head: the share of attention that goes from a piece to its copies in the
-other sentence of the pair, averaged over the pieces that have a copy.
+other sentence of the pair, averaged over the pieces that have a copy. :func:`hurting_heads_match`
+places the heads whose disabling hurts most among all heads by that share.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.core.heads import head_label
 from attnbook.engine.inputs import Batch
 
 
@@ -45,14 +47,26 @@ class WordMatchShare:
     Over every query token that has at least one copy in the other sentence, ``share[layer, head]``
     is the mean of ``Σ_{key: copy} α[query, key]``; ``chance`` is the same mean under uniform
     attention over the real tokens (copies / real length), the level a head with no preference reaches.
+    As a reducer of the engine (:func:`attnbook.engine.extract.stream_batches`) it finds the copies in
+    each batch itself, never counting the pieces in ``skip_ids``.
     """
 
+    skip_ids: tuple[int, ...] = ()
     total: np.ndarray | None = None
     uniform: float = 0.0
     n_queries: int = 0
 
-    def update(self, attn: torch.Tensor, match: torch.Tensor, attention_mask: torch.Tensor) -> None:
-        """``attn[batch, layer, head, query, key]``, ``match[batch, query, key]`` (bool), ``attention_mask[batch, key]``."""
+    def update(self, attn: torch.Tensor, batch: Batch) -> None:
+        """``attn[batch, layer, head, query, key]`` of a batch of sentence pairs."""
+        if batch.token_type_ids is None:
+            raise ParameterError("word matching needs sentence pairs (token_type_ids)")
+        match = cross_sentence_matches(batch.input_ids, batch.token_type_ids, batch.attention_mask, self.skip_ids)
+        if match.any():
+            self.add(attn, match, batch.attention_mask)
+
+    def add(self, attn: torch.Tensor, match: torch.Tensor, attention_mask: torch.Tensor) -> None:
+        """``attn[batch, layer, head, query, key]``, ``match[batch, query, key]`` (bool),
+        ``attention_mask[batch, key]``."""
         m = match.to(attn.dtype)
         mass = torch.einsum("blhqk,bqk->blhq", attn, m)  # attention to copies, per query
         has = match.any(-1)  # [batch, query]
@@ -65,7 +79,8 @@ class WordMatchShare:
     def result(self) -> dict:
         if self.total is None or self.n_queries == 0:
             raise EmptyDataError("no token has a copy in the other sentence; nothing to measure")
-        return {"share": self.total / self.n_queries, "chance": self.uniform / self.n_queries, "n_queries": self.n_queries}
+        return {"share": self.total / self.n_queries, "chance": self.uniform / self.n_queries,
+                "n_queries": self.n_queries}
 
 
 def skip_token_ids(tokenizer: Any) -> list[int]:
@@ -78,22 +93,43 @@ def skip_token_ids(tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def word_match_shares(model: torch.nn.Module, batches: Sequence[Batch], skip_ids: Iterable[int] = ()) -> dict:
-    """Run ``model`` (eager attention) over ``batches`` and reduce with :class:`WordMatchShare`."""
-    skip = list(skip_ids)
-    red = WordMatchShare()
-    was = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for b in batches:
-                if "token_type_ids" not in b.inputs:
-                    raise ParameterError("word matching needs sentence pairs (token_type_ids)")
-                out = model(**b.inputs, output_attentions=True)
-                attn = torch.stack(out.attentions, dim=1)
-                match = cross_sentence_matches(b.inputs["input_ids"], b.inputs["token_type_ids"], b.inputs["attention_mask"], skip)
-                if match.any():
-                    red.update(attn, match, b.inputs["attention_mask"])
-    finally:
-        model.train(was)
-    return red.result()
+def word_match_shares(model: Any, batches: Sequence[Batch], skip_ids: Iterable[int] = ()) -> dict:
+    """:class:`WordMatchShare` of ``model`` (a :class:`~attnbook.engine.models.LoadedModel` or a torch module
+    with eager attention) over ``batches`` of sentence pairs, run by the engine."""
+    from attnbook.engine.extract import stream_batches
+
+    return stream_batches(model, batches, [WordMatchShare(tuple(skip_ids))], desc="word matching")[0]
+
+
+def hurting_heads_match(classifier: Any, batches: Sequence[Batch], delta: np.ndarray, top_k: int) -> dict:
+    """Kovaleva §5 for one task: the word-matching share of every head of the fine-tuned ``classifier`` and
+    where the ``top_k`` heads whose disabling hurts most (smallest ``delta[layer, head]``) stand among them.
+
+    Returns ``share[layer, head]``, ``chance``, ``n_queries``, ``hurting`` (those heads, most harmful first,
+    0-based), ``percentiles`` (head label -> share of heads whose share is at most that head's, in the order
+    of ``hurting``) and ``top_matching`` (the head with the largest share).
+    """
+    from attnbook.studies.heads_off.effects import extreme_heads
+
+    wm = word_match_shares(classifier.model, batches, skip_token_ids(classifier.tokenizer))
+    share = wm["share"]
+    hurting = extreme_heads(delta, top_k, largest=False)
+    return {**wm, "hurting": hurting,
+            "percentiles": {head_label(*lh): float(np.mean(share <= share[lh])) for lh in hurting},
+            "top_matching": extreme_heads(share, 1, largest=True)[0]}
+
+
+def match_numbers(match: Mapping[str, Any]) -> dict:
+    """What the chapter records of :func:`hurting_heads_match` (shares to
+    5 decimals, chance, tokens with a copy, the hurting heads sorted, their percentiles, the top matching head)."""
+    return {"share": match["share"].round(5).tolist(), "chance": match["chance"], "n_queries": match["n_queries"],
+            "hurting_heads": sorted(head_label(*lh) for lh in match["hurting"]), "percentiles": match["percentiles"],
+            "top_matching_head": head_label(*match["top_matching"])}
+
+
+def word_match_rows(task: str, match: Mapping[str, Any], delta: np.ndarray) -> list[dict]:
+    """Table rows of §5 for one task: each hurting head's change when disabled, its word-matching share and its
+    percentile among all heads."""
+    return [{"task": task, "head": head_label(*lh), "change when disabled": delta[lh],
+             "word-matching share": match["share"][lh], "percentile among heads": match["percentiles"][head_label(*lh)]}
+            for lh in match["hurting"]]

@@ -1,13 +1,272 @@
-"""Michel et al. §3.3 and §4.2-4.3 around the pruning engine: safe shares, curve areas, masks and inputs."""
+"""Iterative pruning by masking, and what it leaves (Michel, Levy & Neubig 2019, §3.3, §4.2–4.3).
+
+* :func:`iterative_pruning` — Michel §4.2: mask heads cumulatively in increasing order of
+  importance, a fixed share of all heads per step (the paper says 10 %, the BERT script
+  uses 5 %: ``step``), no retraining, and score after each step. Orderings: importance
+  computed once before pruning (Michel's default) or recomputed after every step
+  (``recompute=True``, the code's ``--exact_pruning``), the single-ablation Δ (Fig. 3's
+  dashed curves), random orders (mean and spread over seeds), or any ``values[layer, head]``.
+* :func:`pruning_curve` — one such curve of a fine-tuned classifier, cached under its key and the
+  batches' digest; :func:`curves_by_ordering` — the chapter's curves (named orderings and random ones).
+* :func:`largest_safe_share`, :func:`safe_shares`, :func:`curve_area`, :func:`curve_areas`,
+  :func:`random_band` — what a curve says: how much can go with little loss, how much is kept on average.
+* :func:`one_head_per_layer` — §3.3/§4.2: every layer reduced to one head at once.
+* :func:`throughput_pool`, :func:`speed_numbers` — the inputs and the record of the speed test (§4.3,
+  Table 4; removing heads and timing them is :mod:`attnbook.engine.pruning`).
+"""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.core.heads import head_label
 from attnbook.engine.inputs import Batch
+from attnbook.engine.interventions import model_shape, unwrap
+from attnbook.engine.mask_gradients import LossFn
+from attnbook.engine.scores import ScoreFn, accuracy, score_name
+from attnbook.engine.sweeps import SweepResult, as_batches, sweep_configs
+from attnbook.studies.michel.importance import head_importance, normalize_per_layer, single_head_ablation
+
+#: The chapter's names of the pruning orders (Michel Fig. 3): by importance, by the single-head Δ, at random.
+BY_IMPORTANCE, BY_ABLATION, RANDOM = "importance I_h", "ablation Δ (oracle)", "random"
+#: The random orders' mean curve, as a row of :func:`safe_shares`.
+RANDOM_MEAN = "random (mean)"
+
+
+# ----------------------------------------------------------------------------- iterative pruning (§4.2)
+
+
+def pruning_schedule(n_total: int, step: float = 0.1) -> list[tuple[float, int]]:
+    """``(share, n_heads_pruned)`` for shares ``0, step, 2·step, …, 1``: ``n = floor(n_total · share)``
+    (as Michel's BERT script, ``int(144·p/100)``)."""
+    if not 0 < step <= 1:
+        raise ParameterError(f"step is a share of all heads in (0, 1], got {step}")
+    k_max = int(np.floor(1 / step + 1e-9))
+    shares = [round(i * step, 10) for i in range(k_max + 1)]
+    if shares[-1] < 1:
+        shares.append(1.0)
+    return [(s, int(np.floor(n_total * s + 1e-9))) for s in shares]
+
+
+def pruning_order(values: np.ndarray) -> list[tuple[int, int]]:
+    """Heads ``(layer, head)`` in increasing order of ``values[layer, head]`` (ties: layer-major order)."""
+    values = np.asarray(values, dtype=np.float64)
+    flat = np.argsort(values.reshape(-1), kind="stable")
+    return [tuple(int(i) for i in np.unravel_index(k, values.shape)) for k in flat]  # type: ignore[misc]
+
+
+def masks_from_order(order: Sequence[tuple[int, int]], counts: Sequence[int], shape: tuple[int, int]) -> np.ndarray:
+    """``mask[step, layer, head]``: 0 for the first ``counts[step]`` heads of ``order``, 1 elsewhere."""
+    masks = np.ones((len(counts), *shape), dtype=np.float32)
+    for k, n in enumerate(counts):
+        for layer, head in order[:n]:
+            masks[k, layer, head] = 0.0
+    return masks
+
+
+def _curve_rows(
+    ordering: str, seed: Any, schedule, order: Sequence[tuple[int, int]], sweep: SweepResult, n_total: int
+) -> list[dict]:
+    """One row per pruning step; ``newly_pruned`` lists the step's heads in pruning order."""
+    rows, done = [], 0
+    for (share, n), score in zip(schedule, sweep.scores):
+        rows.append(
+            {
+                "ordering": ordering,
+                "seed": seed,
+                "share_target": float(share),
+                "n_pruned": int(n),
+                "share_pruned": n / n_total,
+                "score": float(score),
+                "delta": float(score - sweep.baseline_score),
+                "newly_pruned": " ".join(head_label(l, h) for l, h in order[done:n]),
+            }
+        )
+        done = n
+    return rows
+
+
+def iterative_pruning(
+    model: Any,
+    eval_batches: Iterable[Any],
+    score_fn: ScoreFn = accuracy,
+    *,
+    ordering: str | np.ndarray = "importance",
+    importance_batches: Iterable[Any] | None = None,
+    importance: np.ndarray | None = None,
+    loss_fn: LossFn | None = None,
+    step: float = 0.1,
+    recompute: bool = False,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    normalize: bool = True,
+    granularity: str = "example",
+    fast: bool = True,
+    progress: bool = False,
+):
+    """Michel §4.2: score after masking the least important heads, ``step`` of all heads at a time.
+
+    ``ordering``:
+
+    * ``"importance"`` — by :func:`~attnbook.studies.michel.importance.head_importance` on
+      ``importance_batches`` (Michel: the training set; default: ``eval_batches``), or by a precomputed
+      ``importance``; computed once before pruning unless ``recompute`` (then after every step, on the
+      heads still present);
+    * ``"ablation"`` — by the single-head masking Δ of §3.2 on ``importance_batches``: heads whose
+      removal costs least (or helps most) go first;
+    * ``"random"`` — one random order per seed in ``seeds``;
+    * an array ``values[layer, head]`` — prune in increasing order of it.
+
+    No floor per layer (a layer can lose all its heads) and no retraining, as in the paper.
+    Returns a long DataFrame: ``ordering, seed, share_target, n_pruned, share_pruned, score,
+    delta, newly_pruned`` (1-based labels).
+    """
+    import pandas as pd
+
+    module = unwrap(model)
+    n_layers, n_heads = model_shape(module)
+    schedule = pruning_schedule(n_layers * n_heads, step)
+    counts = [n for _, n in schedule]
+    eval_data = as_batches(eval_batches)
+    imp_data = as_batches(importance_batches) if importance_batches is not None else eval_data
+    sweep_kw = {"fast": fast, "progress": progress}
+
+    def curve(name: str, seed: Any, order: Sequence[tuple[int, int]]) -> list[dict]:
+        masks = masks_from_order(order, counts, (n_layers, n_heads))
+        sweep = sweep_configs(module, eval_data, masks, "mask", score_fn, kind="pruning", **sweep_kw)
+        return _curve_rows(name, seed, schedule, order, sweep, n_layers * n_heads)
+
+    if isinstance(ordering, np.ndarray):
+        return pd.DataFrame(curve("custom", None, pruning_order(ordering)))
+    if ordering == "random":
+        rows = []
+        for seed in seeds:
+            perm = np.random.default_rng(seed).permutation(n_layers * n_heads)
+            rows += curve("random", int(seed), [divmod(int(k), n_heads) for k in perm])
+        return pd.DataFrame(rows)
+    if ordering == "ablation":
+        abl = single_head_ablation(module, imp_data, score_fn, **sweep_kw)
+        return pd.DataFrame(curve("ablation", None, pruning_order(-abl.delta)))
+    if ordering != "importance":
+        raise ParameterError(f"ordering is 'importance', 'ablation', 'random' or an array [layer, head], got {ordering!r}")
+
+    imp_kw = {"normalize": normalize, "granularity": granularity, "progress": progress}
+    if not recompute:
+        values = importance if importance is not None else head_importance(module, imp_data, loss_fn, **imp_kw)
+        return pd.DataFrame(curve("importance", None, pruning_order(values)))
+
+    # recompute after every step, ranking only the heads still present
+    mask = np.ones((n_layers, n_heads), dtype=np.float32)
+    order: list[tuple[int, int]] = []
+    for n in counts:
+        need = n - len(order)
+        if need > 0:
+            raw = head_importance(module, imp_data, loss_fn, base_mask=mask, **{**imp_kw, "normalize": False})
+            raw = np.where(mask > 0, raw, 0.0)
+            values = normalize_per_layer(raw) if normalize else raw
+            values = np.where(mask > 0, values, np.inf)
+            for layer, head in pruning_order(values)[:need]:
+                mask[layer, head] = 0.0
+                order.append((layer, head))
+    return pd.DataFrame(curve("importance (recomputed)", None, order))
+
+
+def pruning_curves(
+    model: Any,
+    eval_batches: Iterable[Any],
+    score_fn: ScoreFn = accuracy,
+    *,
+    orderings: Sequence[str] = ("importance", "ablation", "random"),
+    **kwargs: Any,
+):
+    """:func:`iterative_pruning` for several orderings, one long DataFrame (Michel Fig. 3)."""
+    import pandas as pd
+
+    eval_data = as_batches(eval_batches)
+    if kwargs.get("importance_batches") is not None:
+        kwargs["importance_batches"] = as_batches(kwargs["importance_batches"])
+    return pd.concat(
+        [iterative_pruning(model, eval_data, score_fn, ordering=o, **kwargs) for o in orderings], ignore_index=True
+    )
+
+
+def summarize_curves(curves):
+    """Mean, standard deviation, min and max score per ordering and share (random orders: over seeds)."""
+    grouped = curves.groupby(["ordering", "share_target"], sort=False)["score"]
+    out = grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
+    out["std"] = out["std"].fillna(0.0)
+    return out.rename(columns={"count": "n_runs"})
+
+
+# ----------------------------------------------------------------------------- cached curves of a classifier
+
+
+def pruning_curve(
+    classifier: Any,
+    batches: Sequence[Batch],
+    ordering: str | np.ndarray,
+    score_fn: ScoreFn,
+    *,
+    step: float = 0.1,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    use_cache: bool = True,
+    **options: Any,
+):
+    """:func:`iterative_pruning` of ``classifier`` (a :class:`~attnbook.engine.models.LoadedModel`) scored on
+    ``batches``, cached under the classifier's key, the batches' digest, the ordering (its digest), the step,
+    the seeds (random orders only), the score function's name and any further ``options`` of
+    :func:`iterative_pruning`. ``seed`` is ``None`` for a curve that is not a random order, also when read back."""
+
+    from attnbook.core import cache
+
+    is_random = isinstance(ordering, str) and ordering == "random"
+    parts = {"classifier": classifier.key, "kind": "pruning", "data": cache.digest(batches),
+             "ordering": cache.digest(ordering), "step": step, "seeds": [int(s) for s in seeds] if is_random else [],
+             "score": score_name(score_fn)}
+    if options:
+        parts["options"] = cache.digest(options)
+    frame = cache.cached_frame("pruning-curves", parts, lambda: iterative_pruning(
+        classifier.model, batches, score_fn, ordering=ordering, step=step, seeds=seeds, **options), enabled=use_cache)
+    return frame
+
+
+def curves_by_ordering(
+    classifier: Any,
+    batches: Sequence[Batch],
+    orderings: Mapping[str, np.ndarray],
+    score_fn: ScoreFn,
+    *,
+    step: float = 0.1,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    use_cache: bool = True,
+):
+    """Michel Fig. 3: one :func:`pruning_curve` per named ``orderings[name][layer, head]`` (prune in increasing
+    order; the ``ordering`` column holds the name), then one random order per seed (``ordering`` "random")."""
+    import pandas as pd
+
+    frames = [pruning_curve(classifier, batches, values, score_fn, step=step, use_cache=use_cache).assign(ordering=name)
+              for name, values in orderings.items()]
+    frames.append(pruning_curve(classifier, batches, RANDOM, score_fn, step=step, seeds=seeds, use_cache=use_cache))
+    return pd.concat(frames, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- what a curve says
+
+
+def random_band(curves, ordering: str = RANDOM):
+    """Per pruning share, the mean, standard deviation, min and max score of the ``ordering`` runs
+    (one run per seed): the random orders' expected curve and its spread."""
+    import pandas as pd
+
+    runs = curves[curves["ordering"] == ordering]
+    if runs.empty:
+        return pd.DataFrame(columns=["share_pruned", "mean", "std", "min", "max", "n_runs"])
+    g = runs.groupby("share_pruned")["score"]
+    out = g.agg(["mean", "std", "min", "max", "count"]).reset_index().rename(columns={"count": "n_runs"})
+    out["std"] = out["std"].fillna(0.0)
+    return out.sort_values("share_pruned", kind="stable").reset_index(drop=True)
 
 
 def largest_safe_share(curve, baseline: float, tolerance: float) -> float:
@@ -22,6 +281,30 @@ def largest_safe_share(curve, baseline: float, tolerance: float) -> float:
     return safe
 
 
+def safe_shares(curves, baseline: float, tolerance: float) -> dict[str, float]:
+    """:func:`largest_safe_share` of every ordering of ``curves`` but the random ones (by name), and of the
+    random orders' mean curve (:data:`RANDOM_MEAN`)."""
+    safe = {o: largest_safe_share(c, baseline, tolerance) for o, c in curves.groupby("ordering") if o != RANDOM}
+    safe[RANDOM_MEAN] = largest_safe_share(random_band(curves).rename(columns={"mean": "score"}), baseline, tolerance)
+    return safe
+
+
+def curve_area(curve, max_share: float = 0.9) -> float:
+    """Mean score of a pruning curve over the steps with ``share_pruned <= max_share`` (higher = pruning hurts less)."""
+    sel = curve[curve["share_pruned"] <= max_share + 1e-9]
+    if sel.empty:
+        raise EmptyDataError("no pruning step at or below the share")
+    return float(sel.groupby("share_pruned")["score"].mean().mean())
+
+
+def curve_areas(curves, max_share: float = 0.9) -> dict[str, float]:
+    """:func:`curve_area` of every ordering of ``curves`` (random orders: of their mean curve)."""
+    return {o: curve_area(c, max_share) for o, c in curves.groupby("ordering")}
+
+
+# ----------------------------------------------------------------------------- one head per layer (§3.3, §4.2)
+
+
 def one_head_per_layer_mask(keep: Sequence[int], n_heads: int) -> np.ndarray:
     """``mask[layer, head]`` keeping only head ``keep[layer]`` (0-based) in every layer (Michel §3.3/§4.2)."""
     mask = np.zeros((len(keep), n_heads), dtype=np.float32)
@@ -30,6 +313,17 @@ def one_head_per_layer_mask(keep: Sequence[int], n_heads: int) -> np.ndarray:
             raise ParameterError(f"head {head} of layer {layer} is outside 0..{n_heads - 1}")
         mask[layer, int(head)] = 1.0
     return mask
+
+
+def one_head_per_layer(model: Any, batches: Iterable[Any], keep: Sequence[int], score_fn: ScoreFn = accuracy) -> SweepResult:
+    """The score of ``model`` with only head ``keep[layer]`` (0-based) left in *every* layer at once: one
+    configuration, named "one head per layer" (Michel §3.3 keeps one head in one layer; §4.2 prunes further)."""
+    n_heads = model_shape(unwrap(model))[1]
+    mask = one_head_per_layer_mask(keep, n_heads)
+    return sweep_configs(model, batches, mask[None], "mask", score_fn, names=["one head per layer"])
+
+
+# ----------------------------------------------------------------------------- speed (§4.3)
 
 
 def throughput_pool(batches: Sequence[Batch], n: int, pad_id: int = 0) -> dict[str, torch.Tensor]:
@@ -56,9 +350,8 @@ def throughput_pool(batches: Sequence[Batch], n: int, pad_id: int = 0) -> dict[s
     return out
 
 
-def curve_area(curve, max_share: float = 0.9) -> float:
-    """Mean score of a pruning curve over the steps with ``share_pruned <= max_share`` (higher = pruning hurts less)."""
-    sel = curve[curve["share_pruned"] <= max_share + 1e-9]
-    if sel.empty:
-        raise EmptyDataError("no pruning step at or below the share")
-    return float(sel.groupby("share_pruned")["score"].mean().mean())
+def speed_numbers(speed, share: float) -> dict:
+    """The record of a :func:`attnbook.engine.pruning.pruning_speed` table: the share pruned, how many heads,
+    and the gain in examples per second (%) per batch size."""
+    return {"share": share, "n_pruned": int(speed["n_pruned"].iloc[0]),
+            "gain_pct": dict(zip(speed["batch_size"].astype(str), speed["gain_pct"].round(2)))}

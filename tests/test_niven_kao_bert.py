@@ -1,18 +1,20 @@
-"""The pairwise argument–warrant scorers of Niven & Kao: inputs, softmax over two warrants, training."""
+"""The pairwise BERT scorer of Niven & Kao: inputs, softmax over two warrants, cached lower states, training."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from attnbook.studies.niven_kao import cues as A
-from attnbook.studies.niven_kao import scorers as M
+from arct_items import planted_cue_items
 from attnbook.core.errors import ParameterError
+from attnbook.data.arct import ArctItem
+from attnbook.engine.layers import first_query_only
+from attnbook.studies.niven_kao import bert as M
 from conftest import make_tiny_bert
 
 
 def item(i, w0, w1, label, claim="Cats are good pets", reason="they sleep"):
-    return A.ArctItem(id=f"id{i}", warrant0=w0, warrant1=w1, label=label, reason=reason, claim=claim)
+    return ArctItem(id=f"id{i}", warrant0=w0, warrant1=w1, label=label, reason=reason, claim=claim)
 
 
 def random_pairs(batch=3, length=7, seed=0, vocab=(1000, 2000)):
@@ -63,6 +65,27 @@ def test_forward_matches_the_transformers_model(scorer):
     assert torch.allclose(pooled, ref.pooler_output, atol=1e-5)
 
 
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_last_layer_at_cls_only_equals_the_full_layer(scorer, attention):
+    """score_hidden runs the last layer for [CLS] only (the engine's first_query_only): the same logits as the
+    whole layer followed by the pooler, padded sequences included."""
+    scorer.encoder.set_attn_implementation(attention)
+    ids, mask, types = random_pairs()
+    flat = [t.reshape(6, -1) for t in (ids, mask, types)]
+    with torch.no_grad():
+        ref = scorer.encoder(input_ids=flat[0], attention_mask=flat[1], token_type_ids=flat[2])
+        want = scorer.classifier(ref.pooler_output).squeeze(-1)
+        hidden = scorer.lower(*flat, stop=scorer.n_layers - 1)
+        got = scorer.score_hidden(hidden, flat[1], start=scorer.n_layers - 1)
+        layer, attn_mask = scorer.encoder.encoder.layer[-1], scorer._attention_mask(hidden, flat[1])
+        cls = first_query_only(layer, hidden, attn_mask)
+        full = layer(hidden, attn_mask)
+    assert got.shape == (6,)
+    assert torch.allclose(got, want, atol=1e-5)
+    assert cls.shape == (6, 1, hidden.shape[-1])
+    assert torch.allclose(cls[:, 0], full[:, 0], atol=1e-5)
+
+
 def test_rejects_inputs_without_two_warrants(scorer):
     ids, mask, types = random_pairs()
     with pytest.raises(ValueError):
@@ -103,20 +126,6 @@ def test_cached_lower_states_give_the_same_scores(tokenizer, k):
     via_cache = M.predict_proba(model, cached)
     np.testing.assert_allclose(via_cache, direct, atol=2e-3)  # states are stored in float16
     assert np.allclose(direct.sum(1), 1.0)
-
-
-def planted_cue_items(n, seed, cue="indeed"):
-    """Correct warrant = the one that contains ``cue``; all other words are random fillers."""
-    rng = np.random.default_rng(seed)
-    fillers = ["people", "should", "water", "city", "rules", "money", "school", "the", "green", "fast"]
-    out = []
-    for i in range(n):
-        w = [" ".join(rng.choice(fillers, 4)) for _ in range(2)]
-        y = int(rng.integers(0, 2))
-        w[y] = f"{w[y]} {cue}"
-        claim, reason = (" ".join(rng.choice(fillers, 3)) for _ in range(2))
-        out.append(item(i, w[0], w[1], y, claim=claim, reason=reason))
-    return out
 
 
 def test_tiny_bert_learns_a_planted_cue(tokenizer):
@@ -162,97 +171,31 @@ def test_run_seeds_rows(tokenizer):
     assert all(p.requires_grad for p in loaded.model.parameters())  # the frozen view was undone
 
 
-def test_summarize_and_schedule():
+def test_run_seeds_cached_computes_once(tokenizer, monkeypatch):
+    from attnbook.engine.models import wrap_model
+
+    loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
+    items = planted_cue_items(12, 5)
+    cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, trainable_layers=1)
+    kwargs = dict(inputs="W", seeds=[0], cfg=cfg, max_length=32)
+    first = M.run_seeds_cached(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
+    assert list(first.columns) == ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "test_accuracy"]
+    monkeypatch.setattr(M, "run_seeds", lambda *a, **k: pytest.fail("recomputed a cached run"))
+    again = M.run_seeds_cached(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
+    assert again.equals(first)
+    with pytest.raises(pytest.fail.Exception):  # other data: another key
+        M.run_seeds_cached(loaded, items, items[:5], {"test": items[4:]}, **kwargs)
+
+
+def test_summarize():
     s = M.summarize([0.5, 0.7, 0.6, 0.9])
     assert s == {"mean": pytest.approx(0.675), "std": pytest.approx(np.std([0.5, 0.7, 0.6, 0.9])),
                  "median": pytest.approx(0.65), "max": 0.9, "n": 4}
+    assert M.accuracy_of(np.array([[0.6, 0.4], [0.3, 0.7], [0.5, 0.5]]), np.array([0, 0, 0])) == pytest.approx(2 / 3)
 
 
-def test_paper_numbers_are_consistent():
-    P = M.PAPER
-    assert P["table3"]["BERT"]["full"] == {k: P["table1"]["BERT (Large)"][k] for k in ("mean", "std", "median", "max")}
-    assert P["table3"]["BERT"]["W"]["max"] == 0.712 and P["table3"]["BERT"]["RW"]["max"] == 0.750
-    assert P["table4"]["BERT"]["full"]["max"] == 0.533
-    assert P["not_cue"]["all"] == {"productivity": 0.61, "coverage": 0.64}
-
-
-class FakeGloVe:
-    dim = 8
-
-    def lookup(self, words):
-        rng = np.random.default_rng(0)
-        vecs = rng.normal(size=(len(words), self.dim)).astype(np.float32)
-        oov = np.array([w.startswith("<") or w == "indeed" for w in words])
-        vecs[oov] = 0
-        return vecs, oov
-
-
-@pytest.mark.parametrize("kind", ["bov", "bilstm"])
-def test_word_baselines_softmax_and_learning(kind):
-    torch.set_num_threads(1)
-    train, dev, test = planted_cue_items(80, 0), planted_cue_items(20, 1), planted_cue_items(40, 2)
-    vocab = M.build_vocabulary([train, dev, test])
-    vectors, oov = M.embedding_matrix(vocab, FakeGloVe())
-    assert vocab[0] == "<pad>" and np.all(vectors[0] == 0) and 0 < oov < 1
-    data = {k: M.encode_words(v, vocab) for k, v in (("train", train), ("dev", dev), ("test", test))}
-    cfg = M.WordTrainConfig(kind, epochs=8, lr=0.05, batch_size=16, hidden=8)
-    model, dev_acc, epoch = M.train_word_model(vectors, data["train"], data["dev"], cfg, "full", seed=0)
-    with torch.no_grad():
-        z = model.logits_for(data["test"], [0, 1, 2])
-    assert z.shape == (3, 2)
-    p = M._word_proba(model, data["test"])
-    assert np.allclose(p.sum(1), 1)
-    assert M.accuracy_of(p, data["test"].labels) >= 0.9
-
-
-def fake_runs(acc, inputs="full", **extra):
-    import pandas as pd
-
-    return pd.DataFrame({"inputs": inputs, "seed": range(len(acc)), "test_accuracy": acc, **extra})
-
-
-def test_paper_comparison_verdicts_follow_the_numbers():
-    toy = [item(0, "it is not good", "it is good", 0), item(1, "no", "not so", 1)]
-    not_rows = A.not_cue_table({"train": toy, "dev": toy, "test": toy, "all": toy})
-    bert = {"full": fake_runs([0.70, 0.77, 0.74], test_adv_accuracy=[0.45, 0.48, 0.47]),
-            "W": fake_runs([0.50, 0.52, 0.51], "W")}
-    adv = {"full": fake_runs([0.50, 0.53], original_half_accuracy=[0.6, 0.5], negated_half_accuracy=[0.4, 0.5])}
-    rows = M.paper_comparison(not_rows=not_rows, bert=bert, adversarial=adv, adversarial_cue_gap=0.0,
-                              words={"bov": fake_runs([0.56, 0.57])})
-    by = {(r["experiment"], r["quantity"]): r for r in rows}
-    assert by[("§3 BERT, full input (C, R, W)", "test accuracy, max")]["verdict"] == "agrees"
-    assert by[("§5 probe, BERT (W)", "test accuracy, max")]["verdict"] == "disagrees"  # 0.52 vs 0.712
-    gap = by[("§5 finding: warrants alone", "max(full) − max(W), points")]
-    assert gap["ours"] == pytest.approx(0.25) and gap["verdict"] == "disagrees"
-    assert by[("§6 trained on original data, tested adversarially", "test accuracy, mean")]["verdict"] == "agrees"
-    assert by[("§6 adversarial test, BERT (C, R, W)", "original half + negated half")]["ours"] == pytest.approx(1.0)
-    assert by[("§3/§5 BoV (C, R, W)", "test accuracy, mean")]["verdict"] == "agrees"
-    assert by[('§4 cue "not" (train+dev+test)', "productivity")]["verdict"] == "disagrees"  # 0.5 vs 0.61
-    from attnbook.chapters.results import VERDICTS
-
-    assert all(r["verdict"] in VERDICTS for r in rows)
-
-
-def test_config_from_params_and_seed_table():
+def test_config_from_params():
     base = dict(epochs=2, lr=1e-3, batch_size=4, warmup=0.1, weight_decay=0.0, dropout=0.0, freeze_embeddings=True)
     assert M.config_from_params({**base, "trainable_layers": "all"}).trainable_layers is None
     assert M.config_from_params({**base, "trainable_layers": 1}).trainable_layers == 1
-    table = M.seed_table({"x": fake_runs([0.5, 0.7])}, paper={"x": {"mean": 0.6, "max": 0.8}})
-    assert table.loc[0, "max"] == 0.7 and table.loc[0, "paper max"] == 0.8 and table.loc[0, "seeds"] == 2
-    bars = M.probe_bars_frame({"full": fake_runs([0.6]), "W": fake_runs([0.55], "W")})
-    assert list(bars["input"]) == ["C, R, W", "C, R, W", "W", "W"] and bars["accuracy"].iloc[0] == 0.77
-
-
-def test_cls_only_layer_equals_the_full_layer_at_cls(scorer):
-    from transformers.masking_utils import create_bidirectional_mask
-
-    ids, mask, types = random_pairs()
-    flat = [t.reshape(6, -1) for t in (ids, mask, types)]
-    with torch.no_grad():
-        hidden = scorer.lower(*flat, stop=scorer.n_layers - 1)
-        layer = scorer.encoder.encoder.layer[-1]
-        full = layer(hidden, create_bidirectional_mask(config=scorer.encoder.config, inputs_embeds=hidden,
-                                                       attention_mask=flat[1]))
-        cls = M.cls_only_layer(layer, hidden, flat[1])
-    assert cls.shape == (6, 1, hidden.shape[-1])
-    assert torch.allclose(cls[:, 0], full[:, 0], atol=1e-5)
+    assert M.config_from_params({**base, "trainable_layers": 1}, epochs=7).epochs == 7

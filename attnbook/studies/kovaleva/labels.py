@@ -1,0 +1,245 @@
+"""The book's labelled attention maps (Kovaleva et al. §4.1): the labelled set, its loading, the maps
+regenerated from it, and a widget to label maps by hand.
+
+The paper's ~400 hand-labelled maps were not released, so the book ships its own set,
+``assets/pattern_labels.json``: identifiers of GLUE dev inputs, layer, head and label, from which the
+maps are regenerated deterministically (:func:`load_pattern_labels`, :func:`labelled_maps`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
+from attnbook.core.io import atomic_write_json
+from attnbook.core.paths import PACKAGE_DIR
+from attnbook.engine.extract import Batch
+from attnbook.studies.kovaleva.inputs import encode_text, read_glue_texts
+from attnbook.studies.kovaleva.patterns import CLASS_INDEX, CLASSES
+
+#: where the book's labelled set lives
+ASSETS = PACKAGE_DIR / "assets"
+LABELS_FILE = ASSETS / "pattern_labels.json"
+
+
+@dataclass(frozen=True)
+class LabelledMap:
+    """One labelled map: where it comes from and its class."""
+
+    task: str
+    split: str
+    row: int
+    layer: int  # 0-based
+    head: int  # 0-based
+    label: str
+    proposed: str  # what the shipped rule set says
+    how: str  # "rules, confirmed by eye" or "rules, corrected by eye"
+    n_tokens: int | None = None  # encoded length, checked on regeneration
+
+
+_REQUIRED = ("task", "split", "row", "layer", "head", "label", "proposed", "how")
+
+
+def sample_label_ids(
+    tasks: Sequence[str], rows_per_task: int, heads_per_row: int, n_layers: int, n_heads: int, seed: int = 0,
+    n_rows: dict[str, int] | None = None,
+) -> list[tuple[str, int, int, int]]:
+    """Seeded sample of ``(task, row, layer, head)``: ``rows_per_task`` dev rows per task, ``heads_per_row`` heads each."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for task in tasks:
+        total = (n_rows or {}).get(task) or len(read_glue_texts(task))
+        rows = sorted(rng.choice(total, size=min(rows_per_task, total), replace=False).tolist())
+        for r in rows:
+            for flat in sorted(rng.choice(n_layers * n_heads, size=heads_per_row, replace=False).tolist()):
+                out.append((task, int(r), flat // n_heads, flat % n_heads))
+    return out
+
+
+def load_pattern_labels(path: Path | str | None = None) -> tuple[dict, list[LabelledMap]]:
+    """The shipped labelled set: ``(header, labels)``; the header says how maps are regenerated.
+
+    Raises :class:`MalformedInputError` naming the entry when a label is not one of
+    :data:`CLASSES` or a field is missing.
+    """
+    path = Path(path) if path is not None else LABELS_FILE
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MalformedInputError(path, exc.lineno, exc.msg) from exc
+    if "maps" not in doc or "header" not in doc:
+        raise MalformedInputError(path, None, "a labels file has 'header' and 'maps'")
+    out = []
+    for i, entry in enumerate(doc["maps"]):
+        missing = [k for k in _REQUIRED if k not in entry]
+        if missing:
+            raise MalformedInputError(path, None, f"map entry {i} lacks field(s) {', '.join(missing)}")
+        item = LabelledMap(**{k: entry[k] for k in LabelledMap.__dataclass_fields__ if k in entry})
+        for name in (item.label, item.proposed):
+            if name not in CLASS_INDEX:
+                raise MalformedInputError(path, None, f"map entry {i} has unknown class {name!r}")
+        out.append(item)
+    return doc["header"], out
+
+
+def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 128, batch_size: int = 16,
+                  header: dict | None = None) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Regenerate the labelled maps: ``(maps, segment_ids, label indices)`` in the order of ``labels``.
+
+    Each distinct (task, split, row) is encoded with :func:`encode_text` and run once. An
+    input whose encoded length differs from the recorded ``n_tokens`` raises
+    :class:`MalformedInputError` (the data or the tokenizer changed). With the file's
+    ``header``, a model other than the one the labels were made on gives a warning: the
+    labels describe that model's maps.
+    """
+    import warnings
+
+    from attnbook.engine.extract import stream_attention
+
+    if header is not None:
+        made_on = header.get("model", {}).get("fingerprint")
+        if made_on and loaded.fingerprint != made_on:
+            warnings.warn(
+                f"the labels were made on maps of {header['model'].get('name')} (weights {made_on}); "
+                f"{loaded.name} ({loaded.fingerprint}) has other maps, so the labels may not fit them",
+                stacklevel=2,
+            )
+    keys = sorted({(m.task, m.split, m.row) for m in labels})
+    texts = {}
+    for task, split in sorted({(t, s) for t, s, _ in keys}):
+        texts[(task, split)] = read_glue_texts(task, split)
+    examples = [encode_text(loaded.tokenizer, *texts[(t, s)][r], max_tokens=max_tokens, meta={"key": (t, s, r)})
+                for t, s, r in keys]
+    lengths = {ex.meta["key"]: len(ex) for ex in examples}
+    wanted: dict[tuple, list[int]] = {}
+    for i, m in enumerate(labels):
+        key = (m.task, m.split, m.row)
+        if m.n_tokens is not None and lengths[key] != m.n_tokens:
+            raise MalformedInputError(
+                LABELS_FILE, None,
+                f"{m.task} {m.split} row {m.row} encodes to {lengths[key]} tokens, the label was made on "
+                f"{m.n_tokens}: the GLUE file or the tokenizer differs from the ones the labels were made with")
+        wanted.setdefault(key, []).append(i)
+    maps: list[np.ndarray | None] = [None] * len(labels)
+    segs: list[np.ndarray | None] = [None] * len(labels)
+
+    class _Pick:
+        def update(self, attn: torch.Tensor, batch: Batch) -> None:
+            for b, ex in enumerate(batch.examples):
+                n = int(batch.lengths[b])
+                for i in wanted[ex.meta["key"]]:
+                    maps[i] = attn[b, labels[i].layer, labels[i].head, :n, :n].numpy().copy()
+                    segs[i] = np.asarray(ex.token_type_ids, dtype=np.int64)
+
+        def result(self) -> None:
+            return None
+
+    stream_attention(loaded, examples, [_Pick()], batch_size=batch_size, progress=False)
+    y = np.array([CLASS_INDEX[m.label] for m in labels], dtype=np.int64)
+    return maps, segs, y  # type: ignore[return-value]
+
+
+
+def source_files(labels: Sequence[LabelledMap]) -> list[Path]:
+    """The GLUE files the labelled maps are regenerated from (one per task and split, sorted), for the provenance."""
+    from attnbook.data.glue import task_path
+
+    return [task_path(task, split) for task, split in sorted({(m.task, m.split) for m in labels})]
+
+
+def proposed_classes(labels: Sequence[LabelledMap]) -> np.ndarray:
+    """Class index of each map's proposal by the shipped rule set (the ``proposed`` field)."""
+    return np.array([CLASS_INDEX[m.proposed] for m in labels])
+
+
+def annotation_widget(
+    maps: Sequence[np.ndarray],
+    ids: Sequence[dict],
+    out_path: Path | str,
+    *,
+    proposed: Sequence[int] | None = None,
+    size: int = 256,
+):
+    """An ipywidgets tool for labelling maps by hand (a seminar exercise on §4.1).
+
+    Shows one map at a time as a picture, with one button per class, plus Back and Skip.
+    Every click writes all labels so far to ``out_path`` (JSON, atomically): ``{"maps":
+    [{...id fields..., "label": class}]}``; labels already in the file are loaded first,
+    so a session can be resumed. ``ids[i]`` identifies map ``i`` (e.g. task, row, layer,
+    head); ``proposed`` (class indices) pre-highlights a suggestion. Returns the widget
+    (a ``VBox``); ``widget.state`` exposes ``index`` and ``labels`` for scripting.
+    """
+    import ipywidgets as widgets
+
+    from attnbook.studies.kovaleva.charts import map_image, png_bytes
+
+    if len(maps) != len(ids):
+        raise ParameterError(f"{len(maps)} maps but {len(ids)} ids")
+    if not maps:
+        raise EmptyDataError("no maps to annotate")
+    out_path = Path(out_path)
+    keys = [json.dumps(d, sort_keys=True) for d in ids]
+    labels: dict[str, str] = {}
+    if out_path.exists():
+        for entry in json.loads(out_path.read_text()).get("maps", []):
+            e = dict(entry)
+            label = e.pop("label")
+            labels[json.dumps(e, sort_keys=True)] = label
+    state = {"index": next((i for i, k in enumerate(keys) if k not in labels), 0), "labels": labels}
+
+    image = widgets.Image(format="png", width=size, height=size)
+    info = widgets.HTML()
+    buttons = [widgets.Button(description=name, layout=widgets.Layout(width="150px")) for name in CLASSES]
+    back = widgets.Button(description="◀ Back")
+    skip = widgets.Button(description="Skip ▶")
+
+    def save() -> None:
+        entries = [dict(ids[i], label=labels[k]) for i, k in enumerate(keys) if k in labels]
+        atomic_write_json(out_path, {"classes": list(CLASSES), "maps": entries})
+
+    def show() -> None:
+        i = state["index"]
+        if i >= len(maps):
+            info.value = f"<b>done</b>: {sum(k in labels for k in keys)} of {len(maps)} maps labelled -> {out_path}"
+            return
+        image.value = png_bytes(map_image(maps[i], size))
+        current = labels.get(keys[i])
+        hint = CLASSES[int(proposed[i])] if proposed is not None else None
+        for b, name in zip(buttons, CLASSES):
+            b.button_style = "success" if name == current else ("info" if name == hint else "")
+        info.value = (f"map {i + 1} of {len(maps)}: <code>{keys[i]}</code><br>"
+                      f"label: <b>{current or '-'}</b>" + (f" (suggested: {hint})" if hint else ""))
+
+    def choose(name: str):
+        def handler(_button=None) -> None:
+            i = state["index"]
+            if i < len(maps):
+                labels[keys[i]] = name
+                save()
+                state["index"] = i + 1
+            show()
+
+        return handler
+
+    for b, name in zip(buttons, CLASSES):
+        b.on_click(choose(name))
+
+    def go(step: int):
+        def handler(_button=None) -> None:
+            state["index"] = min(max(0, state["index"] + step), len(maps))
+            show()
+
+        return handler
+
+    back.on_click(go(-1))
+    skip.on_click(go(+1))
+    show()
+    box = widgets.VBox([info, image, widgets.HBox(buttons), widgets.HBox([back, skip])])
+    box.state = state  # type: ignore[attr-defined]
+    box.buttons = dict(zip(CLASSES, buttons))  # type: ignore[attr-defined]
+    return box

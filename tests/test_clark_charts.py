@@ -1,0 +1,116 @@
+"""Charts of the Clark study: heads as parsers and probes (chapter 2), clusters and MDS (chapter 3)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from toy_clark import planted, stats_2x3
+
+from attnbook.studies.clark import charts, clusters, embedding, syntax
+
+
+def test_relation_heatmaps_show_the_best_direction_in_percent():
+    correct = np.zeros((2, 2, 3, 2), dtype=np.int64)
+    correct[0, 1, 2, 1] = 9  # det: head 2-3 head->dep
+    correct[1, 0, 0, 0] = 4  # nsubj: head 1-1 dep->head
+    acc = syntax.HeadAccuracy(["det", "nsubj"], correct, np.array([10, 8]), np.zeros((2, 6), dtype=np.int64))
+    spec = charts.relation_heatmaps(acc, ["det", "nsubj"]).to_dict()
+    titles = [p["title"] for p in spec["hconcat"]]
+    assert titles == ["det (head->dep)", "nsubj (dep->head)"]
+    peaks = sorted((max(d["value"] for d in ds), max(ds, key=lambda d: d["value"])["label"])
+                   for ds in spec["datasets"].values())
+    assert peaks == [(50.0, "1-1"), (90.0, "2-3")]
+
+
+def test_probe_weight_heatmap_places_each_head():
+    import pandas as pd
+
+    w = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "weight": [0.1, -0.2, 0.3, 0.0]})
+    spec = charts.probe_weight_heatmap(w).to_dict()
+    rows = {d["label"]: d["value"] for d in next(iter(spec["datasets"].values()))}
+    assert rows == {"1-1": 0.1, "1-2": -0.2, "2-1": 0.3, "2-2": 0.0}
+
+
+def test_loss_curves_one_point_per_epoch():
+    spec = charts.loss_curves({"attn": [2.0, 1.5], "attn_words": [2.1]}, {"attn": "Attn"}).to_dict()
+    data = next(iter(spec["datasets"].values()))
+    assert sorted((d["probe"], d["epoch"]) for d in data) == [("Attn", 1), ("Attn", 2), ("attn_words", 1)]
+
+
+def test_charts_build_valid_specs_with_head_labels():
+    d = planted(n_layers=2, n_heads=3, spread=0.3)
+    emb = embedding.mds_embedding(d, seed=0, orient_by=clusters.layer_labels(2, 3))
+    clus = clusters.cluster_heads(d, 2, 3, n_clusters=2)
+    b = clusters.head_behaviours(stats_2x3())
+    frame = charts.embedding_frame(emb.coords, 2, 3, b, clus.labels)
+    assert list(frame["label"]) == ["1-1", "1-2", "1-3", "2-1", "2-2", "2-3"]
+    assert frame.loc[0, "behaviours"] == "attends to previous, attends broadly"
+    for chart in (charts.mds_layer_chart(frame), charts.mds_behaviour_chart(frame),
+                  charts.dendrogram_chart(clus, 2, 3, cut=1.0), charts.cluster_grid_chart(clus, 2, 3, b),
+                  charts.distance_heatmap(d, 2, 3)):
+        spec = chart.to_dict()
+        assert "$schema" in spec
+    segs, leaves = charts.dendrogram_frames(clus, 2, 3)
+    assert len(segs) == 3 * 5 and sorted(leaves["label"]) == sorted(frame["label"])
+    with pytest.raises(ValueError):
+        charts.embedding_frame(emb.coords[:4], 2, 3)
+
+
+def test_silhouette_chart():
+    d = planted(n_layers=3, n_heads=4, spread=0.05, seed=2)
+    scores = clusters.silhouette_by_k(d, 3, 4, ks=range(2, 6))
+    assert "$schema" in charts.silhouette_chart(scores, chosen=clusters.best_k(scores)).to_dict()
+
+
+def test_cut_height_separates_the_chosen_number_of_clusters():
+    from scipy.cluster.hierarchy import fcluster
+
+    d = planted(n_layers=4, n_heads=3, spread=0.2, seed=5)
+    for k in (2, 3, 4):
+        c = clusters.cluster_heads(d, 4, 3, n_clusters=k)
+        h = charts.cut_height(c)
+        assert len(set(fcluster(c.linkage, h, "distance"))) == k
+    assert charts.cut_height(clusters.cluster_heads(d, 4, 3, n_clusters=1)) is None
+
+
+def accuracy_with(totals):
+    """A 2x2-head HeadAccuracy over det/dobj/pobj/poss with the given edge counts."""
+    rels = ["det", "dobj", "pobj", "poss"]
+    correct = np.zeros((4, 2, 2, 2), dtype=np.int64)
+    for r, n in enumerate(totals):
+        correct[r, r % 2, 1, r % 2] = n // 2
+    return syntax.HeadAccuracy(rels, correct, np.array(totals), np.zeros((4, 6), dtype=np.int64))
+
+
+def test_relation_grid_and_best_head_views_skip_relations_without_edges():
+    from attnbook.studies.clark.wordmaps import WordMapExample
+
+    acc = accuracy_with([10, 8, 0, 6])
+    assert charts.drawn_relations(acc) == ["det", "dobj", "poss"]
+    grid = charts.relation_heatmap_grid(acc).to_dict()
+    assert [len(row["hconcat"]) for row in grid["vconcat"]] == [2, 1]
+    assert len(charts.relation_heatmap_grid(accuracy_with([10, 0, 0, 0])).to_dict()["hconcat"]) == 1
+    maps = np.full((2, 2, 5, 5), 0.2)
+    example = WordMapExample(None, None, None, maps, ["[CLS]", "a", "b", "c", "[SEP]"])
+    views = charts.best_head_views(acc, example).to_dict()
+    titles = [v["title"] for row in views["vconcat"] for v in row["hconcat"]]
+    assert titles == ["det: head 1-2 (dep->head, 50%)", "dobj: head 2-2 (head->dep, 50%)",
+                      "poss: head 2-2 (head->dep, 50%)"]
+
+
+def test_probe_weight_heatmaps_show_both_weights():
+    import pandas as pd
+
+    w = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "w_head_to_dep": [0.1, -0.2, 0.3, 0.0],
+                      "u_dep_to_head": [1.0, 2.0, 3.0, 4.0]})
+    spec = charts.probe_weight_heatmaps(w).to_dict()
+    assert [p["title"] for p in spec["hconcat"]] == ["w: candidate head → dependent", "u: dependent → candidate head"]
+
+
+def test_example_heads_chart_draws_two_heads_per_row():
+    tokens = ["[CLS]", "a", "b", "[SEP]"]
+    maps = np.full((2, 2, 4, 4), 0.25)
+    picks = {"broad": (0, 0), "next token": (0, 1), "[SEP]": (1, 0), "punctuation": (1, 1)}
+    spec = charts.example_heads_chart(tokens, maps, picks).to_dict()
+    titles = [[v["title"] for v in row["hconcat"]] for row in spec["vconcat"]]
+    assert titles == [["broad: head 1-1", "next token: head 1-2"], ["[SEP]: head 2-1", "punctuation: head 2-2"]]
+    assert "hconcat" in charts.example_heads_chart(tokens, maps, {"broad": (0, 0)}).to_dict()

@@ -1,0 +1,100 @@
+"""Kovaleva §4.6 (chapter 5): the disabling check and the summaries of the single-head and layer sweeps."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnbook.engine.inputs import Batch
+from attnbook.engine.models import wrap_model
+from attnbook.studies.kovaleva import disabling as D
+
+
+@pytest.fixture
+def tiny_classifier(tiny_bert):
+    from transformers import BertForSequenceClassification
+
+    clf = BertForSequenceClassification(tiny_bert.model.config)
+    clf.bert.load_state_dict(tiny_bert.model.state_dict())
+    clf.eval()
+    return wrap_model(clf, tiny_bert.tokenizer, "tiny classifier")
+
+
+def test_disable_check_gives_uniform_weights_and_leaves_other_heads(tiny_classifier, tokenizer):
+    enc = tokenizer(["the cat sat on the mat", "a dog"], ["it was happy", "barks"], padding=True, return_tensors="pt")
+    batch = Batch.from_mapping(enc)
+    for layer, head in ((0, 0), (1, 2)):
+        check = D.disable_check(tiny_classifier, batch, layer, head)
+        assert check["L"] == int(enc["attention_mask"][0].sum())
+        assert check["uniform_error"] < 1e-6 and check["other_heads_change"] < 1e-6
+    short = D.disable_check(tiny_classifier, Batch.from_mapping({k: v[1:] for k, v in enc.items()}))
+    assert short["L"] == int(enc["attention_mask"][1].sum())  # padded row: L counts the real tokens only
+    assert short["uniform_error"] < 1e-6
+    assert tiny_classifier.model.config._attn_implementation == "eager"  # the intervention is undone
+
+
+def _sweep(delta, baseline=80.0, gold=(0, 1, 1, 1)):
+    delta = np.asarray(delta, dtype=float)
+    return SimpleNamespace(delta=delta, baseline_score=baseline, gold=np.array(gold))
+
+
+class _Split:
+    """A scored dev split: its examples (``len``) and the size of the whole split."""
+
+    def __init__(self, n: int, n_total: int):
+        self.n, self.n_total = n, n_total
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def test_baselines_and_dev_caps():
+    single = {"SST-2": _sweep([[1.0]], 80.04), "STS-B": _sweep([[1.0]], 12.36, gold=(0.5, 2.0))}
+    dev = {"SST-2": _Split(4, 872), "STS-B": _Split(2, 1500)}
+    b = D.baselines(single, dev)
+    assert b["task"].tolist() == ["SST-2", "STS-B"] and b["metric"].tolist() == ["accuracy", "Pearson r"]
+    assert b["this run"].tolist() == [80.0, 12.4] and b["constant predictor"].tolist() == [75.0, 0.0]
+    assert b["dev examples"].tolist() == [4, 2] and b["of"].tolist() == [872, 1500]
+    caps = {"SST-2": 160, "default": 96}
+    assert D.dev_cap(caps, "SST-2") == 160 and D.dev_cap(caps, "RTE") == 96 and D.dev_cap({}, "RTE") is None
+
+
+def test_head_summary_best_worst_and_numbers():
+    single = {"RTE": _sweep([[1.0, -2.0], [0.5, 3.0]], 60.0)}
+    table, numbers = D.head_summary(single)
+    row = table.iloc[0]
+    assert (row["best head off"], row["best gain"]) == ("2-2", 3.0)
+    assert (row["worst head off"], row["worst change"]) == ("1-2", -2.0)
+    assert row["mean change (random head)"] == 0.625
+    assert row["heads that help"] == 0.75 and row["heads that hurt"] == 0.25
+    assert numbers["RTE"]["best_head"] == "2-2" and numbers["RTE"]["delta"] == [[1.0, -2.0], [0.5, 3.0]]
+    assert numbers["RTE"]["share_better"] == 0.75
+
+
+def _holm(names, delta, significant, mcnemar=True):
+    t = pd.DataFrame({"name": names, "delta": delta, "ci_low": np.array(delta) - 1, "ci_high": np.array(delta) + 1,
+                      "p_normal": 0.5, "p_holm": [0.01 if s else 0.9 for s in significant], "significant": significant,
+                      "test": "McNemar" if mcnemar else "bootstrap (normal)"})
+    if mcnemar:
+        t["p_mcnemar"] = 0.02
+    return t
+
+
+def test_significance_summary_and_layer_table():
+    tables = {"SST-2": _holm(["1-1", "1-2", "2-1"], [2.0, -3.0, -1.0], [True, True, False]),
+              "STS-B": _holm(["1-1", "1-2", "2-1"], [0.5, -0.5, 0.1], [False, False, False], mcnemar=False)}
+    picked, gains, losses = D.significance_summary(tables)
+    assert gains == {"SST-2": ["1-1"], "STS-B": []} and losses == {"SST-2": ["1-2"], "STS-B": []}
+    assert picked["head off"].tolist() == ["1-1", "1-2", "1-1", "1-2"]
+    assert picked["which"].tolist() == ["best", "worst"] * 2
+    assert picked.loc[0, "95% interval"] == "[+1.00, +3.00]" and picked.loc[0, "p"] == 0.02
+    assert picked.loc[2, "p"] == 0.5 and picked["survives"].tolist() == [True, True, False, False]
+    layers = {"SST-2": _sweep([1.234, -0.5]), "STS-B": _sweep([0.0, -2.0])}
+    ltables = {"SST-2": pd.DataFrame({"significant": [True, False], "p_holm": [0.01234, 0.5]}),
+               "STS-B": pd.DataFrame({"significant": [False, True], "p_holm": [0.9, 0.04]})}
+    t = D.layer_table(layers, ltables, 2)
+    assert t.index.tolist() == ["layer 1 off", "layer 2 off"]
+    assert t["SST-2"].tolist() == ["+1.23*", "-0.50"] and t["STS-B"].tolist() == ["+0.00", "-2.00*"]
+    assert D.layer_numbers(layers, ltables)["SST-2"] == {"delta": [1.234, -0.5], "p_holm": [0.0123, 0.5]}

@@ -1,0 +1,114 @@
+"""Kovaleva §4.1: the book's labelled maps (loading, regenerating the maps) and the annotation widget."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnbook.core.errors import MalformedInputError, ParameterError
+from attnbook.studies.kovaleva import inputs as I
+from attnbook.studies.kovaleva import labels as L
+from attnbook.studies.kovaleva import patterns as PT
+
+
+def test_shipped_labels_load_and_are_consistent():
+    header, labels = L.load_pattern_labels()
+    assert 350 <= len(labels) <= 450
+    assert header["classes"] == list(PT.CLASSES)
+    keys = [(m.task, m.split, m.row, m.layer, m.head) for m in labels]
+    assert len(set(keys)) == len(keys), "a map is labelled twice"
+    counts = {c: sum(m.label == c for m in labels) for c in PT.CLASSES}
+    assert counts == header["counts"]
+    assert all(n > 0 for n in counts.values()), counts
+    assert sum(m.label != m.proposed for m in labels) == header["changed_by_eye"]
+    for m in labels:
+        assert m.task in {"SST-2", "MRPC", "RTE", "STS-B", "QNLI"} and m.split == "dev"
+        assert 0 <= m.layer < 6 and 0 <= m.head < 12 and m.row >= 0
+        assert 2 < (m.n_tokens or 0) <= 128
+        assert m.how == ("rules, confirmed by eye" if m.label == m.proposed else "rules, corrected by eye")
+    # the file's sampling note is what sample_label_ids gives (16 rows x 5 heads per task)
+    assert len({(m.task, m.row) for m in labels}) == 5 * 16
+
+
+def test_malformed_label_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"header": {},\n "maps": [\n  {"task": "RTE",, }\n]}')
+    with pytest.raises(MalformedInputError) as exc:
+        L.load_pattern_labels(bad)
+    assert exc.value.line == 3
+    entry = {"task": "RTE", "split": "dev", "row": 0, "layer": 0, "head": 0, "label": "Spiral",
+             "proposed": "Vertical", "how": "x"}
+    bad.write_text(json.dumps({"header": {}, "maps": [entry]}))
+    with pytest.raises(MalformedInputError, match="unknown class"):
+        L.load_pattern_labels(bad)
+    del entry["how"]
+    entry["label"] = "Block"
+    bad.write_text(json.dumps({"header": {}, "maps": [entry]}))
+    with pytest.raises(MalformedInputError, match="how"):
+        L.load_pattern_labels(bad)
+
+
+@pytest.fixture
+def glue_dir(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    (root / "glue" / "RTE").mkdir(parents=True)
+    rows = ["index\tsentence1\tsentence2\tlabel",
+            "0\tThe cat sat on the mat.\tA cat sat.\tentailment",
+            "1\tDogs bark loudly at night.\tCats bark.\tnot_entailment",
+            "2\tIt rained.\tThe ground is wet, probably.\tentailment"]
+    (root / "glue" / "RTE" / "dev.tsv").write_text("\n".join(rows) + "\n")
+    monkeypatch.setenv("ATTNBOOK_DATA", str(root))
+    return root
+
+
+def test_labelled_maps_are_regenerated_in_order(tiny_bert, glue_dir):
+    texts = I.read_glue_texts("RTE")
+    assert texts[1] == ("Dogs bark loudly at night.", "Cats bark.")
+    lens = [len(I.encode_text(tiny_bert.tokenizer, *t)) for t in texts]
+    labels = [L.LabelledMap("RTE", "dev", 2, 1, 3, "Block", "Block", "rules, confirmed by eye", lens[2]),
+              L.LabelledMap("RTE", "dev", 0, 0, 1, "Vertical", "Diagonal", "rules, corrected by eye", lens[0]),
+              L.LabelledMap("RTE", "dev", 2, 0, 0, "Diagonal", "Diagonal", "rules, confirmed by eye", lens[2])]
+    maps, segs, y = L.labelled_maps(tiny_bert, labels)
+    assert [m.shape[0] for m in maps] == [lens[2], lens[0], lens[2]]
+    assert y.tolist() == [PT.CLASS_INDEX["Block"], PT.CLASS_INDEX["Vertical"], PT.CLASS_INDEX["Diagonal"]]
+    from attnbook.engine.extract import collect_maps
+
+    full = collect_maps(tiny_bert, [I.encode_text(tiny_bert.tokenizer, *texts[2])])[0]
+    np.testing.assert_allclose(maps[0], full[1, 3], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(maps[2], full[0, 0], rtol=1e-5, atol=1e-6)
+    assert segs[0].tolist() == I.encode_text(tiny_bert.tokenizer, *texts[2]).token_type_ids
+
+    wrong = [L.LabelledMap("RTE", "dev", 0, 0, 0, "Block", "Block", "x", lens[0] + 1)]
+    with pytest.raises(MalformedInputError, match="tokens"):
+        L.labelled_maps(tiny_bert, wrong)
+    with pytest.warns(UserWarning, match="labels were made on"):
+        L.labelled_maps(tiny_bert, labels[:1], header={"model": {"name": "other", "fingerprint": "0" * 16}})
+
+
+def test_annotation_widget_writes_labels_atomically_and_resumes(tmp_path):
+    rng = np.random.default_rng(0)
+    maps = [PT.synthetic_map(c, 12, rng)[0] for c in ("Vertical", "Diagonal", "Block")]
+    ids = [{"task": "RTE", "row": i, "layer": 0, "head": i} for i in range(3)]
+    out = tmp_path / "labels.json"
+    w = L.annotation_widget(maps, ids, out, proposed=[0, 1, 3])
+    w.buttons["Vertical"].click()
+    w.buttons["Diagonal"].click()
+    saved = json.loads(out.read_text())
+    assert [e["label"] for e in saved["maps"]] == ["Vertical", "Diagonal"]
+    assert saved["maps"][1]["row"] == 1
+    assert list(tmp_path.iterdir()) == [out]  # no temporary files left behind
+    # a new widget resumes at the first unlabelled map
+    w2 = L.annotation_widget(maps, ids, out)
+    assert w2.state["index"] == 2
+    w2.buttons["Block"].click()
+    assert [e["label"] for e in json.loads(out.read_text())["maps"]] == ["Vertical", "Diagonal", "Block"]
+    with pytest.raises(ParameterError):
+        L.annotation_widget(maps, ids[:2], out)
+
+
+def test_source_files_and_proposals(glue_dir):
+    labels = [L.LabelledMap("RTE", "dev", 2, 1, 3, "Block", "Diagonal", "rules, corrected by eye"),
+              L.LabelledMap("RTE", "dev", 0, 0, 1, "Vertical", "Vertical", "rules, confirmed by eye")]
+    assert L.source_files(labels) == [glue_dir / "glue" / "RTE" / "dev.tsv"]
+    assert L.proposed_classes(labels).tolist() == [PT.CLASS_INDEX["Diagonal"], PT.CLASS_INDEX["Vertical"]]

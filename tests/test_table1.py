@@ -1,0 +1,50 @@
+"""Kovaleva et al.'s Table 1 (attnbook.studies.kovaleva.table1) on a tiny random BERT and fixture GLUE tasks."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnbook.core.errors import MissingDataError
+from attnbook.engine.finetune import INITS
+from attnbook.studies.kovaleva.paper import PAPER_TABLE1
+from attnbook.studies.kovaleva.table1 import INIT_LABELS, data_files, metric_label, numbers, sizes, table1, table1_wide
+
+from test_finetune import SMALL, base, env  # noqa: F401  (fixtures: SST-2, STS-B, RTE dev-only; a tiny BERT)
+
+
+def test_table1(env, base):  # noqa: F811
+    df = table1(base, ["SST-2", "STS-B", "RTE"], {**SMALL, "epochs": 1}, seeds=(0, 1), progress=False)
+    assert len(df) == 9 and list(df["init"][:3]) == list(INITS)
+    sst = df[df.task == "SST-2"].set_index("init")
+    assert sst.loc["pretrained_ft", "paper"] == PAPER_TABLE1["SST-2"]["pretrained_ft"][0] == 92.0
+    assert np.isfinite(sst["ours"]).all() and np.isfinite(sst["ours_std"]).all()
+    assert (sst["n_dev"] == 16).all() and sst.loc["random_ft", "n_train"] == 32
+    assert ((sst["top_class_share"] >= 0.5) & (sst["top_class_share"] <= 1)).all()
+    assert df.set_index(["task", "init"]).loc[("STS-B", "random_ft"), "metric"] == "Pearson r"
+    rte = df[df.task == "RTE"].set_index("init")
+    assert np.isfinite(rte.loc["pretrained", "ours"])  # needs the dev file only
+    assert np.isnan(rte.loc["pretrained_ft", "ours"]) and "train.tsv" in rte.loc["pretrained_ft", "note"]
+    wide = table1_wide(df)
+    assert list(wide.index) == ["SST-2", "STS-B", "RTE"] and "(92)" in wide.loc["SST-2", "pre-trained + fine-tuning"]
+    with pytest.raises(MissingDataError):
+        table1(base, ["RTE"], SMALL, missing="raise", progress=False)
+    # what the chapter records and shows of it
+    rec = numbers(df)
+    assert rec["table1"]["SST-2/pretrained_ft"] == sst.loc["pretrained_ft", "ours"]
+    assert rec["table1_sizes"]["SST-2/random_ft"] == [32, 16] and rec["table1_sizes"]["RTE/pretrained_ft"] == [0, 0]
+    assert sizes(df)["task"].tolist() == ["SST-2", "STS-B"]  # RTE has no training file: not run
+    assert [p.parent.name + "/" + p.name for p in data_files(["SST-2", "RTE"])] == [
+        "SST-2/train.tsv", "SST-2/dev.tsv", "RTE/dev.tsv"]
+
+
+def test_metric_labels_and_wide_layout():
+    assert [metric_label(t) for t in ("MRPC", "STS-B", "SST-2", "QQP")] == ["F1", "Pearson r", "accuracy", "F1"]
+    df = pd.DataFrame([
+        dict(task="MRPC", init=i, paper=PAPER_TABLE1["MRPC"][i][0], paper_acc=PAPER_TABLE1["MRPC"][i][1],
+             ours=81.25 if i != "pretrained" else float("nan"), ours_acc=70.0)
+        for i in INITS])
+    wide = table1_wide(df)
+    assert list(wide.columns) == ["metric", *INIT_LABELS.values()] and wide.loc["MRPC", "metric"] == "F1/accuracy"
+    assert wide.loc["MRPC", "pre-trained + fine-tuning"] == "81.2/70.0 (87.9/82.3)"
+    assert wide.loc["MRPC", "pre-trained, no fine-tuning"] == "n/a/70.0 (0/31.6)"
