@@ -279,3 +279,27 @@ class NotComparable(Rule):
 def judge(rule: Rule, paper: Any, ours: Any) -> str:
     """The outcome of ``rule`` for the paper's value and this run's (an :class:`~attnbook.stats.Estimate` or a number)."""
     return check(rule.judge(paper, as_estimate(ours)))
+
+
+# ---------------------------------------------------------------------------------------------
+# a comparison row
+# ---------------------------------------------------------------------------------------------
+def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, note: str = "",
+        paper_value: Any = None, estimate: Estimate | None = None, fmt: str = ".3g") -> dict:
+    """One "paper vs this run" row, its outcome decided by ``rule`` (:func:`judge`): the keyword arguments of
+    :meth:`attnbook.chapters.results.ChapterResults.compare`.
+
+    ``paper``/``ours`` are what the table shows. The rule judges ``paper_value`` (default: ``paper``) against
+    ``estimate`` (default: ``ours``, which must then be a number or an :class:`~attnbook.stats.Estimate`);
+    a sample estimate carries its 95% interval into the row (``low``, ``high``, ``n`` resampled ``unit``).
+    """
+    est = estimate if estimate is not None else (ours if isinstance(ours, Estimate) else None)
+    if est is None:
+        if isinstance(ours, (int, float)) and not isinstance(ours, bool):
+            est = Estimate(float(ours))
+        else:
+            raise TypeError(f"{quantity}: give the rule an estimate (ours is {ours!r})")
+    shown = est.text(fmt) if isinstance(ours, Estimate) else ours
+    outcome = judge(rule, paper if paper_value is None else paper_value, est)
+    return dict(experiment=experiment, quantity=quantity, paper=paper, ours=shown, verdict=outcome,
+                rule=rule.words, note=note, low=est.low, high=est.high, n=est.n, unit=est.unit)

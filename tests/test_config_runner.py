@@ -1,6 +1,8 @@
 """Profiles, parameters and the papermill runner: clear errors, failing chapters named, outputs kept."""
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import nbformat
@@ -85,6 +87,39 @@ def test_failing_chapter_is_named_and_good_output_survives(tmp_path, monkeypatch
     assert out.read_text() == good  # the last good page is untouched
     assert (home / "book" / "_failed" / "01_clark_surface_patterns.ipynb").exists()
     assert sorted(p.name for p in (home / "book").iterdir()) == ["01_clark_surface_patterns.ipynb", "_failed"]
+
+
+def _results_project(tmp_path: Path, run: str, fail: bool) -> Path:
+    """A chapter that writes its results files in its third cell and fails (or not) in its last."""
+    home = _fake_project(tmp_path, fail=False)
+    nb = nbformat.read(home / "notebooks" / "01_clark_surface_patterns.ipynb", as_version=4)
+    nb.cells[2] = new_code_cell(
+        "from attnbook.chapters.results import ChapterResults\n"
+        f"res = ChapterResults('01_clark_surface_patterns', {{'profile': profile}}, {{'name': 'm'}})\n"
+        f"res.add('run', {run!r})\nres.save()")
+    nb.cells[3] = new_code_cell("raise ValueError('late failure')" if fail else "print('done')")
+    nbformat.write(nb, home / "notebooks" / "01_clark_surface_patterns.ipynb")
+    return home
+
+
+@pytest.mark.integration
+def test_results_of_a_failed_chapter_are_not_published(tmp_path, monkeypatch):
+    """Regression (issue 17, defect 7): the results file was written by the cell that saved it, so a chapter
+    failing in a later cell left its old page beside new numbers; now page and results land together."""
+    results = tmp_path / "results"
+    monkeypatch.setenv("ATTNBOOK_RESULTS", str(results))
+    home = _results_project(tmp_path, "first", fail=False)
+    monkeypatch.setenv("ATTNBOOK_HOME", str(home))
+    run_chapter("01", "smoke")
+    saved = json.loads((results / "01_clark_surface_patterns.json").read_text())
+    assert saved["numbers"]["run"] == "first"
+    _results_project(tmp_path, "second", fail=True)
+    with pytest.raises(ChapterExecutionError):
+        run_chapter("01", "smoke")
+    again = json.loads((results / "01_clark_surface_patterns.json").read_text())
+    assert again["numbers"]["run"] == "first"  # the failed run's numbers were not published
+    assert sorted(p.name for p in results.iterdir()) == ["01_clark_surface_patterns.json",
+                                                          "01_clark_surface_patterns.provenance.json"]
 
 
 def test_resolve_chapter_names():

@@ -51,11 +51,16 @@ def test_enable_registers_renderer():
 
 
 def test_results_files_are_deterministic(tmp_path):
+    from attnbook import verdict
+    from attnbook.stats import Estimate
+
     def make():
         res = ChapterResults("01_test", {"profile": "smoke", "seed": 0}, {"name": "m", "fingerprint": "f"})
         res.add("x", np.float32(0.1234567891))
         res.add("arr", np.arange(3))
-        res.compare("§1", "q", 1.0, 0.98765, "agrees", "n")
+        res.compare(**verdict.row("§1", "q", paper=1.0, ours=0.98765, rule=verdict.Within(0.05, 0.1), note="n"))
+        res.compare(**verdict.row("§2", "r", paper=0.5, ours=Estimate(0.67, 0.64, 0.7, 400, "examples"),
+                                  rule=verdict.Within(0.05, 0.1)))
         return res
 
     p1 = make().save(tmp_path / "a")
@@ -63,10 +68,26 @@ def test_results_files_are_deterministic(tmp_path):
     assert p1.read_bytes() == p2.read_bytes()
     data = json.loads(p1.read_text())
     assert data["numbers"]["arr"] == [0, 1, 2] and data["comparisons"][0]["ours"] == 0.9877
+    second = data["comparisons"][1]
+    assert second["low"] == 0.64 and second["high"] == 0.7 and second["n"] == 400 and second["verdict"] == "disagrees"
+    assert second["rule"].startswith("within 0.05 agrees")
     prov = json.loads((tmp_path / "a" / "01_test.provenance.json").read_text())
     assert prov["seed"] == 0 and "torch" in prov["packages"]
     with pytest.raises(ValueError, match="verdict"):
-        make().compare("§1", "q", 1, 2, "maybe")
+        make().compare("§1", "q", 1, 2, "maybe", rule="r")
+    with pytest.raises(ValueError, match="rule"):  # an outcome must come with its rule
+        make().compare("§1", "q", 1, 2, "agrees")
     assert "01_test" in load_results(tmp_path / "a")
     md = results_markdown(tmp_path / "a")
-    assert "| §1 | q | 1 | 0.9877 | agrees | n |" in md
+    assert "| 01_test | m, `smoke` | 1 | 0 | 1 | 0 | 0 | 2 |" in md  # outcome counts per chapter
+    assert "| §2 | r | 0.5 | 0.67 [0.64, 0.7] | disagrees |" in md
+
+
+def test_provenance_refuses_a_missing_data_file(tmp_path):
+    """Regression (issue 17, defect 7): a data file that vanished was recorded with sha256 null."""
+    from attnbook.core.errors import MissingDataError
+
+    res = ChapterResults("01_test", {"profile": "smoke", "seed": 0}, {"name": "m", "fingerprint": "f"})
+    res.use_data(tmp_path / "gone.tsv")
+    with pytest.raises(MissingDataError, match="gone.tsv"):
+        res.save(tmp_path / "out")

@@ -10,40 +10,71 @@ from pathlib import Path
 from attnbook.chapters.toc import CHAPTERS
 from attnbook.core.io import atomic_write_text
 from attnbook.chapters.results import load_results
+from attnbook.verdict import OUTCOMES
 
 #: chapter id -> the heading of its section on the results overview page
 CHAPTER_TITLES = {c.id: c.heading for c in CHAPTERS}
 
 
 def _cell(value) -> str:
+    if value is None:
+        return "—"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return "—" if value != value else f"{value:.4g}"
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _ours(row: dict) -> str:
+    ours = _cell(row.get("ours", ""))
+    low, high = row.get("low"), row.get("high")
+    if low is None or high is None or "[" in ours:
+        return ours
+    return f"{ours} [{low:.4g}, {high:.4g}]"
+
+
+def outcome_counts(results: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """chapter -> outcome -> number of comparison rows (every outcome of :data:`attnbook.verdict.OUTCOMES`)."""
+    return {ch: {o: sum(r.get("verdict") == o for r in data.get("comparisons", [])) for o in OUTCOMES}
+            for ch, data in results.items()}
+
+
 def results_markdown(results_folder: Path | None = None) -> str:
-    """Markdown of the results overview page."""
+    """Markdown of the results overview page: outcome counts per chapter, then every comparison of the book."""
     results = load_results(results_folder)
     lines = [
         "# Results overview",
         "",
-        "Every chapter ends with a *paper vs this run* table; this page gathers all of their rows, read "
-        "from the chapters' results files (`book/results/<chapter>.json`) when the book was built. "
-        "The model and profile are the ones each chapter ran with.",
+        "Every chapter ends with a *paper vs this run* table. This page gathers all of their rows, read from the "
+        "chapters' results files (`book/results/<chapter>.json`) when the book was built, so a reader sees at a "
+        "glance what was reproduced. Each row's outcome comes from the one rule stated in its chapter's table "
+        "(`attnbook.verdict`): *agrees*, *partly agrees* or *disagrees* when the comparison could decide, "
+        "*inconclusive* when this run's 95% interval is too wide to tell, *not comparable* when the quantity, "
+        "model or data differ so much that the comparison could not fail. Intervals are in brackets.",
         "",
     ]
     if not results:
         lines.append("*No chapter has written results yet: run `make book`.*")
         return "\n".join(lines) + "\n"
+    counts = outcome_counts(results)
+    header = "| chapter | model, profile | " + " | ".join(OUTCOMES) + " | rows |"
+    lines += ["## Outcomes by chapter", "", header, "|" + "---|" * (len(OUTCOMES) + 3)]
     for chapter, data in results.items():
-        title = CHAPTER_TITLES.get(chapter, chapter)
-        model = data.get("model", {}).get("name", "?")
-        lines += [f"## {title}", "", f"Model: {model}; profile: `{data.get('profile')}`.", "",
-                  "| experiment | quantity | paper | this run | agreement | note |", "|---|---|---|---|---|---|"]
+        c = counts[chapter]
+        model = f"{data.get('model', {}).get('name', '?')}, `{data.get('profile')}`"
+        lines.append(f"| {CHAPTER_TITLES.get(chapter, chapter)} | {model} | "
+                     + " | ".join(str(c[o]) for o in OUTCOMES) + f" | {sum(c.values())} |")
+    total = {o: sum(c[o] for c in counts.values()) for o in OUTCOMES}
+    lines.append("| **all chapters** | | " + " | ".join(f"**{total[o]}**" for o in OUTCOMES)
+                 + f" | **{sum(total.values())}** |")
+    lines += ["", "## Every comparison", "",
+              "| chapter | experiment | quantity | paper | this run [95% interval] | outcome |",
+              "|---|---|---|---|---|---|"]
+    for chapter, data in results.items():
+        number = CHAPTER_TITLES.get(chapter, chapter).split(".")[0]
         for row in data.get("comparisons", []):
-            lines.append("| " + " | ".join(_cell(row.get(k, "")) for k in
-                                            ("experiment", "quantity", "paper", "ours", "verdict", "note")) + " |")
-        lines.append("")
+            lines.append("| " + " | ".join([number, _cell(row.get("experiment", "")), _cell(row.get("quantity", "")),
+                                             _cell(row.get("paper", "")), _ours(row), _cell(row.get("verdict", ""))])
+                         + " |")
     return "\n".join(lines) + "\n"
 
 

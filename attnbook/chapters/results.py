@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.verdict import OUTCOMES
-from attnbook.core.paths import results_dir
+from attnbook.core.paths import data_dir, results_dir
 
 #: Agreement verdicts used in the comparison tables (:mod:`attnbook.verdict`, the one rule).
 VERDICTS = OUTCOMES
@@ -48,7 +50,9 @@ def _round(value: Any, digits: int = 6) -> Any:
 
 @dataclass
 class Comparison:
-    """One row of "paper vs this run"."""
+    """One row of "paper vs this run": what the paper says, this run's number (with its 95% interval when it is
+    a sample estimate: ``low``/``high`` over ``n`` resampled ``unit``), the outcome of the rule (``verdict``, one
+    of :data:`attnbook.verdict.OUTCOMES`), and that rule in words. Rows are made by :func:`attnbook.verdict.row`."""
 
     experiment: str
     quantity: str
@@ -56,10 +60,25 @@ class Comparison:
     ours: Any
     verdict: str
     note: str = ""
+    rule: str = ""
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    unit: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if not self.rule:
+            raise ValueError(f"{self.experiment}: {self.quantity}: a comparison states its rule "
+                             "(make rows with attnbook.verdict.row)")
+
+    @property
+    def interval(self) -> str:
+        """``"[low, high]"`` or ``""``."""
+        if self.low is None or self.high is None:
+            return ""
+        return f"[{self.low:.4g}, {self.high:.4g}]"
 
 
 @dataclass
@@ -78,9 +97,12 @@ class ChapterResults:
         """Record a key number (JSON-able: floats, ints, strings, lists, dicts of those)."""
         self.numbers[key] = _round(value)
 
-    def compare(self, experiment: str, quantity: str, paper: Any, ours: Any, verdict: str, note: str = "") -> None:
-        """Add a "paper vs this run" row."""
-        self.comparisons.append(Comparison(experiment, quantity, _round(paper, 4), _round(ours, 4), verdict, note))
+    def compare(self, experiment: str, quantity: str, paper: Any, ours: Any, verdict: str, note: str = "", *,
+                rule: str = "", low: float | None = None, high: float | None = None, n: int | None = None,
+                unit: str = "") -> None:
+        """Add a "paper vs this run" row: ``res.compare(**attnbook.verdict.row(...))``."""
+        self.comparisons.append(Comparison(experiment, quantity, _round(paper, 4), _round(ours, 4), verdict, note,
+                                           rule, _round(low, 4), _round(high, 4), n, unit))
 
     def use_data(self, *paths: Path) -> None:
         """Record data files the chapter read (their checksums go into the provenance)."""
@@ -99,11 +121,17 @@ class ChapterResults:
         label = f"this run ({self.model.get('name', '?')}, {self.params.get('profile', '?')})"
         return pd.DataFrame(
             [
-                {"experiment": c.experiment, "quantity": c.quantity, "paper": c.paper, label: c.ours,
-                 "agreement": c.verdict, "note": c.note}
+                {"experiment": c.experiment, "quantity": c.quantity, "paper": c.paper,
+                 label: f"{c.ours} {c.interval}".strip() if c.interval and c.interval not in str(c.ours) else c.ours,
+                 "outcome": c.verdict, "rule": c.rule, "note": c.note}
                 for c in self.comparisons
             ]
         )
+
+    def outcome_counts(self) -> dict[str, int]:
+        """How many rows have each outcome, in the order of :data:`attnbook.verdict.OUTCOMES` (zeros left out)."""
+        counts = {o: sum(c.verdict == o for c in self.comparisons) for o in VERDICTS}
+        return {o: n for o, n in counts.items() if n}
 
     def payload(self) -> dict:
         return {
@@ -118,10 +146,9 @@ class ChapterResults:
     def provenance(self) -> dict:
         files = []
         for p in sorted(set(self.data_files)):
-            try:
-                files.append({"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size})
-            except FileNotFoundError:
-                files.append({"path": str(p), "sha256": None, "bytes": None})
+            if not p.is_file():
+                raise MissingDataError(p, _dataset_of(p), data_dir())
+            files.append({"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size})
         return {
             "chapter": self.chapter,
             "profile": self.params.get("profile"),
@@ -136,8 +163,15 @@ class ChapterResults:
         }
 
     def save(self, folder: Path | None = None) -> Path:
-        """Write ``<chapter>.json`` and ``<chapter>.provenance.json``; returns the results path."""
-        folder = Path(folder) if folder else results_dir()
+        """Write ``<chapter>.json`` and ``<chapter>.provenance.json``; returns the results path.
+
+        Run by the book's runner, the files go to a staging folder (``$ATTNBOOK_RESULTS_STAGING``) that the
+        runner moves into the results folder only when every cell of the chapter succeeded
+        (:func:`attnbook.chapters.runner.run_chapter`); a chapter that fails later leaves the previous
+        results in place, with its page.
+        """
+        staging = os.environ.get("ATTNBOOK_RESULTS_STAGING")
+        folder = Path(folder) if folder else (Path(staging) if staging else results_dir())
         path = folder / f"{self.chapter}.json"
         atomic_write_json(path, self.payload())
         atomic_write_json(folder / f"{self.chapter}.provenance.json", self.provenance())
@@ -157,6 +191,14 @@ class ChapterResults:
         for f in prov["data_files"]:
             lines.append(f"  - `{Path(f['path']).name}` sha256 `{(f['sha256'] or 'missing')[:16]}…` ({f['bytes']} bytes)")
         return "\n".join(lines)
+
+
+def _dataset_of(path: Path) -> str:
+    """The dataset folder of a data file (its first folder under the data directory), for the error message."""
+    try:
+        return Path(path).resolve().relative_to(data_dir()).parts[0]
+    except (ValueError, IndexError):
+        return "?"
 
 
 def package_versions() -> dict[str, str]:

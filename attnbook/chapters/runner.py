@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -20,7 +21,7 @@ from attnbook.chapters.params import chapter_params, check_profile
 from attnbook.chapters.toc import CHAPTER_IDS
 from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
 from attnbook.core.io import atomic_path
-from attnbook.core.paths import project_root
+from attnbook.core.paths import project_root, results_dir
 
 #: The chapters in book order (:mod:`attnbook.chapters.toc` holds the list).
 CHAPTER_ORDER = CHAPTER_IDS
@@ -104,8 +105,11 @@ def run_chapter(
     failed_dir = out_dir / "_failed"
     params = {"profile": profile, **overrides}
     remove_stale_temporaries(out_dir, chapter)
-    env_backup = os.environ.get("ATTNBOOK_PROFILE")
+    env_backup = {k: os.environ.get(k) for k in ("ATTNBOOK_PROFILE", "ATTNBOOK_RESULTS_STAGING")}
     os.environ["ATTNBOOK_PROFILE"] = profile
+    # the chapter's results files are written here and moved into the results folder only if every cell ran
+    staging = Path(tempfile.mkdtemp(prefix=f".{chapter}.results.tmp-{os.getpid()}-", dir=results_dir()))
+    os.environ["ATTNBOOK_RESULTS_STAGING"] = str(staging)
     # progress bars are for interactive use; in the executed book they would be widgets needing a CDN
     os.environ.setdefault("TQDM_DISABLE", "1")
     try:
@@ -126,15 +130,27 @@ def run_chapter(
             finally:
                 pass
             shutil.move(str(tmp_nb), tmp)
+            publish_results(staging, results_dir())  # the page and its results files land together
         stale = failed_dir / f"{chapter}.ipynb"
         if stale.exists():
             stale.unlink()
     finally:
-        if env_backup is None:
-            os.environ.pop("ATTNBOOK_PROFILE", None)
-        else:
-            os.environ["ATTNBOOK_PROFILE"] = env_backup
+        shutil.rmtree(staging, ignore_errors=True)
+        for key, value in env_backup.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     return target
+
+
+def publish_results(staging: Path, folder: Path) -> list[Path]:
+    """Move the results files a chapter wrote into ``staging`` into ``folder`` (each an atomic rename)."""
+    moved = []
+    for f in sorted(Path(staging).glob("*.json")):
+        os.replace(f, Path(folder) / f.name)
+        moved.append(Path(folder) / f.name)
+    return moved
 
 
 def remove_stale_temporaries(folder: Path, chapter: str) -> list[Path]:
@@ -146,6 +162,10 @@ def remove_stale_temporaries(folder: Path, chapter: str) -> list[Path]:
     for tmp in Path(folder).glob(f".{chapter}.ipynb.tmp-*"):
         if not writer_alive(tmp):
             tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    for tmp in results_dir().glob(f".{chapter}.results.tmp-*"):  # results staged by a killed run
+        if not writer_alive(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
             removed.append(tmp)
     return removed
 
