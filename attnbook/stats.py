@@ -382,8 +382,14 @@ def proportion_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float
     return low, high
 
 
-def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: float = 0.95) -> Estimate:
-    """Mean of a few independent runs (seeds) with Student's t interval (no interval for a single run)."""
+def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: float = 0.95,
+                  bounds: tuple[float, float] | None = None) -> Estimate:
+    """Mean of a few independent runs (seeds) with Student's t interval (no interval for a single run).
+
+    ``bounds`` clips the interval to the values the quantity can take (e.g. ``(0, 1)`` for an accuracy).
+    Runs that all give the same number get an interval of width zero: the spread between seeds says nothing
+    about the sampling error inside each run, so combine it with a per-run interval where that matters.
+    """
     from scipy.stats import t as student
 
     v = np.asarray(values, dtype=np.float64)
@@ -393,4 +399,7 @@ def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: f
     if v.size < 2:
         return Estimate(m, None, None, int(v.size), unit)
     half = float(student.ppf(0.5 + confidence / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return Estimate(m, m - half, m + half, int(v.size), unit)
+    low, high = m - half, m + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Estimate(m, low, high, int(v.size), unit)

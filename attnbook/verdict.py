@@ -8,15 +8,18 @@ chapter. An outcome is one of :data:`OUTCOMES`:
 * ``inconclusive``: the data cannot tell (kept for rules that know the uncertainty of this run's number);
 * ``not comparable``: a different quantity, model or data, so the comparison could not fail.
 
-The rules:
+The rules (each states itself in words in the row's table, through ``Rule.words``):
 
-* :func:`closeness` - this run's number within ``agree`` (``partly``) of the paper's, absolutely or
-  relative to the paper's value;
-* :func:`share` - a claim that should hold in every case (task, relation, layer): all cases,
-  at least ``partly`` of them, or none;
-* :func:`margin` - a claim about a margin between two systems (a head over a baseline): same sign
-  and the same size class (at least ``big`` points, or less) agrees, same sign only partly;
-* :func:`conditions` - a claim the caller turns into two stated conditions (the row's note says which).
+* :class:`Within` - this run's number within ``agree`` (``partly``) of the paper's, absolutely or relative to it;
+* :class:`Beyond` - this run's number above (below) a threshold the paper's claim implies;
+* :class:`NoEffect` - a claim of no effect: agrees only when the interval excludes an effect of the given size;
+* :class:`Margin` - a margin between two systems in the paper's size class (at least ``big`` points, or less);
+* :class:`Holds` - a categorical claim, judged by the share of bootstrap resamples in which it holds;
+* :class:`Cases` - a claim over several cases (tasks, layers), counted;
+* :class:`NotComparable` - another quantity, model or data, or a classifier no better than a constant.
+
+A rule agrees or disagrees only when this run's interval (or an exact count) supports it; otherwise the
+outcome is ``inconclusive``. :func:`row` builds a comparison row; a row without a rule is refused.
 """
 from __future__ import annotations
 
@@ -37,45 +40,11 @@ def _missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def conditions(agrees: bool, partly: bool = False) -> str:
-    """``agrees`` when ``agrees`` holds, else ``partly agrees`` when ``partly`` holds, else ``disagrees``."""
-    return AGREES if agrees else (PARTLY if partly else DISAGREES)
-
-
-def closeness(paper: float, ours: float, agree: float, partly: float, *, relative: bool = False) -> str:
-    """``agrees`` if ``|ours - paper| <= agree``, ``partly agrees`` if ``<= partly``, else ``disagrees``
-    (with ``relative``, the gap is divided by ``|paper|``); ``not comparable`` when a number is missing."""
-    if _missing(paper) or _missing(ours):
-        return NOT_COMPARABLE
-    gap = abs(float(ours) - float(paper))
-    if relative:
-        gap /= abs(float(paper))
-    return conditions(gap <= agree, gap <= partly)
-
-
-def share(hits: int, total: int, *, agree: float = 1.0, partly: float | None = None) -> str:
-    """A claim checked case by case: ``agrees`` when at least ``agree`` of the ``total`` cases hold (default: all),
-    ``partly agrees`` when at least ``partly`` do (default: any), else ``disagrees``; no case: ``not comparable``."""
-    if total == 0:
-        return NOT_COMPARABLE
-    rate = hits / total
-    return conditions(rate >= agree, rate >= partly if partly is not None else hits > 0)
-
-
 def margin_class(value: float, big: float) -> int:
     """Size class of a margin in points: 2 (>= ``big``), 1 (between 0 and ``big``), -1 (> ``-big``), -2."""
     if value > 0:
         return 2 if value >= big else 1
     return -1 if value > -big else -2
-
-
-def margin(paper: float, ours: float, big: float) -> str:
-    """A finding stated as a margin (A minus B, e.g. a head over a baseline): ``agrees`` when both margins
-    fall in the same :func:`margin_class`, ``partly agrees`` when they only share the sign, else ``disagrees``."""
-    p, o = margin_class(paper, big), margin_class(ours, big)
-    if p == o:
-        return AGREES
-    return PARTLY if (p > 0) == (o > 0) else DISAGREES
 
 
 def check(outcome: str) -> str:
@@ -247,19 +216,31 @@ class Holds(Rule):
 @dataclass(frozen=True)
 class Cases(Rule):
     """A claim made for several cases (tasks, relations, layers), each judged on its own: ``ours.value`` is the
-    number of cases that agree, ``ours.n`` the cases judged, ``paper`` not used. Agrees when all do, partly
-    when at least ``partly`` of them do, disagrees otherwise (the row's note lists the cases)."""
+    number of cases that agree, ``ours.n`` the cases judged, and ``ours.high`` (optional) that number plus the
+    cases whose own test was inconclusive; ``paper`` is not used. Agrees when every case agrees, partly when
+    at least ``partly`` of them surely do (but not all), disagrees when fewer than ``partly`` could, and
+    inconclusive when the undecided cases could tip it (the row's note lists the cases)."""
 
     partly: float = 0.5
 
     def judge(self, paper: Any, ours: Estimate) -> str:
-        if not ours.n:
+        n = ours.n
+        if not n:
             return NOT_COMPARABLE
-        return conditions(ours.value >= ours.n, ours.value >= self.partly * ours.n)
+        sure = ours.value
+        could = ours.high if ours.high is not None else sure
+        if sure >= n:
+            return AGREES
+        if could < self.partly * n:
+            return DISAGREES
+        if sure >= self.partly * n and could < n:
+            return PARTLY
+        return INCONCLUSIVE
 
     @property
     def words(self) -> str:
-        return f"every case agrees: agrees; at least {self.partly:.0%} of them: partly"
+        return (f"every case agrees: agrees; at least {self.partly:.0%} of them: partly; cases whose own test is "
+                "inconclusive can make it inconclusive")
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,19 @@ class FakeGloVe:
 
     def __digest__(self):
         return ("FakeGloVe", self.dim)
+
+
+def labelled_items(n: int, ones: int | None = None, *, flag: bool | None = None, prefix: str = "id") -> list[ArctItem]:
+    """``n`` items whose first ``ones`` (default: half) have label 1, the rest label 0 (for test-set sizes and
+    constant predictors); ``flag`` as in an adversarial file."""
+    ones = n // 2 if ones is None else ones
+    return [ArctItem(id=f"{prefix}{i}", warrant0=f"w0 {i}", warrant1=f"w1 {i}", label=int(i < ones), reason="R.",
+                     claim="C.", flag=flag) for i in range(n)]
+
+
+def adversarial_items(n_pairs: int) -> list[ArctItem]:
+    """An adversarial test file of ``n_pairs`` originals (half with label 1) followed by their negated copies."""
+    originals = labelled_items(n_pairs, flag=False)
+    copies = [ArctItem(id=it.id + "-adversarial", warrant0=it.warrant0, warrant1=it.warrant1, label=1 - it.label,
+                       reason=it.reason, claim="not C.", flag=True) for it in originals]
+    return originals + copies

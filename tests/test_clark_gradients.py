@@ -34,6 +34,8 @@ def test_gradient_stats_categories():
     assert r["grad_punct"][0, 0] == pytest.approx(1.0)
     assert r["grad_other"][0, 0] == pytest.approx(3.0)
     assert r["grad_cls"][0, 0] == pytest.approx(7.0)
+    assert r["per_segment"].shape == (1, 4, 1, 1)
+    np.testing.assert_allclose(r["per_segment"][0, :, 0, 0], [3.0, 7.0, 1.0, 3.0])  # CATEGORIES order
 
 
 def test_gradients_run_and_are_cached(tiny_bert, tmp_path, monkeypatch):
@@ -42,9 +44,14 @@ def test_gradients_run_and_are_cached(tiny_bert, tmp_path, monkeypatch):
     exs = [encode_pair(tok, a, b, max_tokens=24) for a, b in TEXTS]
     fit = fit_mlm_head(tiny_bert, exs, exs, steps=60, batch_size=4, lr=1e-2, progress=False)
     grads = gradients.attention_gradients(tiny_bert, fit.head, exs[:4], batch_size=2, progress=False)
-    assert set(grads) == {"grad_sep", "grad_cls", "grad_punct", "grad_other"}
-    for v in grads.values():
-        assert v.shape == (2, 4) and np.isfinite(v).all() and (v >= 0).all()
+    assert set(grads) == {"grad_sep", "grad_cls", "grad_punct", "grad_other", "per_segment"}
+    for k, v in grads.items():
+        if k != "per_segment":
+            assert v.shape == (2, 4) and np.isfinite(v).all() and (v >= 0).all()
+    per = grads["per_segment"]
+    assert per.shape == (4, 4, 2, 4)
+    for c, name in enumerate(AttentionGradientStats.CATEGORIES):  # the means are the per-segment values' means
+        np.testing.assert_allclose(per[:, c].mean(0), grads[f"grad_{name}"], rtol=1e-6)
     cached = gradients.cached_attention_gradients(tiny_bert, fit.head, exs[:4], batch_size=2, progress=False)
     assert list((tmp_path / "attention_gradients").glob("*.npz"))
     again = gradients.cached_attention_gradients(tiny_bert, fit.head, exs[:4], batch_size=4, progress=False)
@@ -64,7 +71,61 @@ def test_mlm_head_is_fitted_on_segments_after_the_analysed_ones(tiny_bert, monke
     monkeypatch.setattr(gradients, "clark_segments",
                         lambda tok, n, max_tokens, seed, exclude: list(range(exclude, exclude + n)))
     assert gradients.mlm_head(tiny_bert, 12, steps=5, batch_size=4, max_tokens=64, seed=1) == "head"
-    assert seen["train"] == list(range(12, 312)) and seen["heldout"] == list(range(312, 372))
+    assert seen["train"] == list(range(12, 312)) and seen["validation"] == list(range(312, 372))
+    assert seen["heldout"] == list(range(372, 432))  # the fit stops on other segments than it is scored on
     assert seen["steps"] == 5 and seen["batch_size"] == 4 and seen["seed"] == 1
+    gradients.mlm_head(tiny_bert, 12, steps=5, batch_size=4, fit_segments=20)  # a smaller fit (smoke)
+    assert seen["train"] == list(range(12, 32)) and seen["heldout"] == list(range(92, 152))
     gradients.mlm_head(tiny_bert, 12, steps=0, batch_size=4)  # no fitting: only the held-out segments are drawn
     assert seen["train"] == seen["heldout"] == list(range(12, 72))
+
+
+def test_mlm_quality_sets_the_head_beside_a_constant_predictor(tiny_bert, monkeypatch):
+    """A head is usable for the gradients only when its accuracy's exact interval lies above always predicting
+    the most frequent masked piece (rows scored on a classifier no better than a constant are not comparable)."""
+    from attnbook.engine.gradients import MLMHeadFit, masked_copies
+
+    tok = tiny_bert.tokenizer
+    exs = [encode_pair(tok, a, b, max_tokens=24) for a, b in TEXTS] * 8
+    monkeypatch.setattr(gradients, "clark_segments", lambda tok, n, max_tokens, seed, exclude: exs[:n])
+    held = [t for tgt in masked_copies(exs[-gradients.MLM_HELDOUT_SEGMENTS:], tok, 1)[1] for t in tgt if t != -100]
+    good = gradients.mlm_quality(tiny_bert, MLMHeadFit(None, "fitted", 1.0, 0.9, 5), 0, steps=5, seed=0)
+    assert good.n_pieces == len(held) and good.accuracy == pytest.approx(0.9, abs=1 / len(held))
+    assert good.low < good.accuracy < good.high and good.better_than_constant
+    assert 0 < good.constant_accuracy < 0.5 and good.constant_piece in tok.get_vocab()
+    poor = gradients.mlm_quality(tiny_bert, MLMHeadFit(None, "fitted", 9.0, 0.002, 5), 0, steps=5, seed=0)
+    assert not poor.better_than_constant and "unigram baseline" in poor.text()
+
+
+def test_mlm_head_fit_stops_when_the_validation_loss_stops_improving(tiny_bert):
+    """Issue 18: the MLM head was fitted for a fixed number of steps (its held-out loss rose after the first few
+    hundred). Now the one training loop evaluates it on validation segments every ``eval_every`` updates, stops
+    after ``patience`` evaluations without a lower loss and keeps the best weights; the curve is returned."""
+    tok = tiny_bert.tokenizer
+    exs = [encode_pair(tok, a, b, max_tokens=24) for a, b in TEXTS]
+    train, valid = exs[:2], exs[3:6]  # two segments: a head with a high learning rate overfits them quickly
+    fit = fit_mlm_head(tiny_bert, train, valid, steps=3000, batch_size=2, lr=5e-2,
+                       eval_every=10, patience=3, progress=False)
+    losses = [c["loss"] for c in fit.curve]
+    assert fit.steps < 3000 and fit.curve[-1]["step"] == fit.steps  # stopped early
+    best = int(np.argmin(losses))
+    assert len(losses) - 1 - best == 3 and fit.best_step == fit.curve[best]["step"]  # patience 3, best kept
+    assert fit.heldout_loss == pytest.approx(losses[best], rel=1e-5)  # the kept weights are the best ones
+    assert all(0 <= c["top1"] <= 1 for c in fit.curve)
+    assert all(p.requires_grad for p in tiny_bert.model.parameters())
+
+
+@pytest.mark.parametrize("profile", ["quick", "paper"])
+def test_chapter1_segment_budget_fits_wikitext(profile):
+    """Regression: the quick profile asked for 920 fitting + 120 held-out segments after the 1,000 analysed ones,
+    more than WikiText-2's paragraph pairs, and chapter 1 stopped with a ParameterError in the quick build."""
+    from attnbook.chapters.params import chapter_params
+    from attnbook.engine.models import load_encoder
+    from attnbook.studies.clark.gradients import MLM_HELDOUT_SEGMENTS, MLM_VALID_SEGMENTS
+    from attnbook.studies.clark.segments import clark_segments
+
+    P = chapter_params("01_clark_surface_patterns", profile)
+    tok = load_encoder("embedded").tokenizer
+    # the whole pool is drawn once; asking for one segment past the budget must still fit
+    total = P.n_segments + P.mlm_fit_segments + MLM_VALID_SEGMENTS + MLM_HELDOUT_SEGMENTS
+    assert len(clark_segments(tok, 1, P.max_tokens, seed=P.seed, exclude=total - 1)) == 1

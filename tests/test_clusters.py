@@ -144,9 +144,10 @@ def test_syntax_best_heads_keeps_relations_that_beat_their_baseline():
 def test_behaviour_test():
     d = planted(n_layers=3, n_heads=4, spread=0.3, seed=4)
     behaviours = [["attends to [CLS]"]] * 4 + [[]] * 4 + [["attends broadly"]] * 4
-    bt = clusters.behaviour_test(d, behaviours, n_permutations=199)
+    bt = clusters.behaviour_test(d, behaviours, n_permutations=199, exclude=())
     assert bt.p_value < 0.05 and bt.ratio < 1
     assert set(bt.group_within) == {"attends to [CLS]", "attends broadly"}
+    assert clusters.behaviour_test(d, behaviours, n_permutations=199) is None  # broad heads left out: one behaviour
     assert clusters.behaviour_test(d, [["attends to [CLS]"]] + [[]] * 11) is None
 
 

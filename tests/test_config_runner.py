@@ -165,3 +165,25 @@ def test_paper_profile_is_bert_base_everywhere_and_sizes_grow():
         for name in ("n_segments", "n_examples", "n_seeds", "probe_train_sentences", "word_seeds"):
             if hasattr(quick, name) and isinstance(getattr(quick, name), int):
                 assert getattr(paper, name) >= getattr(quick, name), (chapter, name)
+
+
+@pytest.mark.integration
+def test_published_page_has_one_parameters_cell_and_no_kernel_stderr(tmp_path, monkeypatch, capsys):
+    """Regression (issue 21): the page showed the notebook's parameters cell and papermill's injected one,
+    and warnings the kernel wrote to stderr (with local paths) were published."""
+    home = _fake_project(tmp_path, fail=False)
+    nb = nbformat.read(home / "notebooks" / "01_clark_surface_patterns.ipynb", as_version=4)
+    nb.cells[3] = new_code_cell("import sys, warnings\nprint('noise from /home/someone', file=sys.stderr)\n"
+                                "warnings.warn('a warning')\nprint('ok', profile, n_segments)")
+    nbformat.write(nb, home / "notebooks" / "01_clark_surface_patterns.ipynb")
+    monkeypatch.setenv("ATTNBOOK_HOME", str(home))
+    page = nbformat.read(run_chapter("01", "smoke", {"n_segments": 3}), as_version=4)
+    tagged = [c for c in page.cells if {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
+    assert len(tagged) == 1 and tagged[0].metadata.tags == ["parameters"]
+    assert tagged[0].source.splitlines() == ['profile = "smoke"', "n_segments = 3"]
+    outputs = [o for c in page.cells for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("name") == "stderr"]
+    assert any("ok smoke 3" in o.get("text", "") for o in outputs)
+    log = home / "_build" / "logs" / "01_clark_surface_patterns.stderr.txt"
+    assert "noise from /home/someone" in log.read_text() and "a warning" in log.read_text()
+    assert "1 stderr message(s) kept off the page" in capsys.readouterr().out

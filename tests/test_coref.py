@@ -189,6 +189,15 @@ def test_streaming_equals_direct_computation(tmp_path, tokenizer, tiny_bert):
     assert streamed.n == n and n["all"] == sum(len(w.queries) for w in wins)
     for c in coref.COLUMNS:
         np.testing.assert_array_equal(streamed.correct[c], correct[c])
+    # per document (the bootstrap's units): the documents' counts add up to the totals, paired with the baselines'
+    assert streamed.docs == coref.document_order(wins) and streamed.doc_correct.shape[0] == len(streamed.docs)
+    for k, c in enumerate(coref.COLUMNS):
+        np.testing.assert_array_equal(streamed.doc_correct[:, k].sum(0), correct[c])
+        assert streamed.doc_n[:, k].sum() == n[c]
+    base = coref.baselines(wins)["head_match"]
+    assert base.docs == streamed.docs
+    np.testing.assert_array_equal(base.doc_n, streamed.doc_n)
+    assert base.doc_correct[:, 0].sum() == base.correct["all"]
     with pytest.raises(EmptyDataError):
         coref.evaluate_heads(tiny_bert, [], progress=False)
 
@@ -203,6 +212,9 @@ def test_cached_head_evaluation_round_trips(toy_window, tiny_bert, tmp_path, mon
         assert np.array_equal(first.correct[c], direct.correct[c])
         assert np.array_equal(again.correct[c], direct.correct[c])
     assert again.n == direct.n
+    assert again.docs == direct.docs == [toy_window.doc]
+    np.testing.assert_array_equal(again.doc_correct, direct.doc_correct)
+    np.testing.assert_array_equal(again.doc_n, direct.doc_n)
 
 
 def test_table2_layout_and_values(toy_window):

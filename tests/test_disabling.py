@@ -98,3 +98,44 @@ def test_significance_summary_and_layer_table():
     assert t.index.tolist() == ["layer 1 off", "layer 2 off"]
     assert t["SST-2"].tolist() == ["+1.23*", "-0.50"] and t["STS-B"].tolist() == ["+0.00", "-2.00*"]
     assert D.layer_numbers(layers, ltables)["SST-2"] == {"delta": [1.234, -0.5], "p_holm": [0.0123, 0.5]}
+
+
+def test_runs_to_sweep_skip_classifiers_that_did_not_learn():
+    """Issue 18: chapter 5's head findings skip a (task, seed) whose classifier is no better than its constant
+    predictor, and say so; the smoke profile sweeps them anyway (its rows stay not comparable)."""
+    learned = {("SST-2", 0): "", ("SST-2", 1): "", ("RTE", 0): "constant", ("RTE", 1): "constant",
+               ("MRPC", 0): "constant", ("MRPC", 1): ""}
+    runs = D.runs_to_sweep(learned)
+    assert runs == [("SST-2", 0), ("SST-2", 1), ("MRPC", 1)]
+    assert D.runs_to_sweep(learned, include_unlearned=True) == list(learned)
+    main = D.primary_runs(D.runs_to_sweep(learned, include_unlearned=True), ["MRPC", "SST-2", "RTE"], learned)
+    assert main == {"MRPC": ("MRPC", 1), "SST-2": ("SST-2", 0), "RTE": ("RTE", 0)}  # learned seeds first
+    assert D.task_reasons(learned, ["SST-2", "RTE", "MRPC"]) == {
+        "SST-2": "", "RTE": "seed 0: constant; seed 1: constant", "MRPC": ""}
+    text = D.skipped_markdown(learned, runs, D.primary_runs(runs, ["SST-2", "MRPC"], learned))
+    assert "Not swept (no learned classifier): RTE seed 0, RTE seed 1, MRPC seed 0." in text
+    assert "The figures show SST-2 seed 0, MRPC seed 1." in text
+    effects = {k: f"e{k}" for k in learned}
+    main_e, why, per_seed = D.verdict_inputs(effects, learned, main, ["SST-2", "RTE", "MRPC"])
+    assert main_e == {"MRPC": "e('MRPC', 1)", "SST-2": "e('SST-2', 0)", "RTE": "e('RTE', 0)"}
+    assert why == {"SST-2": "", "RTE": "constant", "MRPC": ""}
+    assert per_seed == {"SST-2": {0: "e('SST-2', 0)", 1: "e('SST-2', 1)"}, "MRPC": {1: "e('MRPC', 1)"}}
+
+
+def test_cross_seed_agreement_of_head_effects():
+    rng = np.random.default_rng(0)
+    shared = rng.standard_normal((6, 12))
+    deltas = {0: shared, 1: shared + 0.1 * rng.standard_normal((6, 12)), 2: rng.standard_normal((6, 12))}
+    table = D.cross_seed_agreement(deltas, top_k=5)
+    assert table["seeds"].tolist() == ["0 vs 1", "0 vs 2", "1 vs 2"]
+    assert table.loc[0, "Spearman"] > 0.9 and abs(table.loc[1, "Spearman"]) < 0.5
+    assert table.loc[0, "top-k overlap"] >= 0.6 and table.loc[0, "chance overlap"] == pytest.approx(5 / 72)
+    # the most harmful heads are the most negative changes
+    flipped = D.cross_seed_agreement({0: shared, 1: -shared}, top_k=5)
+    assert flipped.loc[0, "top-k overlap"] == 0.0
+    summary = D.agreement_summary({"A": table, "B": D.cross_seed_agreement({0: shared}, 5)})
+    assert set(summary) == {"A"} and summary["A"]["pairs"] == 3
+    assert summary["A"]["spearman"] == pytest.approx(table["Spearman"].mean())
+    assert list(D.agreement_table({"A": table}).columns) == ["task", "seeds", "Spearman", "top-k overlap",
+                                                             "chance overlap"]
+    assert D.by_task({("A", 0): 1, ("A", 2): 3, ("B", 1): 2}) == {"A": {0: 1, 2: 3}, "B": {1: 2}}

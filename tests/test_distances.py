@@ -105,6 +105,12 @@ def test_head_distances_streaming_with_padding_equals_full_maps(tiny_bert):
     w = res["n_tokens_halves"] / n_tokens
     np.testing.assert_allclose(w[0] * res["js_mean_halves"][0] + w[1] * res["js_mean_halves"][1],
                                res["js_mean"], rtol=1e-9, atol=1e-12)
+    # so do the groups the bootstrap resamples
+    assert res["js_sum_groups"].shape == (distances.N_GROUPS, tiny_bert.n_layers * tiny_bert.n_heads
+                                          * (tiny_bert.n_layers * tiny_bert.n_heads - 1) // 2)
+    np.testing.assert_allclose(distances.condensed_to_square(res["js_sum_groups"].sum(0), res["js_sum"].shape[0]),
+                               res["js_sum"], rtol=1e-9, atol=1e-9)
+    assert int(res["n_tokens_groups"].sum()) == n_tokens
     # per-head entropy equals the mean entropy over all query tokens
     ent = np.concatenate([-(m * np.log(np.clip(m, 1e-30, None))).sum(-1).reshape(m.shape[0] * m.shape[1], -1)
                           for m in maps], axis=1).mean(1)

@@ -23,8 +23,11 @@ from attnbook.engine.finetune import (
     checkpoint_parts,
     evaluate,
     get_finetuned,
+    constant_score,
     metrics_from_logits,
     n_updates,
+    score_interval,
+    start_at_mean,
     predict_logits,
     training_batches,
 )
@@ -138,7 +141,7 @@ def test_mnli_matched_and_mismatched_share_one_model(base):
 def test_per_task_train_caps(env, base):
     caps = FinetuneParams.from_mapping({**SMALL, "train_cap": {"SST-2": 16, "default": 8}})
     assert caps.for_task("sst2").train_cap == 16 and caps.for_task("STS-B").train_cap == 8
-    with pytest.raises(ParameterError, match="no cap for RTE"):
+    with pytest.raises(ParameterError, match="train_cap names no value for RTE"):
         FinetuneParams(train_cap={"SST-2": 4}).for_task("RTE")
     # changing another task's cap leaves this task's checkpoint key alone
     other = FinetuneParams.from_mapping({**SMALL, "train_cap": {"SST-2": 16, "default": 4}})
@@ -147,6 +150,65 @@ def test_per_task_train_caps(env, base):
     counter = StepCounter()
     clf, _ = get_finetuned(base, "SST-2", "random_ft", caps, 0, on_step=counter, progress=False, evaluate_dev=False)
     assert clf.extra["train_log"]["n_train"] == 16 and counter.steps == 4  # 2 epochs x 16 / 8
+
+
+def test_per_task_recipes_resolve_lr_epochs_and_batch_size(base):
+    p = FinetuneParams.from_mapping({**SMALL, "lr": {"RTE": 5e-5, "default": 1e-4},
+                                     "epochs": {"MRPC": 2, "default": 1}, "batch_size": {"STS-B": 16, "default": 32}})
+    assert (p.for_task("RTE").lr, p.for_task("SST-2").lr) == (5e-5, 1e-4)
+    assert (p.for_task("MRPC").epochs, p.for_task("RTE").epochs) == (2, 1)
+    assert (p.for_task("STS-B").batch_size, p.for_task("MRPC").batch_size) == (16, 32)
+    with pytest.raises(ParameterError, match="lr names no value for RTE"):
+        FinetuneParams(lr={"SST-2": 1e-4}).for_task("RTE")
+    with pytest.raises(ParameterError, match="lr must be positive"):
+        FinetuneParams(lr={"SST-2": 0.0})
+    # a task's checkpoint key moves with its own resolved recipe only
+    other = FinetuneParams.from_mapping({**SMALL, "lr": {"RTE": 1e-5, "default": 1e-4},
+                                         "epochs": {"MRPC": 2, "default": 1}, "batch_size": {"STS-B": 16, "default": 32}})
+    key = lambda q, task: cache_key(checkpoint_parts(base, task, "random_ft", q, 0))  # noqa: E731
+    assert key(p, "SST-2") == key(other, "SST-2") and key(p, "RTE") != key(other, "RTE")
+
+
+def test_regression_head_starts_at_the_mean_score(tokenizer):
+    net = build_classifier(wrap_model(make_tiny_bert(tokenizer, n_layers=1, n_heads=2, hidden=16, seed=0), tokenizer,
+                                      "tiny"), "STS-B", "pretrained", 0)
+    start_at_mean(net, np.array([1.0, 2.0, 4.5], dtype=np.float32))
+    assert float(net.classifier.bias.detach()) == pytest.approx(2.5)
+    clf = build_classifier(wrap_model(make_tiny_bert(tokenizer, n_layers=1, n_heads=2, hidden=16, seed=0), tokenizer,
+                                      "tiny"), "SST-2", "pretrained", 0)
+    with pytest.raises(ParameterError, match="regression head"):
+        start_at_mean(clf, np.array([0, 1]))
+
+
+def test_bf16_training_runs_and_differs_only_by_precision(env, base):
+    counter = StepCounter()
+    p = {**SMALL, "bf16": True, "train_cap": 16, "epochs": 1}
+    clf, _ = get_finetuned(base, "SST-2", "random_ft", p, 0, on_step=counter, progress=False, evaluate_dev=False)
+    assert counter.steps == 2 and all(np.isfinite(counter.losses))
+    assert all(t.dtype == torch.float32 for t in clf.model.state_dict().values() if t.is_floating_point())
+    fp32 = get_finetuned(base, "SST-2", "random_ft", {**p, "bf16": False}, 0, progress=False, evaluate_dev=False)[0]
+    assert clf.key != fp32.key  # precision is part of the recipe, so of the checkpoint key
+
+
+def test_score_interval_says_whether_a_classifier_learned():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, size=400)
+    labels[:60] = 1  # a majority class
+    const = np.tile([0.0, 1.0], (400, 1)).astype(np.float32)
+    floor = constant_score("SST-2", labels)
+    assert floor == pytest.approx(100 * max(labels.mean(), 1 - labels.mean()))
+    out = score_interval("SST-2", const, labels)
+    assert out["constant_score"] == floor and not out["learned"]
+    assert out["score_low"] <= 100 * labels.mean() <= out["score_high"]
+    good = np.eye(2, dtype=np.float32)[np.where(rng.random(400) < 0.9, labels, 1 - labels)]
+    assert score_interval("SST-2", good, labels)["learned"]
+    # F1 task: always "paraphrase" is the floor; Pearson: 0 is the floor and the bootstrap gives the interval
+    assert constant_score("MRPC", labels) == pytest.approx(100 * 2 * labels.mean() / (1 + labels.mean()))
+    scores = rng.normal(size=300)
+    sts = score_interval("STS-B", (scores + rng.normal(scale=0.5, size=300))[:, None], scores)
+    assert sts["constant_score"] == 0.0 and sts["learned"] and sts["score_low"] < sts["score_high"]
+    noise = score_interval("STS-B", rng.normal(size=(300, 1)), scores)
+    assert not noise["learned"]
 
 
 def test_metrics_from_logits_flags_constant_classifiers():

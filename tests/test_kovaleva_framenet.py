@@ -97,3 +97,19 @@ def test_filter_and_top_heads_tables():
     top = FN.top_heads_table(heads)
     assert top["head"].tolist() == ["2-3", "1-1"] and top["mean score"].tolist() == [0.301, 0.2]
     assert top["frame elements / other words"].tolist() == [2.0, 2.0]
+
+
+def test_top_head_estimates_intervals_over_instances():
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(0, 0.1, (200, 2, 3))
+    scores[:, 1, 2] += 0.3  # the top head
+    control = scores - 0.05
+    control[::2] = np.nan  # half the instances have no equally distant other word
+    est = FN.top_head_estimates(scores, control, n_resamples=500, seed=0)
+    assert est["head"] == (1, 2) and est["label"] == "2-3"
+    m = est["mean"]
+    assert m.n == 200 and m.low < m.value < m.high and m.value == pytest.approx(scores[:, 1, 2].mean())
+    d = est["difference"]
+    assert est["n_with_control"] == 100 and d.n == 100 and d.value == pytest.approx(0.05) and d.low > 0
+    other = FN.top_head_estimates(scores, None, (0, 0), n_resamples=200)
+    assert other["label"] == "1-1" and "difference" not in other

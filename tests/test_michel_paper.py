@@ -1,5 +1,11 @@
-"""Michel et al. beside this run: the paper's numbers, each comparison rule at its thresholds, Table 4, the text."""
+"""Michel et al. beside this run: every row through the verdict rule with its interval, the regression tests of
+issue 17 for chapter 6 (defect 4: "no effect" on a tiny sample; defect 5: the MT half and the §3.2 value), Table 4,
+the text."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -7,145 +13,289 @@ import pytest
 
 from attnbook import verdict
 from attnbook.engine.sweeps import SweepResult
+from attnbook.stats import Estimate
+from attnbook.studies.heads_off import effects as hs
+from attnbook.studies.michel import importance as imp
 from attnbook.studies.michel import paper
 from attnbook.studies.michel import pruning as mp
 
-
-def sweep(delta):
-    delta = np.asarray(delta, dtype=float)
-    return SweepResult("single_heads", "mask", 50.0 + delta, 50.0, np.zeros((*delta.shape, 1, 2)), np.zeros((1, 2)),
-                       np.zeros(1), [str(i) for i in range(delta.size)])
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def sig_table(flags, deltas):
-    return pd.DataFrame({"name": [str(i) for i in range(len(flags))], "delta": deltas, "significant": flags})
+def flip_sweep(n, flips, shape=(2, 2), correct=0.8):
+    """A single-head sweep on ``n`` examples: the baseline gets ``correct`` of them right; head ``i`` flips
+    ``flips[i]`` examples (positive: wrong -> right, negative: right -> wrong)."""
+    gold = np.zeros(n, dtype=np.int64)
+    n_ok = int(round(correct * n))
+    base = np.zeros((n, 2))
+    base[:n_ok, 0] = 1.0
+    base[n_ok:, 1] = 1.0
+    outs = np.repeat(base[None], int(np.prod(shape)), axis=0)
+    for i, k in enumerate(flips):
+        rows = range(n_ok, n_ok + k) if k > 0 else range(0, -k)
+        for r in rows:
+            outs[i, r] = [1.0, 0.0] if k > 0 else [0.0, 1.0]
+    scores = np.array([100.0 * np.mean(o.argmax(1) == gold) for o in outs]).reshape(shape)
+    return SweepResult("single_heads", "mask", scores, 100.0 * n_ok / n, outs.reshape(*shape, n, 2), base, gold,
+                       [f"{i // shape[1] + 1}-{i % shape[1] + 1}" for i in range(int(np.prod(shape)))])
 
 
-def test_ablation_rows():
-    abl = sweep([[0.0, -6.25], [6.25, 0.0]])
-    most, some = paper.ablation_rows(abl, sig_table([False, True, False, False], [0, -6.25, 6.25, 0]), 0.01)
-    assert most["paper"] == "most (WMT: 88 of 96)" and most["ours"] == "3 of 4" and most["verdict"] == verdict.AGREES
-    assert most["note"] == "paired t-test, p < 0.01, as the paper (no correction)"
-    assert some["ours"] == 1 and some["verdict"] == verdict.AGREES
-    half = paper.ablation_rows(sweep([[0.0, -1.0], [-1.0, 0.0]]), sig_table([True, True, False, False], [0] * 4), 0.01)
-    assert half[0]["verdict"] == verdict.DISAGREES  # 2 of 4 is not "most"
-    assert half[1]["ours"] == 0 and half[1]["verdict"] == verdict.DISAGREES
+def run_of(sweep, seed=0, task="SST-2"):
+    effects, draws = hs.effect_intervals(sweep, task, n_resamples=400, seed=0)
+    return SimpleNamespace(seed=seed, ablation=sweep, effects=effects, effect_draws=draws)
 
 
-def test_one_head_rows():
-    def rows(flags):
-        return paper.one_head_rows(pd.DataFrame({"significant": flags}))[0]
-
-    assert rows([False] * 6)["verdict"] == verdict.AGREES and rows([False] * 6)["ours"] == "0 of 6"
-    assert rows([True] * 3 + [False] * 3)["verdict"] == verdict.PARTLY
-    assert rows([True] * 4 + [False] * 2)["verdict"] == verdict.DISAGREES
-    assert rows([False])["paper"] == "0 of 12"
+# ----------------------------------------------------------------------------- intervals of a switched-off head
 
 
-def test_across_rows():
-    r, book = paper.across_rows({"pearson": 0.512, "pearson_p": 0.01}, "MNLI-m vs MNLI-mm", True,
+def test_resolution_is_the_exact_bound_when_nothing_changes():
+    assert hs.resolution(16) == pytest.approx(100 * (1 - 0.025 ** (1 / 16)))
+    assert hs.resolution(16) > 20 and hs.resolution(872) < 0.5
+
+
+def test_effect_intervals_never_claim_certainty_from_a_small_sample():
+    table, draws = hs.effect_intervals(flip_sweep(16, [0, 0, 0, 0]), "SST-2", n_resamples=200)
+    assert draws.shape == (200, 2, 2) and np.all(draws == 0)  # the plain bootstrap says [0, 0]
+    assert np.allclose(table["low"], -hs.resolution(16)) and np.allclose(table["high"], hs.resolution(16))
+    table, _ = hs.effect_intervals(flip_sweep(400, [-40, 0, 0, 0]), "SST-2", n_resamples=400)
+    assert table["delta"].iloc[0] == pytest.approx(-10.0) and table["high"].iloc[0] < -5  # a real loss stays clear
+
+
+# ----------------------------------------------------------------------------- §3.2 (defect 4)
+
+
+def test_no_effect_on_a_tiny_dev_sample_is_inconclusive_not_agreeing():
+    """Issue 17, defect 4. The old rule counted heads that were not significant at p < 0.01 and agreed when most
+    were: on 16 examples where no prediction changes, 72 of 72 "agreed". Now both §3.2 rows are inconclusive."""
+    tiny = run_of(flip_sweep(16, [0, 0, 0, 0]))
+    old = imp.ablation_significance(tiny.ablation, test="ttest", alpha=0.01)
+    assert not old["significant"].any()  # what the old rule counted: every head "not significant" -> agrees
+    mean_row, share_row, wmt = paper.ablation_rows([tiny], tolerance=1.0)
+    assert mean_row["verdict"] == verdict.INCONCLUSIVE and share_row["verdict"] == verdict.INCONCLUSIVE
+    assert mean_row["rule"] == verdict.NoEffect(1.0).words
+    assert share_row["ours"] == "0% sure, up to 100%"
+    assert wmt["verdict"] == verdict.NOT_COMPARABLE
+
+
+def test_no_effect_agrees_with_enough_examples_and_disagrees_on_real_losses():
+    big = run_of(flip_sweep(2000, [0, 1, -1, 0]))
+    mean_row, share_row, _ = paper.ablation_rows([big], tolerance=1.0)
+    assert mean_row["verdict"] == verdict.AGREES and share_row["verdict"] == verdict.AGREES
+    assert mean_row["low"] > -1 and mean_row["high"] < 1 and mean_row["unit"] == "dev examples (paired)"
+    losses = run_of(flip_sweep(2000, [-200, -200, -200, 0]))
+    mean_row, share_row, _ = paper.ablation_rows([losses], tolerance=1.0)
+    assert mean_row["verdict"] == verdict.DISAGREES and share_row["verdict"] == verdict.DISAGREES
+
+
+def test_a_claim_holds_only_if_it_holds_for_every_seed():
+    good, tiny = run_of(flip_sweep(2000, [0, 0, 0, 0]), 0), run_of(flip_sweep(16, [0, 0, 0, 0]), 1)
+    mean_row, share_row, _ = paper.ablation_rows([good, tiny], tolerance=1.0)
+    assert mean_row["verdict"] == verdict.INCONCLUSIVE and share_row["verdict"] == verdict.INCONCLUSIVE
+    assert "seeds 0, 1" in mean_row["note"]
+
+
+def test_rows_of_a_classifier_that_did_not_learn_are_not_comparable():
+    rows = paper.ablation_rows([run_of(flip_sweep(2000, [0, 0, 0, 0]))], 1.0, analysable=False)
+    assert {r["verdict"] for r in rows} == {verdict.NOT_COMPARABLE}
+    assert "constant predictor" in rows[0]["rule"]
+
+
+# ----------------------------------------------------------------------------- §3.3
+
+
+def chosen(deltas, half):
+    return pd.DataFrame({"layer": range(1, len(deltas) + 1), "label": [f"{i + 1}-1" for i in range(len(deltas))],
+                         "delta": deltas, "low": [d - half for d in deltas], "high": [d + half for d in deltas],
+                         "n": 100})
+
+
+def test_one_head_rows_judge_each_layer_by_no_effect():
+    row = paper.one_head_rows(chosen([0.0] * 6, 0.5), 1.0, seed=0)[0]
+    assert row["verdict"] == verdict.AGREES and row["ours"] == "6 of 6 surely, 0 undecided"
+    assert row["paper"] == "no layer changes significantly (12 layers)" and row["experiment"] == "§3.3, Table 3"
+    # the old rule: "0 layers significant" agreed, however small the sample; here wide intervals are undecided
+    assert paper.one_head_rows(chosen([0.0] * 6, 20.0), 1.0, seed=0)[0]["verdict"] == verdict.INCONCLUSIVE
+    assert paper.one_head_rows(chosen([0.0] * 3 + [-5.0] * 3, 0.5), 1.0, 0)[0]["verdict"] == verdict.PARTLY
+    assert paper.one_head_rows(chosen([-5.0] * 6, 0.5), 1.0, 0)[0]["verdict"] == verdict.DISAGREES
+
+
+def test_one_head_everywhere_needs_a_sure_loss():
+    rows = lambda e: paper.one_head_all_rows(e, 1.0, 0)[0]["verdict"]  # noqa: E731
+    assert rows(Estimate(-20.0, -25.0, -15.0, 100)) == verdict.AGREES
+    assert rows(Estimate(-3.0, -4.0, -2.0, 100)) == verdict.PARTLY
+    assert rows(Estimate(-18.8, -43.8, 1.8, 16)) == verdict.INCONCLUSIVE
+    assert rows(Estimate(2.0, 1.0, 3.0, 100)) == verdict.DISAGREES
+
+
+# ----------------------------------------------------------------------------- §3.4
+
+
+def test_across_rows_use_the_interval_joined_over_seeds():
+    r, book = paper.across_rows([Estimate(0.7, 0.6, 0.8, 200)], "MNLI-m vs MNLI-mm", True,
                                 [("A", "B", 0.2), ("A", "C", 0.4), ("B", "C", 0.3)])
-    assert (r["paper"], r["ours"], r["verdict"], r["note"]) == (0.68, 0.51, verdict.AGREES, "MNLI-m vs MNLI-mm")
+    assert (r["paper"], r["verdict"], r["note"]) == (0.68, verdict.AGREES, "MNLI-m vs MNLI-mm")
+    assert r["ours"] == "0.70 [0.60, 0.80]" and r["low"] == 0.6
     assert book["ours"] == pytest.approx(0.3) and book["verdict"] == verdict.NOT_COMPARABLE
     assert book["note"] == "A/B 0.20, A/C 0.40, B/C 0.30"
-    partly, none = paper.across_rows({"pearson": 0.3, "pearson_p": 0.01}, "x", False, [])
-    assert partly["verdict"] == verdict.PARTLY and partly["note"].startswith("quick: two halves")
-    assert none["ours"] == "n/a" and none["note"] == ""
-    assert paper.across_rows({"pearson": 0.3, "pearson_p": 0.2}, "x", False, [])[0]["verdict"] == verdict.DISAGREES
-    assert paper.across_rows({"pearson": -0.6, "pearson_p": 0.0}, "x", False, [])[0]["verdict"] == verdict.DISAGREES
+    two = paper.across_rows([Estimate(0.7, 0.6, 0.8, 200), Estimate(0.2, 0.1, 0.3, 200)], "x", False, [])[0]
+    assert two["verdict"] == verdict.PARTLY and "two halves of one dev sample" in two["note"]
+    assert paper.across_rows([Estimate(0.2, -0.3, 0.6, 16)], "x", False, [])[0]["verdict"] == verdict.INCONCLUSIVE
+    assert paper.across_rows([Estimate(-0.6, -0.8, -0.4, 99)], "x", False, [])[0]["verdict"] == verdict.DISAGREES
 
 
-def test_pruning_rows():
-    safe = {mp.BY_ABLATION: 0.1, mp.BY_IMPORTANCE: 0.3, mp.RANDOM_MEAN: 0.0}
-    area = {mp.BY_ABLATION: 80.0, mp.BY_IMPORTANCE: 80.0, mp.RANDOM: 79.96}
-    share, oracle, rand, one = paper.pruning_rows(safe, area, -5.1, 1.0)
-    assert (share["paper"], share["ours"], share["verdict"]) == ("40%", "30%", verdict.AGREES)
-    assert share["note"] == "tolerance 1 point(s)"
-    assert oracle["ours"] == "80.0 vs 80.0" and oracle["verdict"] == verdict.AGREES
-    assert rand["ours"] == "80.0 vs 80.0" and rand["verdict"] == verdict.AGREES  # 80.0 > 79.96
-    assert one["ours"] == -5.1 and one["verdict"] == verdict.AGREES
-    _, _, _, one = paper.pruning_rows(safe, area, -4.9, 1.0)
-    assert one["verdict"] == verdict.PARTLY
-    _, _, _, one = paper.pruning_rows(safe, area, -1.0, 1.0)
-    assert one["verdict"] == verdict.DISAGREES
-    share = paper.pruning_rows({**safe, mp.BY_IMPORTANCE: 0.15}, area, 0, 2.0)[0]
-    assert share["verdict"] == verdict.PARTLY and share["note"] == "tolerance 2 point(s)"
-    assert paper.pruning_rows({**safe, mp.BY_IMPORTANCE: 0.1}, area, 0, 1.0)[0]["verdict"] == verdict.DISAGREES
-    assert paper.pruning_rows(safe, {**area, mp.BY_ABLATION: 80.5}, 0, 1.0)[1]["verdict"] == verdict.DISAGREES
+# ----------------------------------------------------------------------------- §4.2
 
 
-def speed_table(gains, sizes=(1, 4)):
-    n = len(sizes)
-    return pd.DataFrame({"batch_size": list(sizes), "original_mean": [10.0] * n, "original_std": [0.5] * n,
-                         "pruned_mean": [10.0 * (1 + g / 100) for g in gains], "pruned_std": [0.0] * n,
-                         "gain_pct": list(gains), "n_pruned": [36] * n})
+def stats_of(safe, area, spread=0.05, n=500):
+    rng = np.random.default_rng(0)
+    out = {}
+    for name in (mp.BY_IMPORTANCE, mp.BY_ABLATION, mp.RANDOM):
+        sd = safe[name] + spread * rng.standard_normal(400)
+        ad = area[name] + 0.2 * rng.standard_normal(400)
+        out[name] = {"safe": Estimate(safe[name], *np.quantile(sd, [0.025, 0.975]), n, "dev examples"),
+                     "area": Estimate(area[name], *np.quantile(ad, [0.025, 0.975]), n, "dev examples"),
+                     "safe_draws": sd, "area_draws": ad}
+    return SimpleNamespace(seed=0, curve_stats=out)
 
 
-def test_speed_share_rows_and_table4():
+def test_pruning_rows_judge_intervals():
+    safe = {mp.BY_IMPORTANCE: 0.4, mp.BY_ABLATION: 0.3, mp.RANDOM: 0.1}
+    area = {mp.BY_IMPORTANCE: 80.0, mp.BY_ABLATION: 80.2, mp.RANDOM: 70.0}
+    share, oracle, rand = paper.pruning_rows([stats_of(safe, area)], 1.0)
+    assert (share["paper"], share["verdict"]) == ("40%", verdict.AGREES) and share["low"] > 0.3
+    assert oracle["verdict"] == verdict.AGREES and rand["verdict"] == verdict.AGREES
+    share, oracle, rand = paper.pruning_rows([stats_of({**safe, mp.BY_IMPORTANCE: 0.22}, area, spread=0.02)], 1.0)
+    assert share["verdict"] == verdict.PARTLY
+    wide = paper.pruning_rows([stats_of(safe, area, spread=0.3)], 1.0)[0]
+    assert wide["verdict"] == verdict.INCONCLUSIVE
+    _, oracle, rand = paper.pruning_rows([stats_of(safe, {**area, mp.BY_ABLATION: 90.0, mp.RANDOM: 90.0})], 1.0)
+    assert oracle["verdict"] == verdict.DISAGREES and rand["verdict"] == verdict.DISAGREES
+
+
+def test_curve_statistics_match_the_curves_and_pair_orderings():
+    n, steps = 50, 3
+    gold = np.zeros(n, dtype=np.int64)
+    base = np.tile([1.0, 0.0], (n, 1))
+
+    def curve(wrong):  # step k makes the first wrong[k] examples wrong
+        outs = np.repeat(base[None], steps, axis=0)
+        for k, w in enumerate(wrong):
+            outs[k, :w] = [0.0, 1.0]
+        scores = np.array([100.0 * np.mean(o.argmax(1) == gold) for o in outs])
+        s = SweepResult("pruning", "mask", scores, 100.0, outs, base, gold, [f"{k} pruned" for k in (0, 2, 4)])
+        s.meta["order"] = ["1-1", "1-2", "2-1", "2-2"]
+        return s
+
+    st = mp.curve_statistics({"a": [curve([0, 0, 10])], "b": [curve([0, 5, 25]), curve([0, 5, 35])]}, "SST-2", 1.0,
+                             n_resamples=300)
+    assert st["a"]["safe"].value == 0.5 and st["b"]["safe"].value == 0.0
+    assert st["a"]["area"].value == pytest.approx(100.0)  # mean up to 90% pruned: shares 0 and 0.5
+    assert st["b"]["area"].value == pytest.approx((100 + 90) / 2)
+    d = mp.difference(st, "a", "b")
+    assert d.value == pytest.approx(st["a"]["area"].value - st["b"]["area"].value) and d.low > 0
+    frame = mp.curve_frame(curve([0, 0, 10]), "a", step=0.5)
+    assert frame["share_pruned"].tolist() == [0.0, 0.5, 1.0] and frame["newly_pruned"].iloc[1] == "1-1 1-2"
+
+
+# ----------------------------------------------------------------------------- §4.3, §6, book rows
+
+
+def speed_summary(gains, sizes=(1, 4)):
+    runs = pd.DataFrame([{"batch_size": b, "repeat": r, "original": 10.0, "pruned": 10.0 * (1 + g[r] / 100),
+                          "gain_pct": g[r]} for b, g in zip(sizes, gains) for r in range(len(g))]).assign(n_pruned=36)
+    return mp.speed_summary(runs)
+
+
+def test_speed_rows_and_table4_carry_the_interval_over_repeats():
     assert paper.speed_share(0.25) == 0.25 and paper.speed_share(0.0) == 0.5
-    row = paper.speed_rows(speed_table([1.0, 20.3]), 0.5)[0]
-    assert row["quantity"] == "speed gain at batch 4" and row["paper"] == "+17.5% (50% pruned, GPU)"
-    assert row["ours"] == "+20.3% (50% pruned, CPU)" and row["verdict"] == verdict.AGREES
-    assert paper.speed_rows(speed_table([1.0, 3.0]), 0.5)[0]["verdict"] == verdict.PARTLY
-    assert paper.speed_rows(speed_table([1.0, -3.0]), 0.25)[0]["ours"] == "-3.0% (25% pruned, CPU)"
-    t4 = paper.table4(speed_table([1.9, 10.0, 0.0], (1, 4, 8)), 0.25)
-    assert list(t4.columns) == ["batch size", "original (ex/s)", "pruned 25% (ex/s)", "gain", "paper original",
-                                "paper pruned 50%"]
+    row = paper.speed_rows(speed_summary([[1.0, 1.2, 0.8], [20.0, 21.0, 19.0]]), 0.5)[0]
+    assert row["quantity"] == "speed gain at batch 4, % (50% pruned, CPU)"
+    assert row["paper"] == "+17.5% (50% pruned, GPU)" and row["verdict"] == verdict.AGREES
+    assert row["unit"] == "timing repeats" and row["n"] == 3 and row["low"] > 5
+    assert paper.speed_rows(speed_summary([[1.0], [3.0, -3.0, 1.0]]), 0.5)[0]["verdict"] == verdict.INCONCLUSIVE
+    t4 = paper.table4(speed_summary([[1.9, 1.9], [10.0, 10.0], [0.0, 0.0]], (1, 4, 8)), 0.25)
+    assert list(t4.columns) == ["batch size", "original (ex/s)", "pruned 25% (ex/s)", "gain % (95% interval)",
+                                "paper original", "paper pruned 50%"]
     assert t4["paper original"].tolist() == ["17.0", "67.3", "—"]
     assert t4["paper pruned 50%"].tolist() == ["17.3 (+1.9%)", "69.1 (+2.7%)", "—"]
-    assert t4["original (ex/s)"].iloc[0] == "10.0 ± 0.5" and t4["gain"].tolist() == ["+1.9%", "+10.0%", "+0.0%"]
-    assert paper.table4(speed_table([0.0, 0.0], (16, 64)), 0.5)["paper pruned 50%"].tolist() == [
-        "134.0 (+17.5%)", "146.6 (+17.5%)"]
+    assert t4["original (ex/s)"].iloc[0] == "10.0 ± 0.0" and t4["gain % (95% interval)"].iloc[1].startswith("+10.0 [")
 
 
-def test_dynamics_rows_leave_out_checkpoints_at_chance():
-    summary = pd.DataFrame({"unpruned": [52.0, 70.0, 80.0], "safe": [1.0, 0.1, 0.4], "rho_final": [0.1, 0.5, 1.0]},
-                           index=["10% of training", "50% of training", "100% of training"])
-    row = paper.dynamics_rows(summary, majority=50.0)[0]
-    assert row["ours"] == "10% at 50% of training, 40% at the end" and row["verdict"] == verdict.AGREES
-    assert row["note"] == "left out, at chance level: 10% of training" and row["paper"] == "lower early, ~40% later"
-    flat = summary.assign(safe=[1.0, 0.4, 0.4])
-    assert paper.dynamics_rows(flat, 50.0)[0]["verdict"] == verdict.PARTLY
-    later = paper.dynamics_rows(summary.iloc[1:].assign(safe=[0.5, 0.4]), 50.0)[0]
-    assert later["verdict"] == verdict.DISAGREES and later["note"] == ""
-    none = paper.dynamics_rows(summary, majority=76.0)[0]
-    assert none["ours"] == "n/a" and none["verdict"] == verdict.NOT_COMPARABLE
+def test_dynamics_row_is_not_comparable_the_paper_used_iwslt():
+    st = {"10% of training": {"unpruned": Estimate(52.0, 45.0, 59.0, 100), "safe": Estimate(1.0, 0.9, 1.0, 100),
+                              "safe_draws": np.full(10, 1.0)},
+          "50% of training": {"unpruned": Estimate(70.0, 65.0, 75.0, 100), "safe": Estimate(0.1, 0.0, 0.2, 100),
+                              "safe_draws": np.full(10, 0.1)},
+          "100% of training": {"unpruned": Estimate(80.0, 75.0, 85.0, 100), "safe": Estimate(0.4, 0.3, 0.5, 100),
+                               "safe_draws": np.full(10, 0.4)}}
+    row = paper.dynamics_rows(st, constant=50.0)[0]
+    assert row["verdict"] == verdict.NOT_COMPARABLE and "IWSLT" in row["rule"]
+    assert row["ours"] == "0.30 [0.30, 0.30]" and row["note"].startswith("50% of training vs the end; left out")
+    assert paper.dynamics_rows(st, constant=76.0)[0]["ours"] == "n/a"
 
 
-def test_comparisons_in_the_papers_order_through_the_verdict_rule():
-    abl = sweep([[0.0, -6.25], [6.25, 0.0]])
-    safe = {mp.BY_ABLATION: 0.0, mp.BY_IMPORTANCE: 0.0, mp.RANDOM_MEAN: 0.0}
-    area = {mp.BY_ABLATION: 50.0, mp.BY_IMPORTANCE: 50.0, mp.RANDOM: 49.2}
-    summary = pd.DataFrame({"unpruned": [50.0, 56.25], "safe": [0.0, 0.0], "rho_final": [0.9, 1.0]},
-                           index=["50% of training", "100% of training"])
+def test_comparisons_every_row_has_a_rule_and_sample_estimates_an_interval():
+    runs = [SimpleNamespace(**vars(run_of(flip_sweep(2000, [0, 1, -1, 0]))),
+                            curve_stats=stats_of({mp.BY_IMPORTANCE: 0.4, mp.BY_ABLATION: 0.3, mp.RANDOM: 0.1},
+                                                 {mp.BY_IMPORTANCE: 80.0, mp.BY_ABLATION: 80.2,
+                                                  mp.RANDOM: 70.0}).curve_stats)]
+    agreement = {"rho_importance": Estimate(0.5, 0.3, 0.7, 3, "seed pairs"), "rho_ablation": Estimate(0.4, 0.2, 0.6, 3),
+                 "top_importance": Estimate(0.5, 0.4, 0.6, 3), "top_ablation": Estimate(0.4, 0.3, 0.5, 3),
+                 "pairs": pd.DataFrame({"seeds": ["0 vs 1", "0 vs 2", "1 vs 2"]}), "k": 10, "chance": 0.14}
+    dyn = {"50% of training": {"unpruned": Estimate(52.0, 45.0, 59.0, 100), "safe": Estimate(0.0, 0.0, 0.1, 100),
+                               "safe_draws": np.zeros(10)},
+           "100% of training": {"unpruned": Estimate(80.0, 75.0, 85.0, 100), "safe": Estimate(0.3, 0.2, 0.4, 100),
+                                "safe_draws": np.full(10, 0.3)}}
     rows = paper.comparisons(
-        ablation=abl, significance=sig_table([False] * 4, [0, -6.25, 6.25, 0]),
-        chosen=pd.DataFrame({"significant": [False] * 6}), across={"pearson": -0.02, "pearson_p": 0.8},
-        between="dev half A vs half B", out_of_domain=False, task_pairs=[("SST-2", "STS-B", 0.043)], safe=safe,
-        area=area, one_head_delta=-18.75, speed=speed_table([15.4, 20.3]), share=0.5, dynamics=summary,
-        majority=50.0, disable_vs_mask={"spearman": 0.333}, alpha=0.01, tolerance=1.0)
-    assert [r["experiment"] for r in rows] == ["§3.2", "§3.2", "§3.3, App. A", "§3.4", "§3.4 (book)", "§4.2",
-                                               "§4.2 Fig. 3", "§4.2 Fig. 3", "§3.3/§4.2", "§4.3 Table 4", "§6 Fig. 5",
-                                               "book"]
-    assert [r["verdict"] for r in rows] == [
-        verdict.AGREES, verdict.AGREES, verdict.AGREES, verdict.DISAGREES, verdict.NOT_COMPARABLE, verdict.DISAGREES,
-        verdict.AGREES, verdict.AGREES, verdict.AGREES, verdict.AGREES, verdict.NOT_COMPARABLE, verdict.NOT_COMPARABLE]
-    assert rows[8]["ours"] == -18.8 and rows[-1]["ours"] == 0.33
-    assert set(rows[0]) == {"experiment", "quantity", "paper", "ours", "verdict", "note"}
+        runs=runs, analysable=True, chosen=chosen([0.0] * 6, 0.5), one_head=Estimate(-20.0, -25.0, -15.0, 100),
+        across=[Estimate(0.7, 0.6, 0.8, 200)], between="dev half A vs half B", out_of_domain=False,
+        task_pairs=[("SST-2", "MRPC", 0.1)], agreement=agreement,
+        speed=speed_summary([[1.0, 1.0], [20.0, 19.0]]), share=0.4, dynamics=dyn, constant=50.0,
+        disable_vs_mask={"spearman": 0.333}, tolerance=1.0)
+    assert [r["experiment"] for r in rows] == [
+        "§3.2", "§3.2", "§3.2 (WMT)", "§3.3, Table 3", "§3.3/§4.2", "§3.4", "§3.4 (book)", "§4.2", "§4.2 Fig. 3",
+        "§4.2 Fig. 3", "book (seeds)", "book (seeds)", "book (seeds)", "book (seeds)", "§4.3 Table 4", "§6 Fig. 5",
+        "book"]
+    for r in rows:
+        assert r["rule"], r["quantity"]
+        if r["verdict"] in (verdict.AGREES, verdict.PARTLY, verdict.DISAGREES):
+            assert r["high"] is not None, r["quantity"]
+    judged = [r for r in rows if r["verdict"] != verdict.NOT_COMPARABLE]
+    assert len(judged) == 9 and all(r["verdict"] == verdict.AGREES for r in judged)
+
+
+# ----------------------------------------------------------------------------- defect 5: what the chapter says
+
+
+def test_the_paper_column_quotes_bert_not_wmt_and_the_mt_half_is_declared():
+    """Issue 17, defect 5 (chapter 6): the §3.2 row quoted WMT's "88 of 96" for a BERT experiment, and the chapter
+    never said that the machine-translation half is not reproduced."""
+    rows = paper.ablation_rows([run_of(flip_sweep(100, [0, 0, 0, 0]))], 1.0)
+    assert all("88" not in str(r["paper"]) for r in rows[:2]) and "BERT" in rows[0]["paper"]
+    assert "unchanged_heads_wmt" not in paper.PAPER
+    for part in ("WMT", "Tables 1-2", "Fig. 4", "IWSLT"):
+        assert part in paper.NOT_REPRODUCED
+    cells = json.loads((ROOT / "notebooks" / "06_michel_pruning.ipynb").read_text())["cells"]
+    intro = "".join(cells[0]["source"])
+    assert "not reproduced" in intro and "WMT" in intro and "IWSLT" in intro and "Fig. 4" in intro
 
 
 def test_the_chapters_sentences():
-    abl = sweep([[0.0, -6.25], [6.25, -12.5]])
-    text = paper.ablation_markdown(abl, sig_table([False, True, True, False], [0, -6.25, 6.25, -12.5]), 0.01)
-    assert text == ("Baseline accuracy 50.0. Of 4 heads, **2** change the accuracy significantly (t-test, p < 0.01): "
-                    "1 lower it, 1 raise it; 1 heads' removal raises the score at all. Δ ranges from -12.50 to +6.25 "
-                    "points.")
-    text = paper.one_head_markdown(pd.DataFrame({"significant": [False, True, False]}), -18.75)
-    assert "**1 of 3**" in text and "(one head per layer, 3 heads in all)" in text and "**-18.8** points" in text
-    table = pd.DataFrame({"agreement": [verdict.AGREES, verdict.NOT_COMPARABLE, verdict.AGREES, verdict.DISAGREES]})
-    text = paper.agreement_markdown(table, "tiny", "SST-2", 56.25, 16, 50.0)
-    assert text.startswith("**Agreement.** Of 4 comparisons, 2 agrees, 1 not comparable, 1 disagrees. ")
-    assert "(accuracy 56.2 on 16 dev examples, majority class 50.0)" in text
-    assert "within 5 points of always predicting the majority class" not in text
-    assert "within 5 points of always predicting the majority class" in paper.agreement_markdown(
-        table, "tiny", "SST-2", 54.0, 16, 50.0)
+    run = run_of(flip_sweep(2000, [0, 1, -300, 0]))
+    text = paper.ablation_markdown(run, 1.0)
+    assert text.startswith("Seed 0: baseline 80.0 on 2000 dev examples. Of 4 heads, **3** surely change the score by")
+    assert "1 surely lower it and 0 surely raise it" in text and "Δ ranges from -15.00 to +0.05 points" in text
+    one = paper.one_head_markdown(chosen([0.0, 0.0], 0.5), Estimate(-18.75, -30.0, -10.0, 100), 1.0)
+    assert "**2 of 2** (0 undecided)" in one and "**-18.8 [-30.0, -10.0]**" in one
+    rows = [{"verdict": verdict.AGREES, "quantity": "q1", "paper": "p", "ours": "o"},
+            {"verdict": verdict.INCONCLUSIVE, "quantity": "q2", "paper": "p2", "ours": "o2"}]
+    found = paper.findings_markdown(rows)
+    assert found.startswith("**Findings.** Of 2 comparisons: 1 agrees, 1 inconclusive.")
+    assert "Hold here: q1 (paper p, here o)." in found and "The data cannot tell: q2" in found
+    status = {"learned": False, "score": 50.2, "low": 46.8, "high": 53.6, "constant": 50.9, "n": 872}
+    bad = SimpleNamespace(seed=1, status=status, learned=False)
+    assert "Skipped" in paper.seeds_markdown([SimpleNamespace(seed=0, status={**status, "learned": True}, learned=True),
+                                              bad], "SST-2", True)
+    assert "**No seed learned SST-2**" in paper.seeds_markdown([bad], "SST-2", False)
+    assert "seed 1: SST-2 50.2 [46.8, 53.6] on 872 dev examples, constant predictor 50.9" in paper.seeds_markdown(
+        [bad], "SST-2", False)

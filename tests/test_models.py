@@ -65,3 +65,57 @@ def test_has_mlm_head_on_saved_checkpoints(tokenizer, tmp_path):
     loaded = load_encoder(str(tmp_path / "enc"))
     check_attentions(loaded)
     assert loaded.n_layers == 2
+
+
+def test_hub_name_loads_from_the_cache_with_its_mlm_head(tmp_path, monkeypatch):
+    """Regression (issue 19): a hub name had no local folder, so has_mlm_head() was false for bert-base."""
+    from planted import COMMIT, plant_bert
+
+    snapshot = plant_bert(tmp_path / "hub")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    name, path = resolve_model("bert-base-uncased")
+    assert path == snapshot.resolve() and name == "bert-base-uncased"
+    loaded = load_encoder("bert-base-uncased", device="cpu")
+    assert loaded.path == snapshot.resolve() and loaded.revision == COMMIT and loaded.n_layers == 2
+    assert has_mlm_head(loaded.path)
+    assert loaded.key == loaded.fingerprint and len(loaded.key) == 16
+    assert loaded.describe()["device"] == "cpu"
+
+
+def test_hub_name_missing_offline_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelError, match="not in the Hugging Face cache.*HF_HUB_OFFLINE"):
+        resolve_model("bert-base-uncased")
+
+
+def test_device_auto_and_refusals():
+    from attnbook.engine.models import resolve_device
+
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu").type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelError, match="no CUDA GPU"):
+            resolve_device("cuda")
+
+
+def test_chapter_device_parameter_sets_where_models_load(tmp_path, tokenizer):
+    """Every chapter has a ``device`` parameter (issue 19); ``setup`` makes it the default of load_encoder."""
+    from attnbook.chapters.params import CHAPTERS, chapter_params
+    from attnbook.engine import models
+
+    params = chapter_params("01_clark_surface_patterns", "smoke")
+    assert params.device == "auto" and all(p["device"] == "auto" for ch in CHAPTERS.values() for p in ch.values())
+    assert chapter_params("01_clark_surface_patterns", "smoke", {"device": "cpu"}).device == "cpu"
+    make_tiny_bert(tokenizer).save_pretrained(tmp_path / "enc")
+    tokenizer.save_pretrained(tmp_path / "enc")
+    try:
+        assert models.set_default_device("cpu").type == "cpu"
+        assert load_encoder(str(tmp_path / "enc")).device.type == "cpu"
+        if not torch.cuda.is_available():
+            with pytest.raises(ModelError, match="no CUDA GPU"):
+                models.set_default_device("cuda")
+            assert models._DEFAULT_DEVICE == "cpu"  # a refused device leaves the default alone
+    finally:
+        models.set_default_device("auto")

@@ -1,6 +1,8 @@
 """The pairwise BERT scorer of Niven & Kao: inputs, softmax over two warrants, cached lower states, training."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -179,7 +181,9 @@ def test_run_seeds_cached_computes_once(tokenizer, monkeypatch):
     cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, trainable_layers=1)
     kwargs = dict(inputs="W", seeds=[0], cfg=cfg, max_length=32)
     first = M.run_seeds_cached(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
-    assert list(first.columns) == ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "test_accuracy"]
+    assert list(first.columns) == ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds",
+                                   "test_accuracy"]
+    assert (first["train_seconds"] >= 0).all()
     monkeypatch.setattr(M, "run_seeds", lambda *a, **k: pytest.fail("recomputed a cached run"))
     again = M.run_seeds_cached(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
     assert again.equals(first)
@@ -199,3 +203,48 @@ def test_config_from_params():
     assert M.config_from_params({**base, "trainable_layers": "all"}).trainable_layers is None
     assert M.config_from_params({**base, "trainable_layers": 1}).trainable_layers == 1
     assert M.config_from_params({**base, "trainable_layers": 1}, epochs=7).epochs == 7
+    assert M.config_from_params({**base, "trainable_layers": "all", "bf16": True}).bf16 is True
+    assert M.config_from_params({**base, "trainable_layers": "all"}).bf16 is False
+
+
+def test_whole_encoder_trains_every_layer_under_bf16_and_times_itself(tokenizer):
+    """Issue 18: the quick model fine-tunes the whole encoder (embeddings and every layer change), its training
+    passes run under bfloat16 autocast when asked (evaluation in float32), and the run records its seconds."""
+    from attnbook.engine.models import wrap_model
+
+    loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
+    items = planted_cue_items(12, 3)
+    enc = M.encode_pairs(tokenizer, items, "full", 32)
+    dtypes: list = []
+    hook = loaded.model.encoder.layer[0].attention.self.query.register_forward_hook(
+        lambda mod, inp, out: dtypes.append((mod.training, out.dtype)))
+    try:
+        cfg = M.TrainConfig(epochs=1, lr=1e-2, batch_size=4, trainable_layers=None, bf16=True)
+        run = M.train_pairwise(loaded.model, enc, enc, cfg, seed=0)
+    finally:
+        hook.remove()
+    assert {d for training, d in dtypes if training} == {torch.bfloat16}
+    assert {d for training, d in dtypes if not training} == {torch.float32}
+    before = dict(loaded.model.named_parameters())
+    after = dict(run.model.encoder.named_parameters())
+    for name in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
+                 "encoder.layer.1.output.dense.weight"):
+        assert not torch.equal(before[name], after[name]), name
+    assert run.seconds > 0
+
+
+def test_seeds_in_worker_processes_train_the_same_models(tokenizer):
+    """Issue 18: ``workers=2`` trains the seeds in two processes (one core each) and gives the same runs as the
+    sequential loop (each seed seeds its own generators and trains on one thread either way)."""
+    from attnbook.engine.models import wrap_model
+
+    loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
+    items = planted_cue_items(12, 3)
+    cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, bf16=True, train_threads=1)
+    kw = dict(inputs="full", seeds=[0, 1], cfg=cfg, max_length=32)
+    one = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the fallback to one process warns: fail on it here
+        two = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, **kw)
+    columns = [c for c in one.columns if c != "train_seconds"]
+    assert one[columns].equals(two[columns])

@@ -36,6 +36,7 @@ def test_not_cue_by_hand(toy):
     # items 1 and 2 have "not" in one warrant only (correct in 1, wrong in 2); item 4 has it in both
     row = A.cue_row(toy, "not")
     assert (row["applicability"], row["productivity"], row["coverage"]) == (2, 0.5, 0.5)
+    assert row["productive"] == 1
     # without the contraction rule "can't" is no "not": item 4 counts too, and "not" is in its correct warrant
     row = A.cue_row(toy, "not", negation="keep")
     assert row["applicability"] == 3
@@ -112,6 +113,7 @@ def test_adversarial_data_neutralises_every_cue(items):
     table = A.cue_statistics(adv)
     assert (table["productivity"] == 0.5).all()
     assert len(table) == 0 or A.max_cue_gap(table) == 0.0
+    assert A.cues_at_chance(table) == (len(table), len(table))
 
 
 def test_cue_statistics_empty():
@@ -124,6 +126,10 @@ def test_max_cue_gap(toy):
     assert A.max_cue_gap(A.cue_statistics(toy)) == 0.5
     assert A.max_cue_gap(A.cue_statistics(toy[:2])) == 0.5
     assert np.isnan(A.max_cue_gap(A.cue_statistics([item(0, "same words", "same words", 0)])))  # no cue applies
+    # "not" is at exactly 1/2 (right in item 1, wrong in item 2); "cats" and "dogs" are at 1 and 0
+    at_half, n = A.cues_at_chance(A.cue_statistics(toy))
+    assert n == len(A.cue_statistics(toy)) and 0 < at_half < n
+    assert A.cues_at_chance(A.cue_statistics(toy).query("cue in ['cats', 'dogs', 'not']")) == (1, 3)
 
 
 # ---- the adversarial transform --------------------------------------------------------------

@@ -17,18 +17,42 @@ def test_shipped_labels_load_and_are_consistent():
     assert 350 <= len(labels) <= 450
     assert header["classes"] == list(PT.CLASSES)
     keys = [(m.task, m.split, m.row, m.layer, m.head) for m in labels]
-    assert len(set(keys)) == len(keys), "a map is labelled twice"
-    counts = {c: sum(m.label == c for m in labels) for c in PT.CLASSES}
-    assert counts == header["counts"]
-    assert all(n > 0 for n in counts.values()), counts
-    assert sum(m.label != m.proposed for m in labels) == header["changed_by_eye"]
+    assert len(set(keys)) == len(keys), "a map is listed twice"
     for m in labels:
         assert m.task in {"SST-2", "MRPC", "RTE", "STS-B", "QNLI"} and m.split == "dev"
         assert 0 <= m.layer < 6 and 0 <= m.head < 12 and m.row >= 0
         assert 2 < (m.n_tokens or 0) <= 128
-        assert m.how == ("rules, confirmed by eye" if m.label == m.proposed else "rules, corrected by eye")
+        assert m.proposed in PT.CLASS_INDEX
     # the file's sampling note is what sample_label_ids gives (16 rows x 5 heads per task)
     assert len({(m.task, m.row) for m in labels}) == 5 * 16
+
+
+def test_label_record_is_a_review_that_can_be_checked():
+    """Issue 17 defect 6: the old file gave every map a 'label' and a 'how' derived from label == proposed, so
+    it recorded no review that could be checked. Now only the maps of a stated blind review carry a class
+    (``reviewed``), the header's review record (how many, the sample, counts, the rules' agreement) must equal
+    the maps, and a map nobody reviewed has no label. On the old file this fails: there is no header["review"],
+    and every map has a label."""
+    header, labels = L.load_pattern_labels()
+    review = header["review"]
+    rev = L.reviewed_maps(labels)
+    assert len(rev) == review["how_many"] >= 200
+    assert review["blind"] is True and review["who"] and review["when"]
+    # the stated sample is the reviewed set
+    picked = L.review_sample(labels, per_task=50, seed=17)
+    assert "per_task=50, seed=17" in review["sample"]
+    assert sorted(picked) == [i for i, m in enumerate(labels) if m.reviewed is not None]
+    assert {c: sum(m.reviewed == c for m in rev) for c in PT.CLASSES} == review["counts"]
+    agr = L.agreement(labels)
+    assert (agr["k"], agr["n"]) == (review["rules_agree"]["k"], review["rules_agree"]["n"])
+    assert agr["k"] < agr["n"], "a review that never disagrees with the rules is not evidence of a review"
+    assert agr["low"] < agr["share"] < agr["high"]
+    unreviewed = [m for m in labels if m.reviewed is None]
+    assert len(unreviewed) == len(labels) - len(rev)
+    with pytest.raises(ParameterError, match="not reviewed"):
+        unreviewed[0].label
+    text = L.review_markdown(header, labels)
+    assert f"{agr['k']} of {agr['n']} maps" in text and "blind" in text
 
 
 def test_malformed_label_files(tmp_path):
@@ -37,16 +61,23 @@ def test_malformed_label_files(tmp_path):
     with pytest.raises(MalformedInputError) as exc:
         L.load_pattern_labels(bad)
     assert exc.value.line == 3
-    entry = {"task": "RTE", "split": "dev", "row": 0, "layer": 0, "head": 0, "label": "Spiral",
-             "proposed": "Vertical", "how": "x"}
+    entry = {"task": "RTE", "split": "dev", "row": 0, "layer": 0, "head": 0, "reviewed": "Spiral",
+             "proposed": "Vertical", "agrees": False}
     bad.write_text(json.dumps({"header": {}, "maps": [entry]}))
     with pytest.raises(MalformedInputError, match="unknown class"):
         L.load_pattern_labels(bad)
-    del entry["how"]
-    entry["label"] = "Block"
+    del entry["proposed"]
+    entry["reviewed"] = "Block"
     bad.write_text(json.dumps({"header": {}, "maps": [entry]}))
-    with pytest.raises(MalformedInputError, match="how"):
+    with pytest.raises(MalformedInputError, match="proposed"):
         L.load_pattern_labels(bad)
+    entry["proposed"] = "Block"  # reviewed == proposed, but the record says they differ
+    bad.write_text(json.dumps({"header": {}, "maps": [entry]}))
+    with pytest.raises(MalformedInputError, match="agrees"):
+        L.load_pattern_labels(bad)
+    entry["agrees"] = True
+    bad.write_text(json.dumps({"header": {}, "maps": [entry]}))
+    assert L.load_pattern_labels(bad)[1][0].label == "Block"
 
 
 @pytest.fixture
@@ -66,12 +97,12 @@ def test_labelled_maps_are_regenerated_in_order(tiny_bert, glue_dir):
     texts = I.read_glue_texts("RTE")
     assert texts[1] == ("Dogs bark loudly at night.", "Cats bark.")
     lens = [len(I.encode_text(tiny_bert.tokenizer, *t)) for t in texts]
-    labels = [L.LabelledMap("RTE", "dev", 2, 1, 3, "Block", "Block", "rules, confirmed by eye", lens[2]),
-              L.LabelledMap("RTE", "dev", 0, 0, 1, "Vertical", "Diagonal", "rules, corrected by eye", lens[0]),
-              L.LabelledMap("RTE", "dev", 2, 0, 0, "Diagonal", "Diagonal", "rules, confirmed by eye", lens[2])]
+    labels = [L.LabelledMap("RTE", "dev", 2, 1, 3, "Block", "Block", lens[2]),
+              L.LabelledMap("RTE", "dev", 0, 0, 1, "Diagonal", "Vertical", lens[0]),
+              L.LabelledMap("RTE", "dev", 2, 0, 0, "Diagonal", None, lens[2])]
     maps, segs, y = L.labelled_maps(tiny_bert, labels)
     assert [m.shape[0] for m in maps] == [lens[2], lens[0], lens[2]]
-    assert y.tolist() == [PT.CLASS_INDEX["Block"], PT.CLASS_INDEX["Vertical"], PT.CLASS_INDEX["Diagonal"]]
+    assert y.tolist() == [PT.CLASS_INDEX["Block"], PT.CLASS_INDEX["Vertical"], -1]  # the last was not reviewed
     from attnbook.engine.extract import collect_maps
 
     full = collect_maps(tiny_bert, [I.encode_text(tiny_bert.tokenizer, *texts[2])])[0]
@@ -79,7 +110,7 @@ def test_labelled_maps_are_regenerated_in_order(tiny_bert, glue_dir):
     np.testing.assert_allclose(maps[2], full[0, 0], rtol=1e-5, atol=1e-6)
     assert segs[0].tolist() == I.encode_text(tiny_bert.tokenizer, *texts[2]).token_type_ids
 
-    wrong = [L.LabelledMap("RTE", "dev", 0, 0, 0, "Block", "Block", "x", lens[0] + 1)]
+    wrong = [L.LabelledMap("RTE", "dev", 0, 0, 0, "Block", "Block", lens[0] + 1)]
     with pytest.raises(MalformedInputError, match="tokens"):
         L.labelled_maps(tiny_bert, wrong)
     with pytest.warns(UserWarning, match="labels were made on"):
@@ -108,7 +139,18 @@ def test_annotation_widget_writes_labels_atomically_and_resumes(tmp_path):
 
 
 def test_source_files_and_proposals(glue_dir):
-    labels = [L.LabelledMap("RTE", "dev", 2, 1, 3, "Block", "Diagonal", "rules, corrected by eye"),
-              L.LabelledMap("RTE", "dev", 0, 0, 1, "Vertical", "Vertical", "rules, confirmed by eye")]
+    labels = [L.LabelledMap("RTE", "dev", 2, 1, 3, "Diagonal", "Block"),
+              L.LabelledMap("RTE", "dev", 0, 0, 1, "Vertical", "Vertical")]
     assert L.source_files(labels) == [glue_dir / "glue" / "RTE" / "dev.tsv"]
     assert L.proposed_classes(labels).tolist() == [PT.CLASS_INDEX["Diagonal"], PT.CLASS_INDEX["Vertical"]]
+
+
+def test_learnable_subset_keeps_reviewed_learnable_maps():
+    maps = [np.eye(4) * i for i in range(6)]
+    segs = [np.zeros(4, dtype=np.int64)] * 6
+    y = np.array([0, 0, -1, 1, 4, 4])  # one unreviewed map, one Diagonal (fewer than k = 2)
+    labels = [L.LabelledMap("RTE", "dev", i, 0, 0, "Vertical", None if c < 0 else PT.CLASSES[c]) for i, c in enumerate(y)]
+    sub = L.learnable_subset(maps, segs, y, labels, 2)
+    assert sub["index"].tolist() == [0, 1, 4, 5] and sub["y"].tolist() == [0, 0, 4, 4]
+    assert len(sub["maps"]) == 4 and sub["proposed"].tolist() == [0, 0, 0, 0]
+    assert "Diagonal (1 maps) dropped" in sub["note"] and "Block" in sub["note"]

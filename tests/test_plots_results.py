@@ -63,8 +63,12 @@ def test_results_files_are_deterministic(tmp_path):
                                   rule=verdict.Within(0.05, 0.1)))
         return res
 
-    p1 = make().save(tmp_path / "a")
-    p2 = make().save(tmp_path / "b")
+    timed = make()
+    timed.add_timing("fit", 12.34)  # timings differ between runs: they go to the provenance only
+    p1 = timed.save(tmp_path / "a")
+    other = make()
+    other.add_timing("fit", 99.0)
+    p2 = other.save(tmp_path / "b")
     assert p1.read_bytes() == p2.read_bytes()
     data = json.loads(p1.read_text())
     assert data["numbers"]["arr"] == [0, 1, 2] and data["comparisons"][0]["ours"] == 0.9877
@@ -72,7 +76,7 @@ def test_results_files_are_deterministic(tmp_path):
     assert second["low"] == 0.64 and second["high"] == 0.7 and second["n"] == 400 and second["verdict"] == "disagrees"
     assert second["rule"].startswith("within 0.05 agrees")
     prov = json.loads((tmp_path / "a" / "01_test.provenance.json").read_text())
-    assert prov["seed"] == 0 and "torch" in prov["packages"]
+    assert prov["seed"] == 0 and "torch" in prov["packages"] and prov["timings"] == {"fit": 12.3}
     with pytest.raises(ValueError, match="verdict"):
         make().compare("§1", "q", 1, 2, "maybe", rule="r")
     with pytest.raises(ValueError, match="rule"):  # an outcome must come with its rule

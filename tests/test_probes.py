@@ -121,6 +121,13 @@ def test_run_probes_end_to_end(tiny_bert, glove):
     assert list(res["uas"]) == list(P.TABLE3_NAMES) == list(paper.TABLE3)
     assert all(0.0 <= v <= 100.0 for v in res["uas"].values())
     assert res["uas"]["right_branching"] == pytest.approx(100 * syntax.right_branching_uas([CAT, STORY]))
+    # per dev sentence: the same scored words for every probe, right heads adding up to each UAS
+    per = res["per_sentence"]
+    assert per["scored"].tolist() == [6, 3] and set(per) == {"scored", *res["uas"]}
+    for k, v in res["uas"].items():
+        assert per[k].shape == (2,) and (per[k] <= per["scored"]).all()
+        assert 100 * per[k].sum() / per["scored"].sum() == pytest.approx(v)
+    assert per["right_branching"].tolist() == [3, 2]
     assert len(res["weights"]) == tiny_bert.n_layers * tiny_bert.n_heads
     assert all(len(res["losses"][k]) == 2 for k in res["uas"] if k != "right_branching")
     t = paper.table3_frame(res)
@@ -147,6 +154,9 @@ def test_cached_run_probes_round_trips(tiny_bert, glove, tmp_path, monkeypatch):
     assert first["uas"] == pytest.approx(again["uas"]) and list(again["uas"]) == list(first["uas"])
     assert first["losses"] == again["losses"] and first["info"] == again["info"]
     assert first["weights"].equals(again["weights"])
+    assert set(again["per_sentence"]) == set(first["per_sentence"]) == {"scored", *first["uas"]}
+    for k, v in first["per_sentence"].items():
+        np.testing.assert_array_equal(again["per_sentence"][k], v)
     other = P.cached_run_probes(tiny_bert, train, [CAT, STORY], **{**kw, "epochs": 1})
     assert all(len(v) == 1 for k, v in other["losses"].items() if k != "right_branching")
 

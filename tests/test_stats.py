@@ -38,3 +38,10 @@ def test_mean_interval_over_seeds():
     assert e.value == pytest.approx(0.72) and e.low < 0.70 and e.high > 0.74 and e.n == 3
     assert not stats.mean_interval([0.7]).has_interval
     assert stats.Estimate(0.5, 0.4, 0.6).scaled(100).text(".0f") == "50 [40, 60]"
+
+
+def test_mean_interval_bounds():
+    e = stats.mean_interval([0.97, 0.99, 1.0], bounds=(0.0, 1.0))
+    assert e.high == 1.0 and e.low < 0.97
+    same = stats.mean_interval([0.5, 0.5, 0.5])
+    assert same.low == same.high == 0.5  # no spread between seeds: a zero-width interval (documented)

@@ -41,6 +41,14 @@ def test_streaming_equals_reference(tiny_bert, examples):
         np.testing.assert_allclose(stats[name], ref[name], rtol=1e-5, atol=1e-6, err_msg=name)
     np.testing.assert_allclose(stats["uniform_entropy"], ref["uniform_entropy"], rtol=1e-6)
     assert int(stats["n_segments"]) == len(examples)
+    # the per-segment values behind every mean, in input order (the bootstrap over segments resamples them)
+    per = stats["per_segment"]
+    assert per.shape == (len(examples), len(STAT_NAMES)) + stats["sep"].shape and per.dtype == np.float32
+    for k, name in enumerate(STAT_NAMES):
+        np.testing.assert_allclose(per[:, k].mean(0), stats[name], rtol=1e-5, atol=1e-6, err_msg=name)
+        one = surface_stats_reference([maps[3]], [examples[3].tokens])[name]
+        np.testing.assert_allclose(per[3, k], one, rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(stats["per_segment_uniform_entropy"], [np.log(len(e.tokens)) for e in examples])
 
 
 def test_batching_does_not_change_results(tiny_bert, examples):
@@ -48,6 +56,7 @@ def test_batching_does_not_change_results(tiny_bert, examples):
     b = stream_attention(tiny_bert, examples, [SurfaceStats.for_tokenizer(tiny_bert.tokenizer)], batch_size=5, progress=False)[0]
     for name in STAT_NAMES:
         np.testing.assert_allclose(a[name], b[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(a["per_segment"], b["per_segment"], rtol=1e-5, atol=1e-6)
 
 
 def _one_example_stats(attn: np.ndarray, tokens: list[str]) -> dict:

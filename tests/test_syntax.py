@@ -183,6 +183,18 @@ def test_streaming_equals_direct_on_a_tiny_bert(tiny_bert, tokenizer):
     np.testing.assert_array_equal(streamed.baseline_correct, direct.baseline_correct)
     assert streamed.n_sentences == 3
     assert streamed.correct.shape == (len(RELS), tiny_bert.n_layers, tiny_bert.n_heads, 2)
+    # the per-sentence counts, in input order whatever the batching, add up to the totals
+    assert streamed.sentence_correct.shape == (3,) + streamed.correct.shape
+    np.testing.assert_array_equal(streamed.sentence_correct.sum(0), streamed.correct)
+    np.testing.assert_array_equal(streamed.sentence_total.sum(0), streamed.total)
+    np.testing.assert_array_equal(streamed.sentence_baseline.sum(0), streamed.baseline_correct)
+    for k in range(3):
+        one = syntax.evaluate_word_maps([word_maps[k]], [encoded[k]], RELS)
+        np.testing.assert_array_equal(streamed.sentence_correct[k], one.correct)
+        np.testing.assert_array_equal(streamed.sentence_total[k], one.total)
+        np.testing.assert_array_equal(streamed.sentence_baseline[k], one.baseline_correct)
+    both = streamed + direct
+    assert both.sentence_correct.shape[0] == 6 and both.n_sentences == 6
 
 
 def test_cached_evaluation_round_trips(tiny_bert, tmp_path, monkeypatch):
@@ -191,6 +203,8 @@ def test_cached_evaluation_round_trips(tiny_bert, tmp_path, monkeypatch):
     assert list((tmp_path / "syntax_heads").glob("*.npz"))
     second = syntax.evaluate_heads(tiny_bert, [CAT, DOG], relations=RELS, progress=False, use_cache=True)
     np.testing.assert_array_equal(first.correct, second.correct)
+    np.testing.assert_array_equal(first.sentence_correct, second.sentence_correct)
+    np.testing.assert_array_equal(first.sentence_total, second.sentence_total)
     assert second.relations == list(RELS) and second.offsets == list(syntax.OFFSETS)
 
 

@@ -14,11 +14,19 @@ from test_finetune import SMALL, base, env  # noqa: F401  (fixtures: SST-2, STS-
 
 
 def test_table1(env, base):  # noqa: F811
-    df = table1(base, ["SST-2", "STS-B", "RTE"], {**SMALL, "epochs": 1}, seeds=(0, 1), progress=False)
+    df = table1(base, ["SST-2", "STS-B", "RTE"], {**SMALL, "epochs": 1}, seeds=(0, 1), random_seeds=(0, 1),
+                progress=False)
     assert len(df) == 9 and list(df["init"][:3]) == list(INITS)
     sst = df[df.task == "SST-2"].set_index("init")
     assert sst.loc["pretrained_ft", "paper"] == PAPER_TABLE1["SST-2"]["pretrained_ft"][0] == 92.0
-    assert np.isfinite(sst["ours"]).all() and np.isfinite(sst["ours_std"]).all()
+    assert np.isfinite(sst["ours"]).all() and np.isfinite(sst.loc[["random_ft", "pretrained_ft"], "ours_std"]).all()
+    # issue 18: fine-tuned cells over the seeds (t interval), the untrained classifier once (interval over dev examples)
+    assert sst.loc["pretrained_ft", "seeds"] == "0,1" and sst.loc["pretrained", "seeds"] == "0"
+    assert sst.loc["pretrained_ft", "unit"] == "seeds" and sst.loc["pretrained", "unit"] == "dev examples"
+    assert set(sst.loc["pretrained_ft", "learned"]) == {0, 1} and len(sst.loc["pretrained_ft", "outputs"]) == 2
+    once = table1(base, ["SST-2"], {**SMALL, "epochs": 1}, seeds=(0, 1), random_seeds=(0,), inits=["random_ft"],
+                  progress=False)
+    assert once.loc[0, "seeds"] == "0" and len(once.loc[0, "outputs"]) == 1
     assert (sst["n_dev"] == 16).all() and sst.loc["random_ft", "n_train"] == 32
     assert ((sst["top_class_share"] >= 0.5) & (sst["top_class_share"] <= 1)).all()
     assert df.set_index(["task", "init"]).loc[("STS-B", "random_ft"), "metric"] == "Pearson r"
@@ -32,6 +40,9 @@ def test_table1(env, base):  # noqa: F811
     # what the chapter records and shows of it
     rec = numbers(df)
     assert rec["table1"]["SST-2/pretrained_ft"] == sst.loc["pretrained_ft", "ours"]
+    assert set(rec["table1_seeds"]["SST-2/pretrained_ft"]) == {0, 1}
+    assert rec["table1_seeds"]["SST-2/pretrained_ft"][0] == pytest.approx(
+        sst.loc["pretrained_ft", "seed_scores"][0]) and rec["table1_intervals"]["SST-2/pretrained_ft"][2] == "seeds"
     assert rec["table1_sizes"]["SST-2/random_ft"] == [32, 16] and rec["table1_sizes"]["RTE/pretrained_ft"] == [0, 0]
     assert sizes(df)["task"].tolist() == ["SST-2", "STS-B"]  # RTE has no training file: not run
     assert [p.parent.name + "/" + p.name for p in data_files(["SST-2", "RTE"])] == [

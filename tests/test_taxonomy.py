@@ -113,7 +113,7 @@ def test_pretrained_and_finetuned_shares_are_two_computations(tiny_bert, tmp_pat
     again = T.pattern_shares(tiny_bert, examples, cnn, batch_size=3)  # from the cache
     assert seen == [clf.name, tiny_bert.name]
     np.testing.assert_array_equal(again["cnn"]["counts"], pre["cnn"]["counts"])
-    assert set(again) == {"cnn", "rules"} and set(again["cnn"]) == {"counts", "fractions", "n_examples"}
+    assert set(again) == {"cnn", "rules"} and set(again["cnn"]) == {"counts", "fractions", "per_input", "n_examples"}
 
 
 def test_share_numbers_name_model_and_task():

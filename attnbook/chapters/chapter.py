@@ -6,7 +6,8 @@
 
 ``setup`` resolves the parameters (profile values overridden by non-``None``
 notebook parameters), seeds Python, NumPy and torch from ``P.seed``, sets the
-torch thread count and enables the offline chart renderer.
+torch thread count, makes ``P.device`` the device models load on and enables
+the offline chart renderer.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import torch
 
 from attnbook import charts as plots
 from attnbook.chapters.params import Params, resolve
-from attnbook.engine.models import set_threads
+from attnbook.engine.models import set_default_device, set_threads
 from attnbook.chapters.results import ChapterResults
 
 
@@ -34,6 +35,7 @@ def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
     params = resolve(chapter, profile, namespace)
     seed_everything(int(params.get("seed", 0)))
     set_threads()
+    set_default_device(params.get("device", "auto"))
     plots.enable()
     torch.set_grad_enabled(True)
     return params

@@ -78,6 +78,23 @@ def results_markdown(results_folder: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def what_ran_markdown(results_folder: Path | None = None) -> str:
+    """Which profile and model each chapter of this build ran with (the introduction includes it)."""
+    results = load_results(results_folder)
+    if not results:
+        return "*No chapter has run yet: this build has no results.*\n"
+    groups: dict[tuple, list[str]] = {}
+    for chapter, data in results.items():
+        m = data.get("model", {})
+        shape = f", {m['n_layers']} layers x {m['n_heads']} heads" if m.get("n_layers") else ""
+        groups.setdefault((data.get("profile"), f"{m.get('name', '?')}{shape}"), []).append(
+            CHAPTER_TITLES.get(chapter, chapter).split(".")[0])
+    lines = [f"- profile `{profile}`, model {model}: chapters {', '.join(numbers)}"
+             for (profile, model), numbers in groups.items()]
+    return "\n".join(lines) + "\n"
+
+
 def write_generated_pages(book: Path) -> None:
-    """Write the generated pages into ``book`` (atomically)."""
+    """Write the generated pages into ``book`` (atomically): the results overview and what this build ran."""
     atomic_write_text(Path(book) / "results.md", results_markdown(Path(book) / "results"))
+    atomic_write_text(Path(book) / "_generated" / "what_ran.md", what_ran_markdown(Path(book) / "results"))

@@ -22,8 +22,15 @@ PROFILES = ("smoke", "quick", "paper")
 CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {}
 
 
+#: Parameters every chapter has, with their value in every profile (a chapter may set its own).
+#: ``device``: where models run: ``"auto"`` (a CUDA GPU when PyTorch sees one, else the CPU), ``"cpu"``,
+#: ``"cuda"``, ``"cuda:1"``; results files record the device used.
+COMMON: dict[str, Any] = {"device": "auto"}
+
+
 def register_chapter(chapter: str, profiles: dict[str, dict[str, Any]]) -> None:
-    """Declare a chapter's parameters; every profile must define the same keys."""
+    """Declare a chapter's parameters (plus :data:`COMMON`); every profile must define the same keys."""
+    profiles = {name: {**COMMON, **values} for name, values in profiles.items()}
     if set(profiles) != set(PROFILES):
         raise ValueError(f"{chapter}: profiles must be exactly {PROFILES}, got {sorted(profiles)}")
     keys = {p: set(v) for p, v in profiles.items()}

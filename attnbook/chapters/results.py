@@ -92,10 +92,16 @@ class ChapterResults:
     comparisons: list[Comparison] = field(default_factory=list)
     data_files: list[Path] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    timings: dict = field(default_factory=dict)
 
     def add(self, key: str, value: Any) -> None:
         """Record a key number (JSON-able: floats, ints, strings, lists, dicts of those)."""
         self.numbers[key] = _round(value)
+
+    def add_timing(self, key: str, seconds: float) -> None:
+        """Record how long a step took. Timings go into the provenance file, not the results file, so the
+        results of two runs with the same profile and seed stay identical (a cold and a warm cache differ)."""
+        self.timings[key] = round(float(seconds), 1)
 
     def compare(self, experiment: str, quantity: str, paper: Any, ours: Any, verdict: str, note: str = "", *,
                 rule: str = "", low: float | None = None, high: float | None = None, n: int | None = None,
@@ -138,7 +144,7 @@ class ChapterResults:
             "chapter": self.chapter,
             "profile": self.params.get("profile"),
             "params": _round(dict(self.params)),
-            "model": {k: self.model.get(k) for k in ("name", "revision", "fingerprint", "n_layers", "n_heads")},
+            "model": {k: self.model.get(k) for k in ("name", "revision", "fingerprint", "n_layers", "n_heads", "device")},
             "numbers": self.numbers,
             "comparisons": [c.__dict__ for c in self.comparisons],
         }
@@ -159,6 +165,7 @@ class ChapterResults:
             "python": platform.python_version(),
             "machine": machine_description(),
             "run_seconds": round(time.time() - self.started, 1),
+            "timings": dict(self.timings),
             "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         }
 
@@ -183,7 +190,7 @@ class ChapterResults:
         lines = [
             f"- **profile**: `{prov['profile']}`, **seed**: `{prov['seed']}`",
             f"- **model**: {prov['model'].get('name')} (revision `{prov['model'].get('revision') or 'n/a'}`, "
-            f"weights sha256 `{prov['model'].get('fingerprint')}`)",
+            f"weights sha256 `{prov['model'].get('fingerprint')}`), run on `{prov['model'].get('device') or 'cpu'}`",
             f"- **run time**: {prov['run_seconds']} s on {prov['machine']}, finished {prov['finished']}",
             "- **packages**: " + ", ".join(f"{k} {v}" for k, v in prov["packages"].items()),
             "- **data files**:",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from attnbook.chapters.params import chapter_params, check_profile
+from attnbook.chapters.publish import Progress, tidy
 from attnbook.chapters.toc import CHAPTER_IDS
 from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
 from attnbook.core.io import atomic_path
@@ -84,8 +85,14 @@ def run_chapter(
     overrides: Mapping[str, Any] | None = None,
     output_dir: Path | None = None,
     log_output: bool = False,
+    progress_every: float = 30.0,
 ) -> Path:
-    """Execute one chapter; returns the executed notebook's path in ``output_dir`` (default ``book/``)."""
+    """Execute one chapter; returns the executed notebook's path in ``output_dir`` (default ``book/``).
+
+    While it runs, a line every ``progress_every`` seconds says which cell is executing. The executed
+    notebook is tidied before it becomes the page (:mod:`attnbook.chapters.publish`): one parameters cell
+    holding the values the chapter ran with, and the kernel's stderr moved to :func:`stderr_log`.
+    """
     import papermill as pm
 
     chapter = resolve_chapter(chapter)
@@ -116,11 +123,12 @@ def run_chapter(
         with atomic_path(target) as tmp:
             tmp_nb = tmp.parent / f"{tmp.name}.ipynb"
             try:
-                pm.execute_notebook(
-                    str(source), str(tmp_nb), parameters=params, cwd=str(notebooks_dir()),
-                    kernel_name="python3", progress_bar=False, log_output=log_output,
-                    report_mode=False,
-                )
+                with Progress(chapter, tmp_nb, every=progress_every):
+                    pm.execute_notebook(
+                        str(source), str(tmp_nb), parameters=params, cwd=str(notebooks_dir()),
+                        kernel_name="python3", progress_bar=False, log_output=log_output,
+                        report_mode=False,
+                    )
             except pm.PapermillExecutionError as exc:
                 failed_dir.mkdir(parents=True, exist_ok=True)
                 kept = failed_dir / f"{chapter}.ipynb"
@@ -129,6 +137,11 @@ def run_chapter(
                 raise ChapterExecutionError(chapter, exc.cell_index, exc.ename, exc.evalue, kept) from None
             finally:
                 pass
+            log = stderr_log(chapter)
+            tidied = tidy(tmp_nb, log)
+            if tidied["stderr"]:
+                print(f"[attnbook] {chapter}: {tidied['stderr']} stderr message(s) kept off the page, in {log}",
+                      flush=True)
             shutil.move(str(tmp_nb), tmp)
             publish_results(staging, results_dir())  # the page and its results files land together
         stale = failed_dir / f"{chapter}.ipynb"
@@ -142,6 +155,11 @@ def run_chapter(
             else:
                 os.environ[key] = value
     return target
+
+
+def stderr_log(chapter: str) -> Path:
+    """Where a chapter's stderr output (warnings) is kept: ``_build/logs/<chapter>.stderr.txt``, outside the pages."""
+    return project_root() / "_build" / "logs" / f"{chapter}.stderr.txt"
 
 
 def publish_results(staging: Path, folder: Path) -> list[Path]:
@@ -207,9 +225,14 @@ def build_book(builder: str = "html") -> Path:
         if not found:
             raise BookBuildError("jupyter-book is not installed in this environment: pip install 'jupyter-book==1.0.4.post1'")
         jb = Path(found)
-    cmd = [str(jb), "build", str(root), "--builder", builder]
+    # every Sphinx warning fails the build (after reporting all of them), so a broken reference or an
+    # unrendered output cannot reach the published book unnoticed
+    cmd = [str(jb), "build", str(root), "--builder", builder, "--warningiserror", "--keep-going"]
     proc = subprocess.run(cmd, cwd=root, text=True, capture_output=True)
     sys.stdout.write(proc.stdout[-4000:])
+    warnings = [line for line in proc.stderr.splitlines() + proc.stdout.splitlines() if "WARNING" in line]
+    if warnings:
+        sys.stderr.write("\n".join(warnings[:50]) + "\n")
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-8000:])
         raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}); see the output above")

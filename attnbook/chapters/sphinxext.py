@@ -8,6 +8,12 @@ builder's script list after the other extensions have added theirs.
 It also points the launch buttons (Binder, Colab, JupyterHub) of a chapter at its source notebook in
 ``notebooks/``: the page itself is rendered from the executed copy in ``book/``, which the repository
 does not keep, so the theme's default links would open a file that does not exist.
+
+:class:`VegaLiteSpec` (a MyST-NB mime renderer, registered as an entry point in ``pyproject.toml``)
+tells MyST-NB that a chart's Vega-Lite JSON needs no rendering of its own on a page: every chart also
+carries its HTML rendition (the live chart over a static SVG, :mod:`attnbook.charts`), which the page
+shows. Without it each chart logs "skipping unknown output mime type", 39 warnings per book that made
+``--warningiserror`` impossible.
 """
 from __future__ import annotations
 
@@ -16,6 +22,18 @@ from typing import Any
 
 #: book/NN_name.ipynb (the executed copy) -> notebooks/NN_name.ipynb (the source in the repository)
 _EXECUTED = re.compile(r"(?<=/)book/(\d\d_[A-Za-z0-9_]+\.ipynb)")
+
+
+class VegaLiteSpec:
+    """MyST-NB mime renderer: a chart's Vega-Lite JSON is rendered as nothing (the chart's HTML is shown)."""
+
+    mime_priority_overrides: tuple = ()
+
+    @staticmethod
+    def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        if str(getattr(data, "mime_type", "")).startswith("application/vnd.vegalite."):
+            return []
+        return None
 
 
 def source_notebook_url(url: str) -> str:

@@ -60,14 +60,22 @@ def check_inputs(loaded: LoadedModel, examples: Sequence[Encoded]) -> None:
 
 
 def forward_layer_attentions(model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, ...]:
-    """One forward pass; returns the per-layer maps ``layers[layer][batch, head, query, key]``."""
+    """One forward pass; returns the per-layer maps ``layers[layer][batch, head, query, key]``.
+
+    The pass runs on the model's device (a GPU when the model was loaded there) and the maps come back
+    on the CPU as float32, beside ``batch``, so every reducer works the same whatever the device.
+    """
+    device = next(model.parameters()).device
+    on = batch.to(device) if device.type != "cpu" else batch
     out = model(
-        input_ids=batch.input_ids,
-        token_type_ids=batch.token_type_ids,
-        attention_mask=batch.attention_mask,
+        input_ids=on.input_ids,
+        token_type_ids=on.token_type_ids,
+        attention_mask=on.attention_mask,
         output_attentions=True,
     )
-    return tuple(out.attentions)
+    if device.type == "cpu":
+        return tuple(out.attentions)
+    return tuple(a.float().cpu() for a in out.attentions)
 
 
 def forward_attentions(model: torch.nn.Module, batch: Batch) -> torch.Tensor:

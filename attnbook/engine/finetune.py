@@ -53,7 +53,7 @@ from attnbook.engine.models import LoadedModel, load_encoder
 from attnbook.engine.train import Recipe, TrainLog, fit
 
 #: Version of the training and checkpoint code; part of every cache key.
-CODE_VERSION = "finetune-1"
+CODE_VERSION = "finetune-2"
 
 #: The three initialisations of Kovaleva et al.'s Table 1, in the table's column order.
 INITS = ("pretrained", "random_ft", "pretrained_ft")
@@ -69,7 +69,11 @@ TRAIN_SAMPLE_SEED = 0
 # parameters
 # ---------------------------------------------------------------------------------------------
 #: Profile keys that are not training parameters (read by :func:`attnbook.studies.kovaleva.table1.table1` and the chapters).
-PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "save_at", "use_cache"})
+PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "random_seeds", "save_at", "use_cache"})
+
+
+#: Parameters that may be given per task, as a mapping from task name to value (key ``"default"`` for the rest).
+PER_TASK = ("train_cap", "lr", "epochs", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -77,34 +81,44 @@ class FinetuneParams:
     """Fine-tuning and evaluation parameters (one profile of :data:`attnbook.chapters.profiles.glue.FINETUNE_PROFILES`).
 
     ``train_cap`` / ``dev_cap``: at most this many examples, sampled uniformly
-    (``None``: the whole split); ``train_cap`` may also map task names to caps
-    (key ``"default"`` for the rest), resolved per task by :meth:`for_task`.
-    ``epochs`` may be fractional. ``warmup`` is the share of updates with a
-    rising learning rate. ``group_by_length`` batches examples of similar length
-    together (less padding; shuffled batch order).
+    (``None``: the whole split). ``train_cap``, ``lr``, ``epochs`` and ``batch_size``
+    may also map task names to values (key ``"default"`` for the rest), resolved per
+    task by :meth:`for_task` (:data:`PER_TASK`). ``epochs`` may be fractional.
+    ``warmup`` is the share of updates with a rising learning rate. ``group_by_length``
+    batches examples of similar length together (less padding; shuffled batch order).
+    ``bf16``: the training forward and backward passes run under bfloat16 autocast
+    (weights, optimiser state and every evaluation stay float32). ``regression_bias``:
+    a regression head (STS-B) starts with its bias at the mean training score instead
+    of 0, so the first updates fit the spread of the scores, not their offset.
     """
 
     train_cap: int | Mapping[str, int | None] | None = None
     dev_cap: int | None = None
     max_length: int = 128
-    epochs: float = 3.0
-    batch_size: int = 32
-    lr: float = 2e-5
+    epochs: float | Mapping[str, float] = 3.0
+    batch_size: int | Mapping[str, int] = 32
+    lr: float | Mapping[str, float] = 2e-5
     warmup: float = 0.1
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     adam_eps: float = 1e-6
     group_by_length: bool = False
     eval_batch_size: int = 64
+    bf16: bool = False
+    regression_bias: bool = False
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.eval_batch_size < 1:
+        def values(name: str) -> list:
+            v = getattr(self, name)
+            return list(v.values()) if isinstance(v, Mapping) else [v]
+
+        if any(b < 1 for b in values("batch_size")) or self.eval_batch_size < 1:
             raise ParameterError("batch sizes must be at least 1")
-        if not self.epochs > 0:
+        if not all(e > 0 for e in values("epochs")):
             raise ParameterError(f"epochs must be positive, got {self.epochs}")
         if not 0.0 <= self.warmup < 1.0:
             raise ParameterError(f"warmup is a share of the updates in [0, 1), got {self.warmup}")
-        if self.lr <= 0:
+        if not all(lr > 0 for lr in values("lr")):
             raise ParameterError(f"lr must be positive, got {self.lr}")
         if self.max_length < 8:
             raise ParameterError(f"max_length must be at least 8, got {self.max_length}")
@@ -123,14 +137,17 @@ class FinetuneParams:
         return cls(**{k: v for k, v in values.items() if k in known})
 
     def for_task(self, task: str | TaskSpec) -> "FinetuneParams":
-        """These parameters with a per-task ``train_cap`` mapping resolved to ``task``'s cap."""
-        if not isinstance(self.train_cap, Mapping):
-            return self
+        """These parameters with every per-task mapping (:data:`PER_TASK`) resolved to ``task``'s value."""
         name = task_spec(task).name
-        caps = dict(self.train_cap)
-        if name not in caps and "default" not in caps:
-            raise ParameterError(f"train_cap names no cap for {name} and has no 'default': {caps}")
-        return replace(self, train_cap=caps.get(name, caps.get("default")))
+        resolved: dict[str, Any] = {}
+        for field in PER_TASK:
+            value = getattr(self, field)
+            if not isinstance(value, Mapping):
+                continue
+            if name not in value and "default" not in value:
+                raise ParameterError(f"{field} names no value for {name} and has no 'default': {dict(value)}")
+            resolved[field] = value.get(name, value.get("default"))
+        return replace(self, **resolved) if resolved else self
 
     def training_parts(self) -> dict[str, Any]:
         """The parameters that determine the fine-tuned weights (the checkpoint cache key)."""
@@ -269,6 +286,15 @@ def collate(data: EncodedSet, idx: Sequence[int], pad_id: int) -> Batch:
     return Batch(ids, mask, types, torch.from_numpy(data.labels[np.asarray(idx)]))
 
 
+def start_at_mean(classifier: torch.nn.Module, labels: np.ndarray) -> None:
+    """Set a regression head's output bias to the mean training score (``regression_bias``)."""
+    head = classifier.classifier
+    if head.out_features != 1:
+        raise ParameterError("start_at_mean is for a regression head with one output")
+    with torch.no_grad():
+        head.bias.fill_(float(np.mean(labels)))
+
+
 def training_batches(
     lengths: np.ndarray, batch_size: int, n_steps: int, seed: int, group_by_length: bool = False
 ) -> list[np.ndarray]:
@@ -340,8 +366,9 @@ def train_classifier(
 
     def loss_fn(model: torch.nn.Module, idx: np.ndarray):
         batch = collate(data, idx, pad_id).to(device)
-        logits = model(**batch.inputs).logits
-        return loss_of(logits, batch.labels, data.regression), {"padded_tokens": batch.input_ids.numel()}
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=params.bf16):
+            logits = model(**batch.inputs).logits
+        return loss_of(logits.float(), batch.labels, data.regression), {"padded_tokens": batch.input_ids.numel()}
 
     return fit(classifier, [batches], loss_fn, recipe_of(params), total_steps=total, on_step=on_step,
                save_steps=save_steps, on_save=on_save, stop_after=stop_after, seed=seed, n_train=len(data),
@@ -592,6 +619,8 @@ def _train_and_cache(
     for f in wanted:
         at_step.setdefault(_step_of(f, total), []).append(f)
     net = build_classifier(base, spec, init, seed)
+    if spec.is_regression and p.regression_bias:
+        start_at_mean(net, data.labels)
     result: dict[str, LoadedModel] = {}
 
     def on_save(step: int, log: TrainLog) -> None:
@@ -639,5 +668,47 @@ def dev_metrics(
 
     arrays = cache.cached_arrays("glue-eval", parts, compute, enabled=use_cache)
     out: dict[str, Any] = metrics_from_logits(spec, arrays["logits"], arrays["labels"])
+    out.update(score_interval(spec, arrays["logits"], arrays["labels"]))
     out["n_dev_total"] = dev.n_total
     return out
+
+
+#: Bootstrap resamples (and their seed) of :func:`score_interval`.
+SCORE_RESAMPLES = 2000
+SCORE_SEED = 0
+
+
+def constant_score(task: str | TaskSpec, labels: np.ndarray) -> float:
+    """The best Table 1 score (x 100) a constant predictor gets on these examples: majority-class accuracy,
+    always-positive F1 (MRPC, QQP), and 0 for Pearson r (STS-B: a constant has no correlation)."""
+    spec = task_spec(task)
+    if spec.is_regression:
+        return 0.0
+    labels = np.asarray(labels)
+    return max(task_score(spec, glue_metrics(spec, np.full(labels.shape, i), labels)) for i in range(spec.num_labels))
+
+
+def score_interval(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray, *,
+                   n_resamples: int = SCORE_RESAMPLES, seed: int = SCORE_SEED) -> dict[str, Any]:
+    """The Table 1 score's 95% interval over the dev examples and whether the classifier learned its task.
+
+    ``score_low``/``score_high``: exact (Clopper-Pearson) for accuracy, the percentile bootstrap over
+    examples for F1 and Pearson r; ``constant_score``: :func:`constant_score` on the same examples;
+    ``learned``: the interval lies above the constant predictor's score, so the analyses of a
+    fine-tuned classifier are about a model that learned something rather than about a constant.
+    """
+    from attnbook.data.glue_metrics import TABLE1_METRIC
+    from attnbook.stats import bootstrap_indices, percentile_interval, proportion_interval
+
+    spec = task_spec(task)
+    labels = np.asarray(labels)
+    pred = predictions_from_logits(spec, logits)
+    if TABLE1_METRIC[spec.name] == "accuracy":
+        lo, hi = proportion_interval(int(np.sum(pred == labels)), len(labels))
+        lo, hi = 100 * lo, 100 * hi
+    else:
+        scores = [task_score(spec, glue_metrics(spec, pred[i], labels[i]))
+                  for chunk in bootstrap_indices(len(labels), n_resamples, seed) for i in chunk]
+        lo, hi = (float(v) for v in percentile_interval(np.nan_to_num(np.asarray(scores))))
+    floor = constant_score(spec, labels)
+    return {"score_low": float(lo), "score_high": float(hi), "constant_score": floor, "learned": bool(lo > floor)}

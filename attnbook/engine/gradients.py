@@ -12,7 +12,9 @@ study's (:mod:`attnbook.studies.clark.gradients`); here the model runs.
   one on the **frozen** encoder: BERT's head architecture (dense + GELU + LayerNorm, then a
   decoder tied to the frozen input word embeddings, with a trainable bias) trained with the
   book's one training loop (:func:`attnbook.engine.train.fit`) on segments *disjoint* from
-  the analysed ones. Its held-out loss and accuracy are reported so a reader can judge it.
+  the analysed ones, until the loss on validation segments stops improving (early stopping,
+  the best weights kept). Its held-out loss and accuracy (on other segments again) and the
+  validation curve are reported so a reader can judge it.
   Gradients then flow through the unchanged encoder.
 
 Masking follows BERT's pre-training: 15% of the non-special pieces, of which 80% become
@@ -23,7 +25,7 @@ its batch).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -101,13 +103,27 @@ def per_segment_mlm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.T
 
 @dataclass
 class MLMHeadFit:
-    """An MLM head and how it was obtained, with its held-out quality."""
+    """An MLM head and how it was obtained, with its held-out quality.
+
+    For a fitted head, ``curve`` lists every evaluation on the validation segments during the fit
+    (``{"step", "loss", "top1"}``), ``best_step`` is the update whose weights were kept (lowest validation loss)
+    and ``steps`` how many updates ran before the fit stopped (at most the ``steps`` asked for).
+    """
 
     head: MLMHead
     source: str  # "pretrained" (the checkpoint's own head) or "fitted on the frozen encoder"
     heldout_loss: float
     heldout_accuracy: float
     steps: int
+    curve: list[dict] = field(default_factory=list)
+    best_step: int = 0
+    seconds: float = 0.0
+
+
+#: updates between two evaluations of a fitted MLM head on its validation segments
+MLM_EVAL_EVERY = 50
+#: evaluations without a lower validation loss after which the fit stops (the best weights are kept)
+MLM_PATIENCE = 3
 
 
 def _load_pretrained_head(loaded: LoadedModel) -> MLMHead:
@@ -138,6 +154,13 @@ def _encode_hidden(loaded: LoadedModel, examples: Sequence[Encoded], targets: li
     return torch.cat(feats), torch.cat(labels)
 
 
+def _score(head: MLMHead, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """Mean cross-entropy and top-1 accuracy of ``head`` on hidden states ``x`` with targets ``y``."""
+    with torch.no_grad():
+        logits = head(x)
+        return float(nn.functional.cross_entropy(logits, y)), float((logits.argmax(-1) == y).float().mean())
+
+
 def fit_mlm_head(
     loaded: LoadedModel,
     train: Sequence[Encoded],
@@ -145,14 +168,22 @@ def fit_mlm_head(
     *,
     steps: int,
     batch_size: int,
+    validation: Sequence[Encoded] | None = None,
     seed: int = 0,
     lr: float = 1e-3,
+    eval_every: int = MLM_EVAL_EVERY,
+    patience: int = MLM_PATIENCE,
     progress: bool = True,
 ) -> MLMHeadFit:
-    """Fit BERT's MLM head architecture on the frozen encoder's final hidden states.
+    """Fit BERT's MLM head architecture on the frozen encoder's final hidden states, with early stopping.
 
-    Hidden states at the masked positions are computed once; then ``steps`` Adam
-    steps of ``batch_size`` segments' worth of masked positions train the head.
+    Hidden states at the masked positions are computed once; then Adam steps of ``batch_size`` segments' worth of
+    masked positions train the head, through the book's one loop (:func:`attnbook.engine.train.fit`): each of its
+    "epochs" is ``eval_every`` updates, after which the evaluation callback scores the head on the ``validation``
+    segments (default: ``heldout``). The fit stops after ``patience`` evaluations without a lower validation loss,
+    or after ``steps`` updates, and keeps the weights of the best evaluation (``select="best"``). The returned
+    held-out loss and accuracy are measured on ``heldout``, which should be disjoint from ``validation`` so that
+    choosing the step does not flatter them.
     """
     torch.manual_seed(seed)
     tok = loaded.tokenizer
@@ -160,23 +191,45 @@ def fit_mlm_head(
     held_masked, held_tgt = masked_copies(heldout, tok, seed + 1)
     x, y = _encode_hidden(loaded, train_masked, train_tgt, batch_size)
     hx, hy = _encode_hidden(loaded, held_masked, held_tgt, batch_size)
+    if validation is None:
+        vx, vy = hx, hy
+    else:
+        val_masked, val_tgt = masked_copies(validation, tok, seed + 2)
+        vx, vy = _encode_hidden(loaded, val_masked, val_tgt, batch_size)
     emb = loaded.model.embeddings.word_embeddings
     head = MLMHead(emb, loaded.model.config.hidden_size, loaded.model.config.layer_norm_eps)
     per_step = max(1, int(len(x) * batch_size / max(len(train), 1)))
     gen = torch.Generator().manual_seed(seed)
-    # one "epoch" of ``steps`` random draws of masked positions (the frozen input embeddings are not trained)
-    draws = (torch.randint(0, len(x), (per_step,), generator=gen) for _ in range(steps))
+    eval_every = max(1, int(eval_every))
+    curve: list[dict] = []
+    state = {"done": 0, "best": float("inf"), "since": 0}
+
+    def evaluate(model: MLMHead) -> float:
+        loss, top1 = _score(model, vx, vy)
+        curve.append({"step": state["done"], "loss": loss, "top1": top1})
+        if loss < state["best"]:
+            state["best"], state["since"] = loss, 0
+        else:
+            state["since"] += 1
+        return -loss  # fit keeps the highest
+
+    def chunks():
+        while state["done"] < steps and (not curve or state["since"] < patience):
+            k = min(eval_every, steps - state["done"])
+            state["done"] += k
+            yield [torch.randint(0, len(x), (per_step,), generator=gen) for _ in range(k)]
+
     emb.weight.requires_grad_(False)
     try:
-        fit(head, [draws], lambda model, idx: nn.functional.cross_entropy(model(x[idx]), y[idx]),
-            Recipe(lr=lr, schedule="constant", fused=False), progress=progress, desc="fitting MLM head")
+        log = fit(head, chunks(), lambda model, idx: nn.functional.cross_entropy(model(x[idx]), y[idx]),
+                  Recipe(lr=lr, schedule="constant", fused=False, select="best" if steps > 0 else "last"),
+                  evaluate=evaluate if steps > 0 else None, progress=progress, desc="fitting MLM head")
     finally:
         emb.weight.requires_grad_(True)
-    with torch.no_grad():
-        logits = head(hx)
-        held_loss = float(nn.functional.cross_entropy(logits, hy))
-        held_acc = float((logits.argmax(-1) == hy).float().mean())
-    return MLMHeadFit(head, "fitted on the frozen encoder", held_loss, held_acc, steps)
+    best_step = curve[log.best_epoch - 1]["step"] if curve and log.best_epoch else 0
+    held_loss, held_acc = _score(head, hx, hy)
+    return MLMHeadFit(head, "fitted on the frozen encoder", held_loss, held_acc, int(state["done"]), curve,
+                      int(best_step), float(log.seconds))
 
 
 def get_mlm_head(
@@ -186,32 +239,39 @@ def get_mlm_head(
     *,
     steps: int,
     batch_size: int,
+    validation: Sequence[Encoded] | None = None,
     seed: int = 0,
+    lr: float = 1e-3,
+    eval_every: int = MLM_EVAL_EVERY,
     use_cache: bool = True,
     progress: bool = True,
 ) -> MLMHeadFit:
-    """The checkpoint's own MLM head when it has one, else a head fitted on the frozen encoder (cached)."""
+    """The checkpoint's own MLM head when it has one, else a head fitted on the frozen encoder
+    (:func:`fit_mlm_head`, at most ``steps`` updates, early stopping on ``validation``; cached)."""
     if has_mlm_head(loaded.path):
         head = _load_pretrained_head(loaded)
         masked, tgt = masked_copies(heldout, loaded.tokenizer, seed + 1)
         hx, hy = _encode_hidden(loaded, masked, tgt, batch_size)
-        with torch.no_grad():
-            logits = head(hx)
-        return MLMHeadFit(head, "pretrained", float(nn.functional.cross_entropy(logits, hy)),
-                          float((logits.argmax(-1) == hy).float().mean()), 0)
+        loss, acc = _score(head, hx, hy)
+        return MLMHeadFit(head, "pretrained", loss, acc, 0)
     if steps < 1:
         raise ValueError(
             f"model {loaded.name} has no MLM head and mlm_fit_steps={steps}; set mlm_fit_steps > 0 to fit one"
         )
     parts = {"model": loaded.key, "train": cache.digest(train), "heldout": cache.digest(heldout),
-             "steps": steps, "batch": batch_size, "seed": seed, "code": "mlm-head-v2"}
+             "validation": cache.digest(validation) if validation is not None else None, "lr": lr,
+             "steps": steps, "batch": batch_size, "seed": seed, "eval_every": eval_every,
+             "patience": MLM_PATIENCE, "code": "mlm-head-v3"}
     fit_info: dict = {}
 
     def compute() -> dict[str, np.ndarray]:
-        fit = fit_mlm_head(loaded, train, heldout, steps=steps, batch_size=batch_size, seed=seed, progress=progress)
+        fit = fit_mlm_head(loaded, train, heldout, steps=steps, batch_size=batch_size, validation=validation,
+                           seed=seed, lr=lr, eval_every=eval_every, progress=progress)
         fit_info["fit"] = fit
         arrays = {k: v.detach().numpy() for k, v in fit.head.trainable_state().items()}
         arrays["_heldout"] = np.array([fit.heldout_loss, fit.heldout_accuracy])
+        arrays["_fit"] = np.array([fit.steps, fit.best_step, fit.seconds])
+        arrays["_curve"] = np.array([[c["step"], c["loss"], c["top1"]] for c in fit.curve]).reshape(-1, 3)
         return arrays
 
     arrays = cache.cached_arrays("mlm_head", parts, compute, enabled=use_cache)
@@ -221,7 +281,9 @@ def get_mlm_head(
                    loaded.model.config.layer_norm_eps)
     head.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items() if not k.startswith("_")}, strict=False)
     loss, acc = arrays["_heldout"].tolist()
-    return MLMHeadFit(head, "fitted on the frozen encoder", loss, acc, steps)
+    done, best, seconds = arrays["_fit"].tolist()
+    curve = [{"step": int(s), "loss": float(lo), "top1": float(t)} for s, lo, t in arrays["_curve"].tolist()]
+    return MLMHeadFit(head, "fitted on the frozen encoder", loss, acc, int(done), curve, int(best), float(seconds))
 
 
 class GradientReducer(Protocol):

@@ -40,11 +40,9 @@ def embedded_model_path() -> Path:
     return path
 
 
-def resolve_model(name: str) -> tuple[str, Path | None]:
-    """Map a user-facing model name to ``(display_name, local_path_or_None)``.
-
-    ``None`` means a hub name that transformers resolves (and may download).
-    """
+def resolve_model(name: str) -> tuple[str, Path]:
+    """Map a user-facing model name to ``(display_name, local_folder)``: the embedded model's folder in
+    site-packages, a folder given by path, or a hub model's snapshot folder (:func:`hub_snapshot`)."""
     if name in EMBEDDED_NAMES:
         return EMBEDDED_LABEL, embedded_model_path()
     path = Path(name).expanduser()
@@ -54,7 +52,46 @@ def resolve_model(name: str) -> tuple[str, Path | None]:
         return str(path), path.resolve()
     if name.startswith((".", "/", "~")):
         raise ModelError(f"model path {name} does not exist")
-    return name, None
+    return name, hub_snapshot(name)
+
+
+#: the files of a hub model the book reads: config, tokenizer, weights (with the MLM head where there is one)
+HUB_FILES = ["*.json", "*.txt", "*.safetensors", "*.model"]
+
+
+def hub_cache_dir() -> Path | None:
+    """The Hugging Face hub cache as the environment names it now (``HF_HUB_CACHE``, else ``HF_HOME/hub``)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return None
+
+
+def hub_snapshot(name: str) -> Path:
+    """The local folder of hub model ``name``: its snapshot in the Hugging Face cache (``HF_HOME``), downloaded
+    once when the cache lacks it and the hub is reachable. A local folder gives every model the same identity
+    (the checksum of its files), its revision (the snapshot's commit) and its MLM head, if it ships one."""
+    from huggingface_hub import snapshot_download, try_to_load_from_cache
+
+    cache = hub_cache_dir()
+    cached = try_to_load_from_cache(name, "config.json", cache_dir=cache)
+    if isinstance(cached, str):
+        return Path(cached).parent.resolve()
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise ModelError(
+            f"could not load model {name!r}: it is not in the Hugging Face cache and HF_HUB_OFFLINE is set.\n"
+            "  Download it once where the hub is reachable (HF_HUB_OFFLINE=0), point HF_HOME at a cache that has it,"
+            " give a local model folder, or use the embedded model ('embedded')."
+        )
+    try:
+        return Path(snapshot_download(name, allow_patterns=HUB_FILES, cache_dir=cache)).resolve()
+    except Exception as exc:  # network or repository errors: say what to do
+        raise ModelError(
+            f"could not load model {name!r}: {exc}.\n"
+            "  Give the embedded model ('embedded'), a local model folder, or a hub name that is "
+            "already in your Hugging Face cache (HF_HOME) or reachable online."
+        ) from exc
 
 
 @dataclass
@@ -76,6 +113,11 @@ class LoadedModel:
         return self.extra.get("checkpoint_key") or self.fingerprint
 
     @property
+    def device(self) -> torch.device:
+        """Where the model's weights are."""
+        return next(self.model.parameters()).device
+
+    @property
     def n_layers(self) -> int:
         return int(self.model.config.num_hidden_layers)
 
@@ -95,6 +137,7 @@ class LoadedModel:
             "revision": self.revision,
             "fingerprint": self.fingerprint,
             "key": self.key,
+            "device": str(self.device),
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "hidden_size": int(self.model.config.hidden_size),
@@ -157,8 +200,39 @@ def _from_pretrained(auto_cls, source: str, **kwargs):
         ) from exc
 
 
-def load_encoder(name: str = "embedded", *, device: str = "cpu", check: bool = True) -> LoadedModel:
-    """Load a BERT-style encoder by name or folder, in eval mode with eager attention.
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``"auto"``: the first CUDA GPU when PyTorch sees one, else the CPU; otherwise the device named
+    (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``), refused with the fix when it is not available."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"device {device!r} was asked for but PyTorch sees no CUDA GPU; use device='cpu' or "
+                         "'auto', or install a CUDA build of PyTorch")
+    if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ModelError(f"device {device!r} is not available here; use device='cpu' or 'auto'")
+    return dev
+
+
+#: The device :func:`load_encoder` uses when none is given (a chapter's ``device`` parameter sets it).
+_DEFAULT_DEVICE: str = "auto"
+
+
+def set_default_device(device: str | torch.device | None) -> torch.device:
+    """Make ``device`` the one :func:`load_encoder` uses by default (checked now: an unavailable device is
+    refused with the fix); returns the resolved device. Every model-running function of the engine
+    follows the device of the model it is given, so this one setting moves a whole chapter."""
+    global _DEFAULT_DEVICE
+    resolved = resolve_device(device)
+    _DEFAULT_DEVICE = "auto" if device in (None, "auto") else str(device)
+    return resolved
+
+
+def load_encoder(name: str = "embedded", *, device: str | torch.device | None = None, check: bool = True
+                 ) -> LoadedModel:
+    """Load a BERT-style encoder by name or folder, in eval mode with eager attention, on ``device``
+    (:func:`resolve_device`: ``"auto"`` is the GPU when there is one; ``None``: the default set by
+    :func:`set_default_device`, which a chapter's ``device`` parameter sets).
 
     ``check`` runs a two-token forward pass and raises :class:`ModelError` if the
     model does not return one attention map per layer.
@@ -166,10 +240,10 @@ def load_encoder(name: str = "embedded", *, device: str = "cpu", check: bool = T
     from transformers import AutoModel, AutoTokenizer
 
     display, path = resolve_model(name)
-    source = str(path) if path else name
+    source = str(path)
     tokenizer = _from_pretrained(AutoTokenizer, source)
     model = _from_pretrained(AutoModel, source, attn_implementation="eager")
-    model.eval().to(device)
+    model.eval().to(resolve_device(_DEFAULT_DEVICE if device is None else device))
     loaded = LoadedModel(
         model=model,
         tokenizer=tokenizer,

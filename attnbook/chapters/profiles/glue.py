@@ -10,14 +10,26 @@ own registered parameters.
   training and dev sets of the seven Table 1 tasks. ``get_finetuned(..., "MNLI-mm", ...)``
   gives the same MNLI model scored on the mismatched dev set (Michel §3.4).
 * ``quick``: the embedded 6-layer model on the four tasks whose training files are
-  local (SST-2, MRPC, RTE, STS-B); QNLI's dev set is scored for the
-  no-fine-tuning row only. One epoch on capped training sets (SST-2 2,000, MRPC and
-  STS-B 1,000, RTE 500 examples; 16-63 updates), batches grouped by length, at most
-  500 dev examples, and lr 1e-4: twice the top of Devlin et al.'s grid, because a
-  small model gets only a few dozen updates (5e-5 left SST-2 at chance level).
-  Measured: all of it (8 fine-tuning runs with dev evaluation, 5 untrained rows,
-  model loading) costs 294 CPU seconds on one thread, so it fits the 6-minute
-  budget on 2 cores even without any gain from the second core.
+  local (SST-2, MRPC, RTE, STS-B); QNLI's dev set is scored for the no-fine-tuning row
+  only. Every classifier is scored on the task's full dev set. The recipe was chosen by
+  measurement on this 2-core machine (pre-trained + fine-tuned, full dev sets, one thread,
+  bf16 autocast; issue 18's experiments):
+
+  | task | recipe chosen | measured dev score | train CPU s | rejected alternatives |
+  |---|---|---|---|---|
+  | SST-2 | 8,000 examples, 1 epoch, lr 1e-4, batch 32 | acc 85.8, 85.4 (seeds 0, 1) | 77 | lr 5e-5: 84.1; 16,000 examples: 87.7 at 2.2x the cost |
+  | MRPC | full set (3,668), 2 epochs, lr 1e-4, batch 32 | acc 77.7, F1 85.2 | 227 | 1 epoch: F1 82.6-84.3, close to always-"paraphrase" (81.2) |
+  | STS-B | full set (5,749), 1 epoch, lr 1e-4, batch 32, head bias at the mean score | Pearson 0.846, 0.828 | 90 | bias at 0: 0.73-0.82; batch 16: 0.53 |
+  | RTE | full set (2,490), 1 epoch, lr 1e-4, batch 32 | not learned (see below) | ~100 | 2 epochs: 54.9, 54.5; 3 epochs at 5e-5: 57.8 (majority 52.7) at 320 s |
+
+  RTE does not reach a classifier clearly better than its majority class within the
+  budget (the best run, 57.8, has an exact 95% interval reaching below 52.7): it is
+  trained with the cheapest recipe so Table 1 still reports it, and the analyses that
+  need a learned classifier skip it (:func:`attnbook.engine.finetune.score_interval`'s
+  ``learned``). bf16 autocast makes a training step 1.7x cheaper (0.057 vs 0.095 CPU s
+  per example); weights, optimiser state and every evaluation stay float32.
+  ``seeds`` (pre-trained + fine-tuned) are 0, 1, 2 so chapters 4-6 can say how much the
+  findings depend on the seed; random-init + fine-tuning runs once (``random_seeds``).
 * ``smoke``: a handful of updates on tiny caps (seconds), for tests and CI.
 """
 from __future__ import annotations
@@ -28,20 +40,23 @@ FINETUNE_PROFILES: dict[str, dict] = {
     "smoke": dict(
         model="embedded", tasks=["SST-2", "STS-B"], inits=["pretrained", "random_ft", "pretrained_ft"],
         train_cap=32, dev_cap=32, max_length=64, epochs=1, batch_size=8, lr=5e-5, warmup=0.1,
-        weight_decay=0.01, group_by_length=True, eval_batch_size=32, seeds=[0], save_at=[0.5, 1.0],
+        weight_decay=0.01, group_by_length=True, eval_batch_size=32, bf16=True, regression_bias=True,
+        seeds=[0], random_seeds=[0], save_at=[0.5, 1.0],
     ),
     "quick": dict(
         model="embedded", tasks=["MRPC", "STS-B", "SST-2", "RTE", "QNLI"],
         inits=["pretrained", "random_ft", "pretrained_ft"],
-        train_cap={"SST-2": 2000, "MRPC": 1000, "STS-B": 1000, "RTE": 500, "default": 1000}, dev_cap=500,
-        max_length=128, epochs=1, batch_size=32, lr=1e-4, warmup=0.1,
-        weight_decay=0.01, group_by_length=True, eval_batch_size=64, seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
+        train_cap={"SST-2": 8000, "default": None}, dev_cap=None,
+        max_length=128, epochs={"MRPC": 2, "default": 1}, batch_size=32, lr=1e-4, warmup=0.1,
+        weight_decay=0.01, group_by_length=True, eval_batch_size=64, bf16=True, regression_bias=True,
+        seeds=[0, 1, 2], random_seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
     ),
     "paper": dict(
         model=PAPER_MODEL, tasks=["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"],
         inits=["pretrained", "random_ft", "pretrained_ft"],
         train_cap=None, dev_cap=None, max_length=128, epochs=3, batch_size=32, lr=2e-5, warmup=0.1,
-        weight_decay=0.01, group_by_length=False, eval_batch_size=64, seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
+        weight_decay=0.01, group_by_length=False, eval_batch_size=64, bf16=False, regression_bias=False,
+        seeds=[0, 1, 2], random_seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
     ),
 }
 

@@ -294,3 +294,23 @@ def silhouette_chart(scores: dict[int, float], chosen: int | None = None, title:
     mark = alt.Chart(frame[frame["chosen"]]).mark_point(size=140, color="red", filled=False).encode(
         x="k:O", y="silhouette:Q")
     return (line + mark).properties(title=title, width=width, height=height)
+
+
+def mlm_curve_chart(curve: Sequence[dict], unigram: float, best_step: int, title: str = "") -> alt.Chart:
+    """The fitted MLM head's validation curve (``curve``: ``{"step", "loss", "top1"}`` per evaluation, from
+    :class:`attnbook.engine.gradients.MLMHeadFit`): loss and top-1 accuracy by update, the unigram baseline's
+    accuracy as a dashed line and the kept (best) step as a rule."""
+    if not curve:
+        raise EmptyDataError("the MLM head was not fitted here: no curve")
+    df = pd.DataFrame(curve)
+    base = alt.Chart(df).encode(x=alt.X("step:Q", title="update"))
+    tip = [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f"), alt.Tooltip("top1:Q", format=".1%")]
+    kept = alt.Chart(pd.DataFrame({"step": [best_step]})).mark_rule(color="gray").encode(x="step:Q")
+    loss = (base.mark_line(point=True).encode(y=alt.Y("loss:Q", title="validation loss (nats)",
+                                                      scale=alt.Scale(zero=False)), tooltip=tip) + kept)
+    uni = alt.Chart(pd.DataFrame({"top1": [unigram], "what": ["unigram baseline"]})).mark_rule(
+        strokeDash=[4, 3], color="firebrick").encode(y="top1:Q", tooltip=["what:N", alt.Tooltip("top1:Q", format=".1%")])
+    acc = (base.mark_line(point=True).encode(y=alt.Y("top1:Q", title="validation top-1", axis=alt.Axis(format="%")),
+                                             tooltip=tip) + uni + kept)
+    return alt.hconcat(loss.properties(width=260, height=180), acc.properties(width=260, height=180),
+                       title=title or "Fitting the MLM head: validation loss and top-1 by update (gray: kept)")

@@ -303,14 +303,16 @@ def syntax_best_heads(accuracy, margin: float = 0.0, skip: Sequence[str] = ("All
 
 
 def behaviour_test(distances: np.ndarray, behaviours: list[list[str]], *, n_permutations: int = 10000,
-                   seed: int = 0) -> GroupTest | None:
+                   seed: int = 0, exclude: Sequence[str] = (BROAD,)) -> GroupTest | None:
     """Permutation test of "heads with the same behaviour are close", on the heads that have one.
 
-    Heads are labelled by :func:`primary_behaviour`; heads without a behaviour are left out.
+    Heads are labelled by :func:`primary_behaviour`; heads without a behaviour, and heads whose primary behaviour is
+    in ``exclude``, are left out. By default that is :data:`BROAD`: two near-uniform distributions are close by
+    construction, so broad heads would make "same behaviour, close together" hold by definition.
     ``None`` when no behaviour is shared by two heads or only one behaviour occurs (nothing to test).
     """
     primary = np.array(primary_behaviour(behaviours))
-    keep = np.flatnonzero(primary != NO_BEHAVIOUR)
+    keep = np.flatnonzero((primary != NO_BEHAVIOUR) & ~np.isin(primary, list(exclude)))
     labels = primary[keep]
     _, counts = np.unique(labels, return_counts=True)
     if len(counts) < 2 or counts.max() < 2:

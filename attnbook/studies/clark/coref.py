@@ -61,7 +61,7 @@ KINDS = MENTION_KINDS
 COLUMNS = ("all",) + KINDS
 
 #: version of the code that computes cached coreference results (part of cache keys)
-CODE_VERSION = "coref-1"
+CODE_VERSION = "coref-2"
 
 #: the baselines' names as rows of Table 2, by key of :func:`baselines`
 BASELINE_NAMES = {"nearest": "Nearest", "head_match": "Head-word match", "rule_based": "Rule-based"}
@@ -192,6 +192,16 @@ def windows(
     return out
 
 
+def document_order(wins: Sequence[CorefWindow]) -> list[str]:
+    """The documents of the windows that have a query, in order of first appearance: the units the
+    coreference comparisons are bootstrapped over (queries of one document are not independent)."""
+    out: dict[str, None] = {}
+    for w in wins:
+        if w.queries:
+            out.setdefault(w.doc, None)
+    return list(out)
+
+
 def count_queries(wins: Sequence[CorefWindow]) -> dict[str, int]:
     """Number of evaluated mentions per column of Table 2."""
     n = {c: 0 for c in COLUMNS}
@@ -277,11 +287,15 @@ class CorefHeadAccuracy:
     """Per-head antecedent selection counts, overall and by mention type (Clark et al. §4.3).
 
     ``correct[column]`` is ``[layer, head]`` (int) for each column of :data:`COLUMNS`;
-    ``n[column]`` the number of queries.
+    ``n[column]`` the number of queries. Per document (:func:`document_order`), when kept:
+    ``doc_correct[doc, column, layer, head]`` and ``doc_n[doc, column]``, for the bootstrap over documents.
     """
 
     correct: dict[str, np.ndarray]
     n: dict[str, int]
+    docs: list[str] = field(default_factory=list)
+    doc_correct: np.ndarray | None = None
+    doc_n: np.ndarray | None = None
 
     def accuracy(self, column: str = "all") -> np.ndarray:
         """``accuracy[layer, head]`` in [0, 1] (NaN when the column has no queries)."""
@@ -316,13 +330,19 @@ class CorefHeadAccuracy:
         """Arrays for :func:`attnbook.core.cache.cached_arrays`; inverse of :meth:`from_arrays`."""
         out = {f"correct_{c}": np.asarray(self.correct[c], dtype=np.int64) for c in COLUMNS}
         out["n"] = np.asarray([self.n[c] for c in COLUMNS], dtype=np.int64)
+        if self.doc_correct is not None:
+            out.update(docs=np.array(self.docs), doc_correct=self.doc_correct, doc_n=self.doc_n)
         return out
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "CorefHeadAccuracy":
+        per = {}
+        if "doc_correct" in arrays:
+            per = dict(docs=[str(d) for d in arrays["docs"]], doc_correct=np.asarray(arrays["doc_correct"]),
+                       doc_n=np.asarray(arrays["doc_n"]))
         return cls(
             correct={c: np.asarray(arrays[f"correct_{c}"], dtype=np.int64) for c in COLUMNS},
-            n={c: int(v) for c, v in zip(COLUMNS, arrays["n"])},
+            n={c: int(v) for c, v in zip(COLUMNS, arrays["n"])}, **per,
         )
 
 
@@ -337,7 +357,8 @@ class CorefHeadReducer:
     ``wins[i]`` must be the window of example ``i`` given to
     :func:`~attnbook.engine.extract.stream_attention`. Token maps become word maps with
     :func:`~attnbook.engine.wordlevel.token_to_word_attention` (``from_reduce`` as there),
-    computed only for the words the window's queries read (:func:`query_words`).
+    computed only for the words the window's queries read (:func:`query_words`). The counts are also kept per
+    document (:func:`document_order`).
     """
 
     def __init__(self, wins: Sequence[CorefWindow], n_layers: int, n_heads: int, from_reduce: str = "mean"):
@@ -345,16 +366,26 @@ class CorefHeadReducer:
         self.from_reduce = from_reduce
         self.correct = {c: np.zeros((n_layers, n_heads), dtype=np.int64) for c in COLUMNS}
         self.n = {c: 0 for c in COLUMNS}
+        self.docs = document_order(wins)
+        self.doc_index = {d: k for k, d in enumerate(self.docs)}
+        self.doc_correct = np.zeros((len(self.docs), len(COLUMNS), n_layers, n_heads), dtype=np.int32)
+        self.doc_n = np.zeros((len(self.docs), len(COLUMNS)), dtype=np.int32)
 
-    def add(self, word_attn: np.ndarray, queries: Sequence[Query], positions: Sequence[int] | None = None) -> None:
-        """Fold one window's word map ``word_attn[layer, head, word, word]`` (``positions``: :func:`score_queries`)."""
+    def add(self, word_attn: np.ndarray, queries: Sequence[Query], positions: Sequence[int] | None = None,
+            doc: str | None = None) -> None:
+        """Fold one window's word map ``word_attn[layer, head, word, word]`` (``positions``: :func:`score_queries`)
+        of document ``doc``."""
         if not queries:
             return
         ok = score_queries(word_attn, queries, positions)
+        d = self.doc_index.get(doc) if doc is not None else None
         for k, q in enumerate(queries):
             for c in ("all", q.kind):
                 self.correct[c] += ok[:, :, k]
                 self.n[c] += 1
+                if d is not None:
+                    self.doc_correct[d, COLUMNS.index(c)] += ok[:, :, k]
+                    self.doc_n[d, COLUMNS.index(c)] += 1
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
         for b, i in enumerate(batch.index):
@@ -363,10 +394,11 @@ class CorefHeadReducer:
                 continue
             positions = query_words(win.queries)
             words = word_attention(attn[b], batch.examples[b], self.from_reduce, positions)
-            self.add(words, win.queries, positions)
+            self.add(words, win.queries, positions, win.doc)
 
     def result(self) -> CorefHeadAccuracy:
-        return CorefHeadAccuracy({c: v.copy() for c, v in self.correct.items()}, dict(self.n))
+        return CorefHeadAccuracy({c: v.copy() for c, v in self.correct.items()}, dict(self.n), list(self.docs),
+                                 self.doc_correct.copy(), self.doc_n.copy())
 
 
 def evaluate_heads(
@@ -452,11 +484,15 @@ def predict_rule_based(win: CorefWindow, q: Query) -> int:
 
 @dataclass
 class SystemAccuracy:
-    """Correct predictions and query counts of one system, per column of :data:`COLUMNS`."""
+    """Correct predictions and query counts of one system, per column of :data:`COLUMNS`; per document
+    (:func:`document_order`) in ``doc_correct[doc, column]`` / ``doc_n[doc, column]`` when kept."""
 
     name: str
     correct: dict[str, int] = field(default_factory=lambda: {c: 0 for c in COLUMNS})
     n: dict[str, int] = field(default_factory=lambda: {c: 0 for c in COLUMNS})
+    docs: list[str] = field(default_factory=list)
+    doc_correct: np.ndarray | None = None
+    doc_n: np.ndarray | None = None
 
     def accuracy(self, column: str = "all") -> float:
         _check_column(column)
@@ -466,14 +502,19 @@ class SystemAccuracy:
 def evaluate_predictor(
     wins: Sequence[CorefWindow], predict: Callable[[CorefWindow, Query], int], name: str
 ) -> SystemAccuracy:
-    """Score a rule ``predict(window, query) -> head word`` on every query of ``wins``."""
-    acc = SystemAccuracy(name)
+    """Score a rule ``predict(window, query) -> head word`` on every query of ``wins`` (counts kept per document)."""
+    docs = document_order(wins)
+    index = {d: k for k, d in enumerate(docs)}
+    acc = SystemAccuracy(name, docs=docs, doc_correct=np.zeros((len(docs), len(COLUMNS)), dtype=np.int32),
+                         doc_n=np.zeros((len(docs), len(COLUMNS)), dtype=np.int32))
     for w in wins:
         for q in w.queries:
             ok = predict(w, q) in q.gold_words
             for c in ("all", q.kind):
                 acc.n[c] += 1
                 acc.correct[c] += int(ok)
+                acc.doc_n[index[w.doc], COLUMNS.index(c)] += 1
+                acc.doc_correct[index[w.doc], COLUMNS.index(c)] += int(ok)
     return acc
 
 

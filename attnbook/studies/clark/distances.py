@@ -46,7 +46,7 @@ import torch
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.extract import Batch, Encoded
 
-CODE_VERSION = "clustering-1"
+CODE_VERSION = "clustering-3"
 LN2 = math.log(2.0)
 
 
@@ -177,6 +177,47 @@ def condensed(square: np.ndarray) -> np.ndarray:
     return squareform(square, checks=False)
 
 
+#: groups of segments whose totals are kept apart (even, so that even- and odd-indexed segments stay separable):
+#: the bootstrap of chapter 3 resamples these groups, each a fixed share of the segments
+N_GROUPS = 40
+
+
+def resampled_distances(arrays: dict[str, np.ndarray], n_resamples: int = 200, seed: int = 0) -> np.ndarray:
+    """``js_mean[resample, i, j]``: the mean JS divergences recomputed in ``n_resamples`` bootstrap resamples of the
+    groups of segments of :class:`HeadDistances` (``arrays`` is its result; groups without tokens are left out)."""
+    from attnbook.stats import bootstrap_counts
+
+    sums, tokens = np.asarray(arrays["js_sum_groups"], np.float64), np.asarray(arrays["n_tokens_groups"], np.float64)
+    keep = tokens > 0
+    if keep.sum() < 2:
+        raise EmptyDataError("fewer than two groups of segments: nothing to resample")
+    sums, tokens = sums[keep], tokens[keep]
+    counts = bootstrap_counts(len(tokens), n_resamples, seed)
+    mean = np.maximum(counts @ sums, 0.0) / (counts @ tokens)[:, None]  # [resample, pair]
+    n = int(round((1 + math.sqrt(1 + 8 * sums.shape[1])) / 2))
+    out = np.zeros((n_resamples, n, n))
+    i, j = np.triu_indices(n, 1)
+    out[:, i, j] = mean
+    out[:, j, i] = mean
+    return out
+
+
+#: consecutive examples that share a group (before the even/odd split): a batch touches few groups, and segments
+#: drawn next to each other (often from one article) are resampled together
+GROUP_RUN = 8
+
+
+def group_of(index: int) -> int:
+    """The group of example ``index``: ``2 * ((index // GROUP_RUN) % (N_GROUPS // 2)) + index % 2`` (so the group's
+    parity is the example's: even- and odd-indexed examples never share a group)."""
+    return 2 * ((int(index) // GROUP_RUN) % (N_GROUPS // 2)) + int(index) % 2
+
+
+def n_groups(arrays: dict[str, np.ndarray]) -> int:
+    """How many groups of segments :func:`resampled_distances` resamples (the groups with tokens)."""
+    return int(np.sum(np.asarray(arrays["n_tokens_groups"]) > 0))
+
+
 class HeadDistances:
     """Streaming reducer of Clark §6 head distances; see the module docstring for the formula.
 
@@ -188,14 +229,17 @@ class HeadDistances:
     * ``query_fraction`` - compare heads on a random share of each example's query
       tokens (``1.0``: all of them, the paper). The draw depends only on ``seed`` and the
       example's index, never on batching, so results do not depend on batch size;
-    * the totals are kept separately for even- and odd-indexed examples, so
-      ``result()`` also gives two independent half-sample estimates (split-half
-      reliability of the distances and of the MDS picture, at no extra cost).
+    * the totals are kept separately for :data:`N_GROUPS` groups of examples (:func:`group_of`: runs
+      of :data:`GROUP_RUN` consecutive examples, even- and odd-indexed apart), so ``result()`` also gives two independent
+      half-sample estimates (even- and odd-indexed examples: split-half reliability of the
+      distances and of the MDS picture) and the per-group totals that a bootstrap over groups of
+      segments resamples (:func:`resampled_distances`), in memory that does not grow with the data.
 
     ``result()`` returns arrays (heads flattened layer-major):
     ``js_sum[i, j]``, ``js_mean[i, j]`` (per query token), ``js_mean_halves[2, i, j]``,
     ``n_tokens`` (queries compared), ``n_tokens_halves[2]``, ``entropy[i]`` (mean
-    attention entropy of each head over the same queries, nats), ``n_examples``.
+    attention entropy of each head over the same queries, nats), ``n_examples``,
+    ``js_sum_groups[group, pair]`` (condensed, :func:`condensed` order) and ``n_tokens_groups[group]``.
     """
 
     def __init__(
@@ -215,10 +259,11 @@ class HeadDistances:
         self.n = self.n_layers * self.n_heads
         self.smoothing, self.query_fraction, self.seed, self.chunk = float(smoothing), float(query_fraction), int(seed), int(chunk)
         n_pairs = self.n * (self.n - 1) // 2
-        self.pair_xlogx = np.zeros((2, n_pairs))
-        self.head_xlogx = np.zeros((2, self.n))
-        self.head_mass = np.zeros((2, self.n))
-        self.n_tokens = np.zeros(2, dtype=np.int64)
+        g = N_GROUPS
+        self.pair_xlogx = np.zeros((g, n_pairs))
+        self.head_xlogx = np.zeros((g, self.n))
+        self.head_mass = np.zeros((g, self.n))
+        self.n_tokens = np.zeros(g, dtype=np.int64)
         self.n_examples = 0
 
     def query_positions(self, index: int, length: int) -> np.ndarray:
@@ -235,17 +280,17 @@ class HeadDistances:
                 f"expected attn[batch, {self.n_layers}, {self.n_heads}, query, key], got {tuple(attn.shape)}"
             )
         attn = attn.float()
-        rows: list[list[torch.Tensor]] = [[], []]
+        rows: list[list[torch.Tensor]] = [[] for _ in range(N_GROUPS)]
         for b, index in enumerate(batch.index):
             n = int(batch.lengths[b])
             q = torch.from_numpy(self.query_positions(index, n))
             maps = attn[b, :, :, :n, :n].reshape(self.n, n, n).index_select(1, q)  # [head, query, key]
             maps = smooth(maps, self.smoothing)
-            half = int(index) % 2
+            half = group_of(int(index))
             rows[half].append(maps.reshape(self.n, -1))
             self.n_tokens[half] += len(q)
             self.n_examples += 1
-        for half in (0, 1):
+        for half in range(N_GROUPS):
             if not rows[half]:
                 continue
             a = torch.cat(rows[half], dim=1)
@@ -253,28 +298,31 @@ class HeadDistances:
             self.head_mass[half] += a.sum(1, dtype=torch.float64).numpy()
             self.pair_xlogx[half] += pairwise_xlogx_sums(a, self.chunk).numpy()
 
-    def _js_sum(self, half: slice | int) -> np.ndarray:
-        e = np.atleast_2d(self.head_xlogx[half]).sum(0)
-        mass = np.atleast_2d(self.head_mass[half]).sum(0)
-        t = np.atleast_2d(self.pair_xlogx[half]).sum(0)
+    def _js_condensed(self, groups) -> np.ndarray:
+        e = np.atleast_2d(self.head_xlogx[groups]).sum(0)
+        mass = np.atleast_2d(self.head_mass[groups]).sum(0)
+        t = np.atleast_2d(self.pair_xlogx[groups]).sum(0)
         i, j = np.triu_indices(self.n, 1)
-        js = (e[i] + e[j]) / 2 - t / 2 + LN2 * (mass[i] + mass[j]) / 2
-        return condensed_to_square(np.maximum(js, 0.0), self.n)  # rounding can leave -1e-9
+        return (e[i] + e[j]) / 2 - t / 2 + LN2 * (mass[i] + mass[j]) / 2
+
+    def _js_sum(self, groups) -> np.ndarray:
+        return condensed_to_square(np.maximum(self._js_condensed(groups), 0.0), self.n)  # rounding can leave -1e-9
 
     def result(self) -> dict[str, np.ndarray]:
         total = int(self.n_tokens.sum())
         if total == 0:
             raise EmptyDataError("HeadDistances saw no query tokens")
         js_sum = self._js_sum(slice(None))
-        halves = np.stack(
-            [self._js_sum(h) / max(int(self.n_tokens[h]), 1) for h in (0, 1)]
-        )
+        parity = [np.arange(h, N_GROUPS, 2) for h in (0, 1)]  # even / odd examples (N_GROUPS is even)
+        halves = np.stack([self._js_sum(p) / max(int(self.n_tokens[p].sum()), 1) for p in parity])
         return {
             "js_sum": js_sum,
             "js_mean": js_sum / total,
             "js_mean_halves": halves,
             "n_tokens": np.array(total),
-            "n_tokens_halves": self.n_tokens.copy(),
+            "n_tokens_halves": np.array([self.n_tokens[p].sum() for p in parity]),
+            "js_sum_groups": np.stack([self._js_condensed(g) for g in range(N_GROUPS)]),
+            "n_tokens_groups": self.n_tokens.copy(),
             "entropy": -self.head_xlogx.sum(0) / total,
             "n_examples": np.array(self.n_examples),
         }

@@ -155,3 +155,20 @@ def split_half_stability(js_mean_halves: np.ndarray, seed: int = 0) -> dict[str,
         "max_relative_difference": float(np.max(np.abs(a - b) / np.where(mean > 0, mean, 1.0))),
         "procrustes": procrustes_disparity(emb[0], emb[1]),
     }
+
+
+def orientation_markdown(coords: np.ndarray, layers: np.ndarray, strong: float = 0.5) -> str:
+    """What the MDS plane's axes show about the layers (Markdown), generated from the numbers: the first axis is
+    said to run from early to late layers only when its coordinate correlates with the layer at ``|r| >= strong``."""
+    x = np.asarray(coords, dtype=np.float64)
+    by = np.asarray(layers, dtype=np.float64)
+    r = [float(np.corrcoef(x[:, k], by)[0, 1]) if np.std(x[:, k]) > 0 and np.std(by) > 0 else float("nan")
+         for k in range(x.shape[1])]
+    head = ("The plane is rotated onto its main axes and each axis flipped so that its coordinate grows with the "
+            "layer where it can (the distances do not change). ")
+    if abs(r[0]) >= strong:
+        return head + f"The first axis then runs from early to late layers (correlation with the layer r = {r[0]:.2f})."
+    second = (f"; the second axis follows them more (r = {r[1]:.2f})" if len(r) > 1 and abs(r[1]) >= strong
+              else f"; nor does the second (r = {r[1]:.2f})" if len(r) > 1 else "")
+    return head + (f"The layers do not order the first axis (correlation of its coordinate with the layer r = "
+                   f"{r[0]:.2f}){second}.")

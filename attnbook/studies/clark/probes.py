@@ -85,6 +85,9 @@ TABLE3_NAMES: dict[str, str] = {
 #: Adam learning rates per probe (see the module doc for how they were chosen)
 LEARNING_RATES: dict[str, float] = {"distances_words": 1e-2, "attn": 1e-2, "attn_words": 3e-3}
 
+#: version of the cached Table 3 summary (:func:`cached_run_probes`; the cached maps keep probe_data's version)
+RESULTS_VERSION = "probe-results-2"
+
 #: short signed distances (candidate minus dependent) with an indicator feature in :class:`DistanceMLP`
 SHORT_DISTANCES = (-4, -3, -2, -1, 1, 2, 3, 4)
 
@@ -200,13 +203,15 @@ def probe_loss(scores: torch.Tensor, batch: ProbeBatch) -> torch.Tensor:
 
 @dataclass
 class ProbeRun:
-    """A trained probe: its dev UAS (fraction), per-epoch training loss, and counts."""
+    """A trained probe: its dev UAS (fraction), per-epoch training loss, counts, and its right heads per dev
+    sentence (``right[sentence]``, for the bootstrap over sentences)."""
 
     name: str
     probe: nn.Module | None
     uas: float
     losses: list[float] = field(default_factory=list)
     n_scored: int = 0
+    right: np.ndarray | None = None
 
 
 def train_probe(
@@ -255,11 +260,21 @@ def predict_heads(probe: nn.Module, data: ProbeData, batch_size: int = 64) -> li
 
 def uas(predicted: Sequence[np.ndarray], data: ProbeData) -> float:
     """Unlabelled attachment score: share of scored words whose predicted head is the gold head."""
-    right = sum(int(((p == h) & (h >= 0)).sum()) for p, h in zip(predicted, data.heads))
+    right = int(sentence_right(predicted, data).sum())
     total = data.n_scored
     if total == 0:
         raise EmptyDataError("no scored words")
     return right / total
+
+
+def sentence_right(predicted: Sequence[np.ndarray], data: ProbeData) -> np.ndarray:
+    """Right heads per sentence (``right[sentence]``): the numerators of the per-sentence bootstrap of UAS."""
+    return np.array([int(((p == h) & (h >= 0)).sum()) for p, h in zip(predicted, data.heads)], dtype=np.int64)
+
+
+def sentence_scored(data: ProbeData) -> np.ndarray:
+    """Scored words per sentence (words whose gold head is a word): the denominators of UAS."""
+    return np.array([int((h >= 0).sum()) for h in data.heads], dtype=np.int64)
 
 
 def right_branching_predictions(data: ProbeData) -> list[np.ndarray]:
@@ -363,6 +378,8 @@ def run_probes(
     seed and ``epochs``. ``use_cache`` caches the extracted maps.
 
     Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`TABLE3_NAMES` in Table 3's order),
+    ``per_sentence`` (``scored[sentence]`` and, per row, ``right[sentence]`` on the dev sentences, in input
+    order: every probe is scored on the same sentences, so differences can be bootstrapped paired),
     ``weights`` (attention-only probe weights,
     :func:`attention_weights_table`), ``losses`` (row -> per-epoch training loss),
     ``info`` (train/dev counts, OOV rates, map memory, learning rates) and ``probes``
@@ -379,7 +396,8 @@ def run_probes(
     def fit(name: str, probe: nn.Module, train: ProbeData, dev: ProbeData, rate_of: str) -> ProbeRun:
         losses = train_probe(probe, train, epochs=epochs, lr=rates[rate_of], batch_size=probe_batch_size,
                              seed=seed, progress=progress, desc=TABLE3_NAMES[name])
-        return ProbeRun(name, probe, uas(predict_heads(probe, dev), dev), losses, dev.n_scored)
+        predicted = predict_heads(probe, dev)
+        return ProbeRun(name, probe, uas(predicted, dev), losses, dev.n_scored, sentence_right(predicted, dev))
 
     train, train_info = data_for(loaded, train_sentences, "train")
     dev, dev_info = data_for(loaded, dev_sentences, "dev")
@@ -388,8 +406,9 @@ def run_probes(
     n_maps = loaded.n_layers * loaded.n_heads
     runs: dict[str, ProbeRun] = {}
 
-    runs["right_branching"] = ProbeRun("right_branching", None, uas(right_branching_predictions(dev), dev),
-                                       n_scored=dev.n_scored)
+    rb = right_branching_predictions(dev)
+    runs["right_branching"] = ProbeRun("right_branching", None, uas(rb, dev), n_scored=dev.n_scored,
+                                       right=sentence_right(rb, dev))
     torch.manual_seed(seed)
     runs["distances_words"] = fit("distances_words", DistanceMLP(train.dim, hidden), train, dev, "distances_words")
     if random_init:
@@ -406,6 +425,7 @@ def run_probes(
     order = [k for k in TABLE3_NAMES if k in runs]
     return {
         "uas": {k: 100 * runs[k].uas for k in order},
+        "per_sentence": {"scored": sentence_scored(dev), **{k: runs[k].right for k in order}},
         "weights": attention_weights_table(runs["attn"].probe, loaded.n_layers, loaded.n_heads),
         "losses": {k: runs[k].losses for k in order},
         "info": {"train": train_info, "dev": dev_info, "word_vectors": word_vectors, "epochs": epochs,
@@ -449,10 +469,12 @@ def cached_run_probes(
             "attn_scale": attn.alpha_scale.numpy(), "info": np.array(json.dumps(res["info"], sort_keys=True)),
         }
         out.update({f"losses_{k}": np.asarray(v, dtype=np.float64) for k, v in res["losses"].items()})
+        out.update({f"right_{k}": np.asarray(v, dtype=np.int64) for k, v in res["per_sentence"].items()})
         return out
 
     parts = {"model": loaded.key, "train": cache.digest(train_sentences), "dev": cache.digest(dev_sentences),
              "glove": None if glove is None else cache.digest(glove), "code": CODE_VERSION,
+             "results": RESULTS_VERSION,
              "params": {k: kwargs[k] for k in sorted(kwargs)}}
     a = cache.cached_arrays("probe_results", parts, compute)
     rows = [str(r) for r in a["rows"]]
@@ -464,6 +486,7 @@ def cached_run_probes(
         "uas": {k: float(v) for k, v in zip(rows, a["uas"])},
         "weights": attention_weights_table(attn, loaded.n_layers, loaded.n_heads),
         "losses": {k: [float(x) for x in a[f"losses_{k}"]] for k in rows},
+        "per_sentence": {k: np.asarray(a[f"right_{k}"]) for k in ["scored", *rows]},
         "info": json.loads(str(a["info"])),
         "probes": {"attn": attn},
     }

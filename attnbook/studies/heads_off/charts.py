@@ -5,7 +5,6 @@ Pure functions from arrays / DataFrames to Altair charts; every label a reader s
 """
 from __future__ import annotations
 
-
 import altair as alt
 import numpy as np
 import pandas as pd

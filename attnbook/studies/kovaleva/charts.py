@@ -87,6 +87,30 @@ def thumbnail_mosaic(maps: Sequence[np.ndarray], labels: Sequence[int] | None = 
     return out
 
 
+def review_sheet(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], *, cols: int = 5, size: int = 150,
+                 gap: int = 10, tick: int = 6) -> np.ndarray:
+    """RGB sheet of a blind review: map thumbnails (:func:`map_image`, linear grey, each map divided by its
+    maximum) row-major, with **no class shown**; a blue tick above the ``[CLS]`` column and red ticks on the
+    top and left margins at each ``[SEP]`` (the last token of each segment), so sentence boundaries are seen."""
+    if len(maps) != len(segments):
+        raise ParameterError(f"{len(maps)} maps but {len(segments)} segment layouts")
+    rows = (len(maps) + cols - 1) // cols
+    cell = size + tick + gap
+    img = np.full((rows * cell + gap, cols * cell + gap, 3), 255, np.uint8)
+    for k, (m, seg) in enumerate(zip(maps, segments)):
+        r, c = divmod(k, cols)
+        y, x = gap + r * cell + tick, gap + c * cell + tick
+        img[y:y + size, x:x + size] = map_image(m, size)[:, :, None]
+        n = np.asarray(m).shape[0]
+        seg = np.asarray(seg)
+        for j in np.flatnonzero(np.r_[seg[1:] != seg[:-1], True]):
+            p0, p1 = (j * size) // n, max((j * size) // n + 1, ((j + 1) * size) // n)
+            img[y - tick:y - 1, x + p0:x + p1] = (220, 0, 0)
+            img[y + p0:y + p1, x - tick:x - 1] = (220, 0, 0)
+        img[y - tick:y - 1, x:x + max(1, size // n)] = (0, 0, 220)
+    return img
+
+
 def render_thumbnails(path: Path | str, maps: Sequence[np.ndarray], labels: Sequence[int] | None = None, **kw) -> Path:
     """Write :func:`thumbnail_mosaic` as a PNG file (atomically); returns the path."""
     path = Path(path)

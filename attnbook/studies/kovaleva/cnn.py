@@ -21,6 +21,7 @@ from torch import nn
 from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.train import Recipe, epochs_of, fit
+from attnbook.stats import Estimate
 from attnbook.studies.kovaleva.patterns import CLASSES
 
 #: version of the CNN's training and cross-validation code; part of its cache keys
@@ -145,6 +146,43 @@ def macro_f1(y_true: np.ndarray, y_pred: np.ndarray, average: str = "macro") -> 
 
     labels = sorted(set(np.asarray(y_true).tolist()))
     return float(f1_score(y_true, y_pred, labels=labels, average=average, zero_division=0))
+
+
+def f1_estimate(y_true: np.ndarray, y_pred: np.ndarray, *, n_resamples: int = 2000, seed: int = 0,
+                unit: str = "labelled maps") -> Estimate:
+    """Macro F1 (:func:`macro_f1`, over the classes present in ``y_true``) with its 95% percentile bootstrap
+    interval over the maps (each resample weighs the maps by how often it draws them)."""
+    from attnbook.stats import bootstrap_counts, percentile_interval
+
+    y, p = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
+    if len(y) == 0:
+        raise EmptyDataError("no maps to score")
+    present = sorted(set(y.tolist()))
+    Y = (y[:, None] == np.array(present)[None, :]).astype(np.float64)
+    P = (p[:, None] == np.array(present)[None, :]).astype(np.float64)
+    w = bootstrap_counts(len(y), n_resamples, seed).astype(np.float64)
+    tp, fp, fn = w @ (Y * P), w @ ((1 - Y) * P), w @ (Y * (1 - P))
+    denom = 2 * tp + fp + fn
+    f1 = np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1), 0.0).mean(1)
+    lo, hi = percentile_interval(f1)
+    return Estimate(macro_f1(y, p), float(lo), float(hi), len(y), unit)
+
+
+def learnable_classes(labels: np.ndarray, k: int) -> tuple[np.ndarray, str]:
+    """Which maps a ``k``-fold cross-validation can use: ``(keep mask, note)``. A class with fewer than ``k`` maps
+    cannot be in every fold, so its maps are dropped; the note names it, and every class with no map at all."""
+    y = np.asarray(labels, dtype=np.int64)
+    counts = np.bincount(y[y >= 0], minlength=len(CLASSES))
+    rare = [c for c in range(len(CLASSES)) if 0 < counts[c] < k]
+    absent = [CLASSES[c] for c in range(len(CLASSES)) if counts[c] == 0]
+    keep = (y >= 0) & ~np.isin(y, rare)
+    parts = []
+    if absent:
+        parts.append(f"no labelled map of {', '.join(absent)}, so the CNN cannot learn it")
+    if rare:
+        parts.append(", ".join(f"{CLASSES[c]} ({counts[c]} maps)" for c in rare)
+                     + f" dropped: fewer maps than the {k} folds")
+    return keep, "; ".join(parts)
 
 
 def cross_validate_cnn(

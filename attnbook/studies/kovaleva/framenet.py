@@ -36,7 +36,9 @@ What differs here, and why:
   reading) and the 99th percentile of *all* per-instance scores, and a control: the
   same maximum over the target and the ordinary words that are *not* frame elements
   (at least two words away), to see whether a head prefers frame elements or just
-  attends from the target to anything.
+  attends from the target to anything. What can fail is judged with intervals over
+  the instances (:func:`top_head_estimates`): the top head's mean score, and its score
+  on frame elements minus the control's, paired.
 """
 from __future__ import annotations
 
@@ -212,6 +214,34 @@ def frame_heads(scores: np.ndarray, percentile: float = 99.0, control: np.ndarra
         out["control_mean"] = c[has].mean(0) if has.any() else np.full(mean.shape, np.nan)
         out["lift"] = s[has].mean(0) / np.maximum(out["control_mean"], 1e-12) if has.any() else out["control_mean"]
         out["n_with_control"] = int(has.sum())
+    return out
+
+
+def top_head_estimates(scores: np.ndarray, control: np.ndarray | None, head: tuple[int, int] | None = None, *,
+                       n_resamples: int = 2000, seed: int = 0) -> dict:
+    """The uncertainty of §4.2's numbers for one head (the top one of :func:`frame_heads`), over the instances.
+
+    Returns ``mean``: the head's mean score with its 95% bootstrap interval over instances (an
+    :class:`~attnbook.stats.Estimate`), and, given ``control``, ``difference``: its mean score on frame elements
+    minus its mean on equally distant ordinary words, paired over the instances that have such words (the same
+    draws for both), and ``n_with_control``; ``head`` (default: the one with the largest mean) and its ``label``.
+    """
+    from attnbook.core.heads import head_label
+    from attnbook.stats import ratio_estimate
+
+    if head is None:  # the head with the largest mean score
+        means = np.nanmean(np.asarray(scores, dtype=np.float64), axis=0)
+        head = tuple(int(i) for i in np.unravel_index(int(np.nanargmax(means)), means.shape))
+    l, h = head
+    s = np.asarray(scores, dtype=np.float64)[:, l, h]
+    out: dict = {"head": (l, h), "label": head_label(l, h), "mean": ratio_estimate(s, unit="instances", n_resamples=n_resamples, seed=seed)}
+    if control is not None:
+        c = np.asarray(control, dtype=np.float64)[:, l, h]
+        has = ~np.isnan(c)
+        out["n_with_control"] = int(has.sum())
+        if has.any():
+            out["difference"] = ratio_estimate(s[has] - c[has], unit="instances with other words",
+                                               n_resamples=n_resamples, seed=seed)
     return out
 
 

@@ -1,9 +1,13 @@
 """The book's labelled attention maps (Kovaleva et al. §4.1): the labelled set, its loading, the maps
-regenerated from it, and a widget to label maps by hand.
+regenerated from it, the blind review that labelled part of them, and a widget to label maps by hand.
 
 The paper's ~400 hand-labelled maps were not released, so the book ships its own set,
-``assets/pattern_labels.json``: identifiers of GLUE dev inputs, layer, head and label, from which the
-maps are regenerated deterministically (:func:`load_pattern_labels`, :func:`labelled_maps`).
+``assets/pattern_labels.json``: identifiers of GLUE dev inputs, layer and head, from which the maps are
+regenerated deterministically (:func:`load_pattern_labels`, :func:`labelled_maps`). Every map carries the
+rule set's proposal (``proposed``, :func:`rule_proposals` recomputes it); the maps of a blind review
+(:func:`review_sample`, sheets drawn by :func:`attnbook.studies.kovaleva.charts.review_sheet` without any class)
+also carry the reviewer's label (``reviewed``) and whether it agrees with the proposal (``agrees``). Only
+reviewed maps have a label a classifier may learn or be scored on (:func:`reviewed_maps`).
 """
 from __future__ import annotations
 
@@ -29,20 +33,28 @@ LABELS_FILE = ASSETS / "pattern_labels.json"
 
 @dataclass(frozen=True)
 class LabelledMap:
-    """One labelled map: where it comes from and its class."""
+    """One map of the labelled set: where it comes from, the rule set's proposal and, for a map of the blind
+    review, the reviewer's class (``reviewed``; ``None`` for a map nobody reviewed)."""
 
     task: str
     split: str
     row: int
     layer: int  # 0-based
     head: int  # 0-based
-    label: str
-    proposed: str  # what the shipped rule set says
-    how: str  # "rules, confirmed by eye" or "rules, corrected by eye"
+    proposed: str  # what the shipped rule set says (patterns.DEFAULT_RULES)
+    reviewed: str | None = None  # the blind reviewer's class
     n_tokens: int | None = None  # encoded length, checked on regeneration
 
+    @property
+    def label(self) -> str:
+        """The reviewed class; :class:`ParameterError` for a map that was not reviewed (it has no label)."""
+        if self.reviewed is None:
+            raise ParameterError(f"{self.task} row {self.row}, head {self.layer}-{self.head} (0-based) was not reviewed: "
+                                 "it carries only the rules' proposal")
+        return self.reviewed
 
-_REQUIRED = ("task", "split", "row", "layer", "head", "label", "proposed", "how")
+
+_REQUIRED = ("task", "split", "row", "layer", "head", "proposed")
 
 
 def sample_label_ids(
@@ -62,10 +74,10 @@ def sample_label_ids(
 
 
 def load_pattern_labels(path: Path | str | None = None) -> tuple[dict, list[LabelledMap]]:
-    """The shipped labelled set: ``(header, labels)``; the header says how maps are regenerated.
+    """The shipped labelled set: ``(header, maps)``; the header says how maps are regenerated and reviewed.
 
-    Raises :class:`MalformedInputError` naming the entry when a label is not one of
-    :data:`CLASSES` or a field is missing.
+    Raises :class:`MalformedInputError` naming the entry when a class is not one of :data:`CLASSES`, a field
+    is missing, or a reviewed map's ``agrees`` is not ``reviewed == proposed``.
     """
     path = Path(path) if path is not None else LABELS_FILE
     try:
@@ -80,16 +92,19 @@ def load_pattern_labels(path: Path | str | None = None) -> tuple[dict, list[Labe
         if missing:
             raise MalformedInputError(path, None, f"map entry {i} lacks field(s) {', '.join(missing)}")
         item = LabelledMap(**{k: entry[k] for k in LabelledMap.__dataclass_fields__ if k in entry})
-        for name in (item.label, item.proposed):
-            if name not in CLASS_INDEX:
+        for name in (item.reviewed, item.proposed):
+            if name is not None and name not in CLASS_INDEX:
                 raise MalformedInputError(path, None, f"map entry {i} has unknown class {name!r}")
+        if item.reviewed is not None and entry.get("agrees") != (item.reviewed == item.proposed):
+            raise MalformedInputError(path, None, f"map entry {i}: 'agrees' must say whether reviewed == proposed")
         out.append(item)
     return doc["header"], out
 
 
 def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 128, batch_size: int = 16,
                   header: dict | None = None) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-    """Regenerate the labelled maps: ``(maps, segment_ids, label indices)`` in the order of ``labels``.
+    """Regenerate the maps: ``(maps, segment_ids, class indices)`` in the order of ``labels``; the class is
+    the reviewed one, -1 for a map that was not reviewed (give :func:`reviewed_maps` to learn from labels).
 
     Each distinct (task, split, row) is encoded with :func:`encode_text` and run once. An
     input whose encoded length differs from the recorded ``n_tokens`` raises
@@ -140,7 +155,7 @@ def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 12
             return None
 
     stream_attention(loaded, examples, [_Pick()], batch_size=batch_size, progress=False)
-    y = np.array([CLASS_INDEX[m.label] for m in labels], dtype=np.int64)
+    y = np.array([CLASS_INDEX[m.reviewed] if m.reviewed is not None else -1 for m in labels], dtype=np.int64)
     return maps, segs, y  # type: ignore[return-value]
 
 
@@ -155,6 +170,51 @@ def source_files(labels: Sequence[LabelledMap]) -> list[Path]:
 def proposed_classes(labels: Sequence[LabelledMap]) -> np.ndarray:
     """Class index of each map's proposal by the shipped rule set (the ``proposed`` field)."""
     return np.array([CLASS_INDEX[m.proposed] for m in labels])
+
+
+def reviewed_maps(labels: Sequence[LabelledMap]) -> list[LabelledMap]:
+    """The maps of the blind review (those with a ``reviewed`` class), in file order."""
+    out = [m for m in labels if m.reviewed is not None]
+    if not out:
+        raise EmptyDataError("no map of the labelled set was reviewed")
+    return out
+
+
+def rule_proposals(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], rules=None) -> list[str]:
+    """The rule set's class of each regenerated map (:func:`attnbook.studies.kovaleva.patterns.classify_rules`):
+    what the file's ``proposed`` field must say."""
+    from attnbook.studies.kovaleva.patterns import DEFAULT_RULES, classify_rules
+
+    return [classify_rules(m, s, rules or DEFAULT_RULES) for m, s in zip(maps, segments)]
+
+
+def review_sample(labels: Sequence[LabelledMap], per_task: int, seed: int) -> list[int]:
+    """Indices into ``labels`` of a blind review: ``per_task`` maps drawn without replacement from each task's
+    maps (tasks in sorted order, seeded), then shuffled together so one sheet mixes tasks. The order is the
+    review order (:func:`attnbook.studies.kovaleva.charts.review_sheet` draws 25 maps per sheet)."""
+    rng = np.random.default_rng(seed)
+    picked: list[int] = []
+    for task in sorted({m.task for m in labels}):
+        idx = [i for i, m in enumerate(labels) if m.task == task]
+        if len(idx) < per_task:
+            raise ParameterError(f"{task} has {len(idx)} maps, fewer than {per_task}")
+        picked += sorted(rng.choice(idx, size=per_task, replace=False).tolist())
+    order = rng.permutation(len(picked))
+    return [int(picked[i]) for i in order]
+
+
+def agreement(labels: Sequence[LabelledMap]) -> dict:
+    """How often the rule set's proposal equals the reviewed class, over the reviewed maps: ``k``, ``n``, the
+    share and its exact (Clopper-Pearson) 95% interval over maps, and ``confusion[reviewed, proposed]``."""
+    from attnbook.stats import proportion_interval
+
+    rev = reviewed_maps(labels)
+    k = sum(m.reviewed == m.proposed for m in rev)
+    low, high = proportion_interval(k, len(rev))
+    conf = np.zeros((len(CLASSES), len(CLASSES)), dtype=np.int64)
+    for m in rev:
+        conf[CLASS_INDEX[m.reviewed], CLASS_INDEX[m.proposed]] += 1
+    return {"k": int(k), "n": len(rev), "share": k / len(rev), "low": low, "high": high, "confusion": conf}
 
 
 def annotation_widget(
@@ -243,3 +303,58 @@ def annotation_widget(
     box.state = state  # type: ignore[attr-defined]
     box.buttons = dict(zip(CLASSES, buttons))  # type: ignore[attr-defined]
     return box
+
+
+def class_share(labels: Sequence[LabelledMap], name: str):
+    """The share of the reviewed maps whose class is ``name``, with its exact (Clopper-Pearson) 95% interval over
+    the reviewed maps (an :class:`~attnbook.stats.Estimate`)."""
+    from attnbook.stats import Estimate, proportion_interval
+
+    rev = reviewed_maps(labels)
+    k = sum(m.reviewed == name for m in rev)
+    low, high = proportion_interval(k, len(rev))
+    return Estimate(k / len(rev), low, high, len(rev), "reviewed maps")
+
+
+def review_markdown(header: dict, labels: Sequence[LabelledMap]) -> str:
+    """What the labelled set is, from the file's header and the maps: how many maps, how many were reviewed
+    blind, by whom, when and how they were sampled, the reviewed classes, and the rule set's agreement with the
+    review (:func:`agreement`) with its exact interval and the most frequent disagreements."""
+    review = header.get("review") or {}
+    rev = [m for m in labels if m.reviewed is not None]
+    if not rev:
+        return (f"The file holds {len(labels)} maps with the rule set's proposals and **no reviewed label**: the "
+                "proposals are a rule's output, so a classifier trained on them reproduces the rule.")
+    agr = agreement(labels)
+    counts = {c: sum(m.reviewed == c for m in rev) for c in CLASSES}
+    pairs: dict[tuple[str, str], int] = {}
+    for m in rev:
+        if m.reviewed != m.proposed:
+            pairs[(m.reviewed, m.proposed)] = pairs.get((m.reviewed, m.proposed), 0) + 1
+    top = sorted(pairs.items(), key=lambda x: -x[1])[:3]
+    return (
+        f"The file holds {len(labels)} maps, each with the rule set's proposal. **{len(rev)} were reviewed blind** "
+        f"({review.get('who', 'reviewer not recorded')}; {review.get('when', 'date not recorded')}): "
+        f"{review.get('sample', '')}. Each sheet showed the maps without any class; the reviewer's class was written "
+        "down before the rules' proposals were computed. The other "
+        f"{len(labels) - len(rev)} maps carry only the proposal and are not used below. Reviewed classes: "
+        + ", ".join(f"{c} {n}" for c, n in counts.items()) + ". "
+        f"**The rule set agrees with the review on {agr['k']} of {agr['n']} maps** "
+        f"({agr['share']:.2f}, exact 95% interval [{agr['low']:.2f}, {agr['high']:.2f}] over maps)"
+        + ("; most disagreements: " + ", ".join(f"reviewed {a}, proposed {b} ({n})" for (a, b), n in top)
+           if top else "") + "."
+    )
+
+
+def learnable_subset(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], y: np.ndarray, labels: Sequence[LabelledMap],
+                     k: int) -> dict:
+    """The reviewed maps a ``k``-fold cross-validation can learn from (:func:`attnbook.studies.kovaleva.cnn.
+    learnable_classes`: unreviewed maps, ``y == -1``, and classes with fewer than ``k`` maps are left out):
+    ``maps``, ``segments``, ``y``, ``proposed`` (the rule set's classes of the same maps), ``index`` (into the
+    full set) and ``note`` (what was left out and why)."""
+    from attnbook.studies.kovaleva.cnn import learnable_classes
+
+    keep, note = learnable_classes(np.asarray(y), k)
+    idx = np.flatnonzero(keep)
+    return {"maps": [maps[i] for i in idx], "segments": [segments[i] for i in idx], "y": np.asarray(y)[idx],
+            "proposed": proposed_classes([labels[i] for i in idx]), "index": idx, "note": note}

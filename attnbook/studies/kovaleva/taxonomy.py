@@ -19,11 +19,12 @@ import torch
 from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.extract import Batch, Encoded
+from attnbook.stats import Estimate, ratio_estimate
 from attnbook.studies.kovaleva.cnn import PatternCNN, resize_images
 from attnbook.studies.kovaleva.patterns import CLASSES, DEFAULT_RULES, PatternRules, map_features_batch
 
 #: version of the pattern-share measurement; part of its cache key
-CODE_VERSION = "kovaleva-patterns-1"
+CODE_VERSION = "kovaleva-patterns-2"
 
 # ---------------------------------------------------------------------------------------------
 # counting classes over a corpus (Fig. 2)
@@ -68,18 +69,23 @@ class PatternCounter:
     """Streaming reducer: how often each head's map falls in each class (Kovaleva Fig. 2).
 
     ``result()``: ``counts[layer, head, class]`` (maps of each class), ``fractions[class]``
-    (share of all maps: the Fig. 2 bar of one task) and ``n_examples``.
+    (share of all maps: the Fig. 2 bar of one task), ``per_input[input, class]`` (each input's maps of each
+    class, in the order the inputs were seen: what a bootstrap over inputs resamples) and ``n_examples``.
     """
 
     def __init__(self, classify: Classifier):
         self.classify = classify
         self.counts: np.ndarray | None = None
+        self.per_input: list[np.ndarray] = []
         self.n_examples = 0
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
         labels = self.classify(attn, batch)  # [batch, layer, head]
-        onehot = torch.nn.functional.one_hot(labels, len(CLASSES)).sum(0).numpy()
-        self.counts = onehot if self.counts is None else self.counts + onehot
+        onehot = torch.nn.functional.one_hot(labels, len(CLASSES))  # [batch, layer, head, class]
+        per = onehot.sum((1, 2)).numpy()
+        self.per_input.extend(per.astype(np.int32))
+        summed = onehot.sum(0).numpy()
+        self.counts = summed if self.counts is None else self.counts + summed
         self.n_examples += attn.shape[0]
 
     def result(self) -> dict[str, np.ndarray]:
@@ -87,7 +93,7 @@ class PatternCounter:
             raise EmptyDataError("no examples were classified")
         total = self.counts.sum()
         return {"counts": self.counts, "fractions": self.counts.sum((0, 1)) / total,
-                "n_examples": np.array(self.n_examples)}
+                "per_input": np.stack(self.per_input), "n_examples": np.array(self.n_examples)}
 
 
 def pattern_proportions(
@@ -159,6 +165,18 @@ def pattern_shares(loaded, examples: Sequence[Encoded], cnn: PatternCNN, *, rule
         "kovaleva_patterns", pattern_share_parts(loaded, examples, cnn, rules),
         lambda: flatten(pattern_proportions(loaded, examples, classifiers, batch_size=batch_size)), enabled=use_cache)
     return unflatten(flat)
+
+
+def share_estimates(result: Mapping[str, np.ndarray], *, n_resamples: int = 2000, seed: int = 0
+                    ) -> dict[str, Estimate]:
+    """Each class's share of all maps (one :class:`PatternCounter` result) with its 95% bootstrap interval over
+    the inputs (each input contributes all its heads' maps): class name -> :class:`~attnbook.stats.Estimate`."""
+    per = np.asarray(result["per_input"], dtype=np.float64)  # [input, class]
+    totals = per.sum(1)
+    out = {}
+    for c, name in enumerate(CLASSES):
+        out[name] = ratio_estimate(per[:, c], totals, unit="inputs", n_resamples=n_resamples, seed=seed)
+    return out
 
 
 def share_numbers(shares: Mapping[tuple[str, str], Mapping[str, Mapping[str, np.ndarray]]]) -> dict[str, dict]:

@@ -8,7 +8,7 @@ places the heads whose disabling hurts most among all heads by that share.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -17,6 +17,7 @@ import torch
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.engine.inputs import Batch
+from attnbook.stats import Estimate
 
 
 def cross_sentence_matches(
@@ -48,21 +49,25 @@ class WordMatchShare:
     is the mean of ``Σ_{key: copy} α[query, key]``; ``chance`` is the same mean under uniform
     attention over the real tokens (copies / real length), the level a head with no preference reaches.
     As a reducer of the engine (:func:`attnbook.engine.extract.stream_batches`) it finds the copies in
-    each batch itself, never counting the pieces in ``skip_ids``.
+    each batch itself, never counting the pieces in ``skip_ids``. It also keeps each input's totals
+    (``unit_mass[input, layer, head]``, ``unit_queries[input]``, zeros for an input without copies) in the order
+    the inputs were seen, so the share can be bootstrapped over the inputs with the same draws as a sweep over
+    the same batches (:func:`match_estimate`).
     """
 
     skip_ids: tuple[int, ...] = ()
     total: np.ndarray | None = None
     uniform: float = 0.0
     n_queries: int = 0
+    unit_mass: list = field(default_factory=list)
+    unit_queries: list = field(default_factory=list)
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
         """``attn[batch, layer, head, query, key]`` of a batch of sentence pairs."""
         if batch.token_type_ids is None:
             raise ParameterError("word matching needs sentence pairs (token_type_ids)")
         match = cross_sentence_matches(batch.input_ids, batch.token_type_ids, batch.attention_mask, self.skip_ids)
-        if match.any():
-            self.add(attn, match, batch.attention_mask)
+        self.add(attn, match, batch.attention_mask)
 
     def add(self, attn: torch.Tensor, match: torch.Tensor, attention_mask: torch.Tensor) -> None:
         """``attn[batch, layer, head, query, key]``, ``match[batch, query, key]`` (bool),
@@ -70,7 +75,10 @@ class WordMatchShare:
         m = match.to(attn.dtype)
         mass = torch.einsum("blhqk,bqk->blhq", attn, m)  # attention to copies, per query
         has = match.any(-1)  # [batch, query]
-        summed = (mass * has[:, None, None, :].to(attn.dtype)).sum((0, 3)).double().cpu().numpy()
+        per = (mass * has[:, None, None, :].to(attn.dtype)).sum(3).double().cpu().numpy()  # [batch, layer, head]
+        self.unit_mass.extend(per.astype(np.float32))
+        self.unit_queries.extend(has.sum(-1).cpu().numpy().astype(np.int64))
+        summed = per.sum(0)
         self.total = summed if self.total is None else self.total + summed
         length = attention_mask.sum(-1, keepdim=True).to(torch.float64)  # [batch, 1]
         self.uniform += float((m.sum(-1).double() / length)[has].sum())
@@ -80,7 +88,8 @@ class WordMatchShare:
         if self.total is None or self.n_queries == 0:
             raise EmptyDataError("no token has a copy in the other sentence; nothing to measure")
         return {"share": self.total / self.n_queries, "chance": self.uniform / self.n_queries,
-                "n_queries": self.n_queries}
+                "n_queries": self.n_queries, "unit_mass": np.stack(self.unit_mass),
+                "unit_queries": np.asarray(self.unit_queries)}
 
 
 def skip_token_ids(tokenizer: Any) -> list[int]:
@@ -117,6 +126,30 @@ def hurting_heads_match(classifier: Any, batches: Sequence[Batch], delta: np.nda
     return {**wm, "hurting": hurting,
             "percentiles": {head_label(*lh): float(np.mean(share <= share[lh])) for lh in hurting},
             "top_matching": extreme_heads(share, 1, largest=True)[0]}
+
+
+def match_estimate(match: Mapping[str, Any], resampled: np.ndarray, top_k: int, *, n_resamples: int = 2000,
+                   seed: int = 0) -> Estimate:
+    """The mean percentile (among all heads, by word-matching share) of the ``top_k`` heads whose disabling hurts
+    most, with its 95% bootstrap interval over the inputs: in every resample the heads are chosen again from the
+    resampled changes (``resampled[resample, layer, head]``,
+    :func:`attnbook.studies.kovaleva.disabling.resampled_deltas`, same ``seed`` and examples) and the shares are
+    measured on the same draws of inputs."""
+    from attnbook.stats import bootstrap_counts, percentile_interval
+
+    mass = np.asarray(match["unit_mass"], dtype=np.float64)  # [input, layer, head]
+    queries = np.asarray(match["unit_queries"], dtype=np.float64)
+    counts = bootstrap_counts(len(mass), n_resamples, seed).astype(np.float64)
+    if len(counts) != len(resampled):
+        raise ParameterError(f"{len(counts)} resamples of the shares but {len(resampled)} of the changes")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = (counts @ mass.reshape(len(mass), -1)) / (counts @ queries)[:, None]  # [resample, head]
+    hurt = np.argsort(resampled.reshape(len(resampled), -1), axis=1, kind="stable")[:, :top_k]
+    picked = np.take_along_axis(share, hurt, axis=1)  # [resample, top_k]
+    pct = (share[:, None, :] <= picked[:, :, None]).mean(2).mean(1)
+    value = float(np.mean(list(match["percentiles"].values())))
+    lo, hi = percentile_interval(pct[~np.isnan(pct)])
+    return Estimate(value, float(lo), float(hi), int(len(mass)), "dev examples (heads re-chosen per resample)")
 
 
 def match_numbers(match: Mapping[str, Any]) -> dict:

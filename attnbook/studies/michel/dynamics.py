@@ -16,7 +16,11 @@ from attnbook.engine.scores import ScoreFn
 from attnbook.stats import rank_agreement
 from attnbook.studies.heads_off import effects as heads_off
 from attnbook.studies.michel.importance import importance_of
-from attnbook.studies.michel.pruning import largest_safe_share, pruning_curve
+from attnbook.studies.michel.pruning import (
+    curve_frame,
+    largest_safe_share,
+    pruning_sweep,
+)
 
 
 def checkpoint_name(fraction: float) -> str:
@@ -39,6 +43,7 @@ def training_dynamics(
     step: float = 0.1,
     tolerance: float = 1.0,
     use_cache: bool = True,
+    with_sweeps: bool = False,
 ):
     """Michel §6: the pruning curve of the classifier after each share ``fractions`` of its fine-tuning, and of
     the ``final`` classifier (whose importance ``final_importance`` is known), each ordered by that checkpoint's
@@ -49,18 +54,32 @@ def training_dynamics(
     % of the checkpoint's unpruned score), ``unpruned``, ``safe`` (:func:`largest_safe_share` against the unpruned
     score, ``tolerance`` points) and ``rho_final`` (Spearman ρ of its importance with the final one); ``summary``
     has one row per checkpoint (index ``checkpoint``, columns ``unpruned, safe, rho_final``), in training order.
+    With ``with_sweeps``, also the curves as :func:`~attnbook.studies.michel.pruning.pruning_sweep` s by checkpoint
+    name (every example's output, for intervals).
     """
     import pandas as pd
 
-    out = []
+    out, sweeps = [], {}
     for f in [*fractions, 1.0]:
         clf = final if f == 1.0 else heads_off.classifier(base, task, dict(recipe), seed, fraction=f, use_cache=use_cache)
         values = final_importance if f == 1.0 else importance_of(clf, importance_batches, use_cache=use_cache)
-        cur = pruning_curve(clf, eval_batches, values, score_fn, step=step, use_cache=use_cache)
+        sweep = pruning_sweep(clf, eval_batches, values, score_fn, step=step, use_cache=use_cache)
+        sweeps[checkpoint_name(f)] = sweep
+        cur = curve_frame(sweep, "importance", step=step)
         unpruned = float(cur.loc[cur["share_pruned"] == 0, "score"].iloc[0])
         cur = cur.assign(checkpoint=checkpoint_name(f), relative=100 * cur["score"] / max(unpruned, 1e-9))
         out.append(cur.assign(unpruned=unpruned, safe=largest_safe_share(cur, unpruned, tolerance),
                               rho_final=rank_agreement(values, final_importance)["spearman"]))
     curves = pd.concat(out, ignore_index=True)
     summary = curves.groupby("checkpoint", sort=False)[["unpruned", "safe", "rho_final"]].first()
-    return curves, summary
+    return (curves, summary, sweeps) if with_sweeps else (curves, summary)
+
+
+def checkpoint_statistics(sweeps: Mapping[str, Any], task: str, tolerance: float, *, n_resamples: int = 1000,
+                          seed: int = 0) -> dict:
+    """:func:`attnbook.studies.michel.pruning.curve_statistics` of every checkpoint's curve (``sweeps`` from
+    :func:`training_dynamics` with ``with_sweeps``), with one set of bootstrap draws, so checkpoints compare paired."""
+    from attnbook.studies.michel.pruning import curve_statistics
+
+    return curve_statistics({name: [s] for name, s in sweeps.items()}, task, tolerance, n_resamples=n_resamples,
+                            seed=seed)

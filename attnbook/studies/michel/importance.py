@@ -234,3 +234,39 @@ def chosen_heads(all_but_one: SweepResult, select: np.ndarray, evaluate: np.ndar
     best["p (half B)"] = [float(sig.loc[f"only {label}", "p_value"]) for label in best["label"]]
     best["significant"] = best["p (half B)"] < alpha
     return best
+
+
+# ----------------------------------------------------------------------------- intervals (issue 17)
+
+
+def chosen_effects(all_but_one: SweepResult, chosen, evaluate: np.ndarray, task: str, score_fn: ScoreFn, *,
+                   n_resamples: int = 1000, seed: int = 0):
+    """The change from keeping only the chosen head of each layer (``chosen``: :func:`chosen_heads`), on the
+    held-out examples ``evaluate``, with its paired 95% interval
+    (:func:`attnbook.studies.heads_off.effects.effect_intervals`): ``layer, label, delta, low, high, n``."""
+    tested = heads_off.subset_sweep(all_but_one, evaluate, score_fn)
+    table, _ = heads_off.effect_intervals(tested, task, n_resamples=n_resamples, seed=seed)
+    table = table.set_index("name")
+    rows = [{"layer": int(r.layer), "label": r.label, **table.loc[f"only {r.label}", ["delta", "low", "high", "n"]]}
+            for r in chosen.itertuples()]
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def delta_correlation(first: SweepResult, second: SweepResult, task: str, *, n_resamples: int = 1000, seed: int = 0):
+    """Michel §3.4: Pearson r between the single-head Δ of two sweeps of the same heads (two dev sets, or two
+    halves of one), with a 95% interval: each sweep's examples are resampled on their own (independent draws), the
+    Δ of every head recomputed and r taken in every resample. Returns an :class:`~attnbook.stats.Estimate`."""
+    from attnbook.stats import Estimate, bootstrap_counts, pearson, percentile_interval
+
+    a = heads_off.resampled_deltas(first, task, bootstrap_counts(len(first.gold), n_resamples, seed))
+    b = heads_off.resampled_deltas(second, task, bootstrap_counts(len(second.gold), n_resamples, seed + 1))
+    a, b = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    r = np.array([pearson(x, y) for x, y in zip(a, b)])
+    n = len(first.gold) + len(second.gold)
+    value = pearson(np.ravel(first.delta), np.ravel(second.delta))
+    if np.mean(np.isfinite(r)) < 0.95:  # r undefined (no head changes anything) in too many resamples to tell
+        return Estimate(float(value) if np.isfinite(value) else 0.0, -1.0, 1.0, n, "dev examples (r often undefined)")
+    lo, hi = percentile_interval(r[np.isfinite(r)])
+    return Estimate(float(value), float(lo), float(hi), n, "dev examples")

@@ -28,7 +28,11 @@ from attnbook.engine.interventions import model_shape, unwrap
 from attnbook.engine.mask_gradients import LossFn
 from attnbook.engine.scores import ScoreFn, accuracy, score_name
 from attnbook.engine.sweeps import SweepResult, as_batches, sweep_configs
-from attnbook.studies.michel.importance import head_importance, normalize_per_layer, single_head_ablation
+from attnbook.studies.michel.importance import (
+    head_importance,
+    normalize_per_layer,
+    single_head_ablation,
+)
 
 #: The chapter's names of the pruning orders (Michel Fig. 3): by importance, by the single-head Δ, at random.
 BY_IMPORTANCE, BY_ABLATION, RANDOM = "importance I_h", "ablation Δ (oracle)", "random"
@@ -355,3 +359,172 @@ def speed_numbers(speed, share: float) -> dict:
     and the gain in examples per second (%) per batch size."""
     return {"share": share, "n_pruned": int(speed["n_pruned"].iloc[0]),
             "gain_pct": dict(zip(speed["batch_size"].astype(str), speed["gain_pct"].round(2)))}
+
+
+# ----------------------------------------------------------------------------- curves with their examples (intervals)
+
+
+def pruning_sweep(classifier: Any, batches: Sequence[Batch], order: np.ndarray | int, score_fn: ScoreFn, *,
+                  step: float = 0.1, use_cache: bool = True) -> SweepResult:
+    """One pruning curve of ``classifier`` on ``batches`` as a sweep that keeps every example's output (so the curve
+    can be bootstrapped over examples): the heads go in increasing order of ``order[layer, head]``, or, for an
+    integer ``order``, in the seeded random order of :func:`iterative_pruning`'s ``"random"``. Configuration ``k``
+    is the model after step ``k`` of :func:`pruning_schedule`; cached under the classifier's key, the batches'
+    digest, the order and the step."""
+    from attnbook.core import cache
+    from attnbook.engine.sweeps import cached_sweep
+
+    module = unwrap(classifier.model)
+    n_layers, n_heads = model_shape(module)
+    schedule = pruning_schedule(n_layers * n_heads, step)
+    if isinstance(order, (int, np.integer)):
+        perm = np.random.default_rng(int(order)).permutation(n_layers * n_heads)
+        heads = [divmod(int(k), n_heads) for k in perm]
+    else:
+        heads = pruning_order(order)
+    masks = masks_from_order(heads, [n for _, n in schedule], (n_layers, n_heads))
+    names = [f"{n} pruned" for _, n in schedule]
+    parts = {"classifier": classifier.key, "data": cache.digest(batches), "kind": "pruning-curve",
+             "order": cache.digest([list(h) for h in heads]), "step": step, "score": score_name(score_fn)}
+    sweep = cached_sweep(parts, lambda: sweep_configs(module, batches, masks, "mask", score_fn, names=names,
+                                                      kind="pruning"), enabled=use_cache)
+    sweep.meta["order"] = [head_label(l, h) for l, h in heads]
+    return sweep
+
+
+def curve_frame(sweep: SweepResult, ordering: str, seed: Any = None, *, step: float = 0.1):
+    """The rows of :func:`iterative_pruning` (``ordering, seed, share_target, n_pruned, share_pruned, score, delta,
+    newly_pruned``) for a :func:`pruning_sweep`."""
+    import pandas as pd
+
+    n_total = len(sweep.meta["order"]) if "order" in sweep.meta else None
+    schedule = pruning_schedule(n_total, step)
+    labels = sweep.meta.get("order", [])
+    rows, done = [], 0
+    for (share, n), score in zip(schedule, sweep.scores):
+        rows.append({"ordering": ordering, "seed": seed, "share_target": float(share), "n_pruned": int(n),
+                     "share_pruned": n / n_total, "score": float(score), "delta": float(score - sweep.baseline_score),
+                     "newly_pruned": " ".join(labels[done:n])})
+        done = n
+    return pd.DataFrame(rows)
+
+
+def resampled_curve(sweep: SweepResult, task: str, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The curve's scores ``[resample, step]`` and its unpruned score ``[resample]`` in every resample
+    ``counts[resample, example]`` of the examples (the task's metric, x 100)."""
+    from attnbook.studies.heads_off.effects import weighted_scores
+
+    base = np.nan_to_num(weighted_scores(task, sweep.baseline_outputs, sweep.gold, counts))
+    scores = np.stack([np.nan_to_num(weighted_scores(task, o, sweep.gold, counts)) for o in sweep.flat_outputs()], 1)
+    return scores, base
+
+
+def safe_share_draws(scores: np.ndarray, base: np.ndarray, shares: np.ndarray, tolerance: float) -> np.ndarray:
+    """:func:`largest_safe_share` in every resample: ``scores[resample, step]`` against ``base[resample]``."""
+    ok = scores >= (base[:, None] - tolerance)
+    first_bad = np.where(ok.all(1), scores.shape[1], np.argmin(ok, axis=1))
+    return np.where(first_bad > 0, np.asarray(shares)[np.maximum(first_bad - 1, 0)], 0.0)
+
+
+def area_draws(scores: np.ndarray, shares: np.ndarray, max_share: float = 0.9) -> np.ndarray:
+    """:func:`curve_area` in every resample (mean score over the steps up to ``max_share``)."""
+    keep = np.asarray(shares) <= max_share + 1e-9
+    return scores[:, keep].mean(1)
+
+
+def curve_statistics(sweeps: Mapping[str, Sequence[SweepResult]], task: str, tolerance: float, *,
+                     n_resamples: int = 1000, seed: int = 0, max_share: float = 0.9) -> dict[str, dict]:
+    """What the curves of one classifier say, with 95% intervals over the dev examples (one shared set of
+    bootstrap draws, so differences between orderings are paired).
+
+    ``sweeps[name]`` lists the :func:`pruning_sweep` s of an ordering (several for random orders: their mean
+    curve is used). Returns per name ``safe`` and ``area`` (:class:`~attnbook.stats.Estimate`, the largest share
+    within ``tolerance`` points of the unpruned score and the mean score up to ``max_share``) and their draws
+    ``safe_draws``, ``area_draws``; the curves must share their examples and schedule.
+    """
+    from attnbook.core.errors import EmptyDataError
+    from attnbook.stats import Estimate, bootstrap_counts, percentile_interval
+
+    first = next(iter(sweeps.values()))[0]
+    n = len(first.gold)
+    if n == 0:
+        raise EmptyDataError("no examples")
+    counts = bootstrap_counts(n, n_resamples, seed)
+    n_total = len(first.meta["order"])
+    shares = np.array([int(s.split()[0]) / n_total for s in first.names])
+    out = {}
+    for name, group in sweeps.items():
+        curves = [resampled_curve(s, task, counts) for s in group]
+        scores = np.mean([c[0] for c in curves], axis=0)
+        base = curves[0][1]
+        point = np.mean([s.scores for s in group], axis=0)
+        safe_point = largest_safe_share({"share_pruned": shares, "score": point}, group[0].baseline_score, tolerance)
+        area_point = float(point[shares <= max_share + 1e-9].mean())
+        sd, ad = safe_share_draws(scores, base, shares, tolerance), area_draws(scores, shares, max_share)
+        est = lambda v, d: Estimate(float(v), *map(float, percentile_interval(d)), n, "dev examples")  # noqa: E731
+        out[name] = {"safe": est(safe_point, sd), "area": est(area_point, ad), "safe_draws": sd, "area_draws": ad,
+                     "unpruned": est(group[0].baseline_score, base)}
+    return out
+
+
+def difference(stats_: Mapping[str, dict], a: str, b: str, what: str = "area"):
+    """``a`` minus ``b`` of :func:`curve_statistics` (``what``: ``"area"`` or ``"safe"``), paired over the examples."""
+    from attnbook.stats import Estimate, percentile_interval
+
+    x, y = stats_[a], stats_[b]
+    d = x[f"{what}_draws"] - y[f"{what}_draws"]
+    lo, hi = percentile_interval(d)
+    return Estimate(float(x[what].value - y[what].value), float(lo), float(hi), x[what].n, "dev examples (paired)")
+
+
+# ----------------------------------------------------------------------------- speed with repeats (§4.3)
+
+
+def speed_runs(model: Any, pool: Mapping[str, torch.Tensor], importance: np.ndarray, share: float, *,
+               batch_sizes: Sequence[int] = (1, 4, 16, 64), n_examples: int = 256, repeats: int = 3):
+    """Michel §4.3, Table 4, repeated: the original model and a copy without the ``share`` least important heads
+    (:func:`attnbook.engine.pruning.least_important_heads`, one head kept per layer) are timed in turn,
+    ``repeats`` times, so each repeat gives one paired gain per batch size.
+
+    Returns one row per batch size and repeat: ``batch_size, repeat, original, pruned`` (examples/s),
+    ``gain_pct`` and ``n_pruned``."""
+    import pandas as pd
+
+    from attnbook.engine.pruning import (
+        least_important_heads,
+        measure_throughput,
+        pruned_copy,
+    )
+
+    module = unwrap(model)
+    heads = least_important_heads(importance, share)
+    smaller = pruned_copy(module, heads)
+    rows = []
+    for rep in range(repeats):
+        orig = measure_throughput(module, pool, batch_sizes, n_examples=n_examples, repeats=1)
+        pr = measure_throughput(smaller, pool, batch_sizes, n_examples=n_examples, repeats=1)
+        for o, p in zip(orig, pr):
+            rows.append({"batch_size": o["batch_size"], "repeat": rep, "original": o["examples_per_s"],
+                         "pruned": p["examples_per_s"],
+                         "gain_pct": 100.0 * (p["examples_per_s"] / o["examples_per_s"] - 1.0)})
+    out = pd.DataFrame(rows)
+    out["n_pruned"] = sum(len(v) for v in heads.values())
+    return out
+
+
+def speed_summary(runs):
+    """Per batch size of :func:`speed_runs`: mean and sd of both speeds, and the gain (%) as an
+    :class:`~attnbook.stats.Estimate` with a t-interval over the repeats (no interval from one repeat)."""
+    import pandas as pd
+
+    from attnbook.stats import mean_interval
+
+    rows = []
+    for bs, g in runs.groupby("batch_size", sort=True):
+        rows.append({"batch_size": int(bs), "original_mean": g["original"].mean(),
+                     "original_std": g["original"].std(ddof=1) if len(g) > 1 else 0.0,
+                     "pruned_mean": g["pruned"].mean(), "pruned_std": g["pruned"].std(ddof=1) if len(g) > 1 else 0.0,
+                     "gain_pct": float(g["gain_pct"].mean()),
+                     "gain": mean_interval(g["gain_pct"].to_numpy(), unit="timing repeats", bounds=(-100.0, np.inf)),
+                     "n_pruned": int(g["n_pruned"].iloc[0])})
+    return pd.DataFrame(rows)

@@ -152,7 +152,10 @@ def top_cues(
 
 
 def cue_row(items: Sequence[ArctItem], cue: str, negation: str = "expand") -> dict:
-    """α, π and ξ of one cue (a word or a space-separated bigram) over ``items``, e.g. Table 2's "not"."""
+    """α, π and ξ of one cue (a word or a space-separated bigram) over ``items``, e.g. Table 2's "not".
+
+    ``productive`` is the count behind π (applicable items where the cue is in the correct warrant), so
+    π's exact interval over the applicable items and ξ's over all items can be computed from the row."""
     if not items:
         raise EmptyDataError("no ARCT items to count the cue in")
     order = len(tokenize(cue, negation))
@@ -166,6 +169,7 @@ def cue_row(items: Sequence[ArctItem], cue: str, negation: str = "expand") -> di
         "cue": key,
         "n_items": len(items),
         "applicability": a,
+        "productive": productive[key],
         "productivity": productive[key] / a if a else float("nan"),
         "coverage": a / len(items),
     }
@@ -353,7 +357,8 @@ def not_cue_table(
 
     ``splits`` maps ``train``/``dev``/``test`` (and optionally ``all``) to items. Two
     tokenisations are counted (module doc): ``expand`` ("n't" → "not", the authors'
-    cleaning) and ``keep`` (whole word "not" only). ``paper`` (split -> ``productivity``,
+    cleaning) and ``keep`` (whole word "not" only); ``applicability`` and ``productive`` are the counts
+    behind the ``expand`` columns (for their intervals). ``paper`` (split -> ``productivity``,
     ``coverage``) fills the columns ``paper productivity`` / ``paper coverage`` beside ours
     (:func:`attnbook.studies.niven_kao.paper.not_cue_table` passes Table 2).
     """
@@ -368,6 +373,7 @@ def not_cue_table(
             "paper productivity": given.get("productivity"), "paper coverage": given.get("coverage"),
             "productivity": round(e["productivity"], 3), "coverage": round(e["coverage"], 3),
             "productivity (whole word)": round(k["productivity"], 3), "coverage (whole word)": round(k["coverage"], 3),
+            "applicability": e["applicability"], "productive": e["productive"],
         })
     return pd.DataFrame(rows)
 
@@ -422,10 +428,18 @@ def max_cue_gap(table) -> float:
     return float((table["productivity"] - 0.5).abs().max())
 
 
+def cues_at_chance(table) -> tuple[int, int]:
+    """How many cues of a :func:`cue_statistics` table have productivity exactly ½ (twice the productive count
+    equals the applicability, an exact count), and how many cues there are (§6: all of them, on adversarial data)."""
+    at_half = int(((2 * table["productive"]) == table["applicability"]).sum())
+    return at_half, int(len(table))
+
+
 __all__: list[str] = [
     "tokenize", "ngrams", "cue_counts", "warrant_cues", "cue_statistics", "top_cues", "cue_row",
     "MissingNegationError", "negate_claims", "make_adversarial", "swap_warrants", "agreement_with_shipped",
     "adversarial_halves",
     "majority_label", "majority_baseline", "cue_predictions", "cue_baseline",
     "not_cue_table", "baseline_table", "transform_agreement", "agreement_table", "AGREEMENT_COLUMNS", "max_cue_gap",
+    "cues_at_chance",
 ]

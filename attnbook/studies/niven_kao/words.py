@@ -268,3 +268,19 @@ def run_word_baselines(
         ], ignore_index=True)
         for kind in KINDS
     }
+
+
+def run_word_adversarial(
+    glove: Any,
+    train: Sequence[ArctItem],
+    dev: Sequence[ArctItem],
+    tests: Mapping[str, Sequence[ArctItem]],
+    P: Mapping[str, Any],
+) -> dict[str, Any]:
+    """BoV and BiLSTM on the full input, trained and validated on the adversarial files (Niven & Kao §6, Table 4):
+    ``train`` is ``train-swapped``, ``dev`` and ``tests`` the claim-negated files (and their halves); one frame per
+    kind (:data:`KINDS`), ``P["word_seeds"]`` seeds, the settings of :func:`word_config`."""
+    seeds = range(P["seed"], P["seed"] + P["word_seeds"])
+    return {kind: run_word_seeds_cached(glove, train, dev, tests, cfg=word_config(kind, P), inputs="full",
+                                        seeds=seeds, use_cache=P["use_cache"])
+            for kind in KINDS}

@@ -1,0 +1,66 @@
+"""The executed notebook becomes a page: one parameters cell, stderr moved to a log, progress while running."""
+from __future__ import annotations
+
+import json
+import time
+
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from attnbook.chapters.publish import Progress, cells_done, merge_parameters, take_stderr, tidy
+
+
+def _executed() -> dict:
+    nb = new_notebook()
+    params = new_code_cell('# Parameters (papermill: -p name value)\nprofile = "quick"\n'
+                           'n_segments = None      # number of segments\nlabel = "a # b"  # a hash in a string\n')
+    params.metadata["tags"] = ["parameters"]
+    injected = new_code_cell('# Parameters\nprofile = "paper"\nn_segments = 1000\nextra = [1, 2]\n')
+    injected.metadata["tags"] = ["injected-parameters"]
+    body = new_code_cell("x = 1")
+    body.outputs = [{"output_type": "stream", "name": "stderr", "text": "UserWarning: /home/me/x.py\n"},
+                    {"output_type": "stream", "name": "stdout", "text": "fine\n"}]
+    nb.cells = [new_markdown_cell("# t"), params, injected, body]
+    return json.loads(json.dumps(nb))
+
+
+def test_injected_values_replace_the_shown_ones_and_keep_comments():
+    nb = _executed()
+    merged = merge_parameters(nb)
+    assert merged == {"profile": '"paper"', "n_segments": "1000", "extra": "[1, 2]"}
+    assert [c["metadata"].get("tags") for c in nb["cells"] if c["cell_type"] == "code"][:1] == [["parameters"]]
+    assert not any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"])
+    lines = nb["cells"][1]["source"].splitlines()
+    assert lines[1] == 'profile = "paper"'
+    assert lines[2].startswith("n_segments = 1000 ") and lines[2].endswith("# number of segments")
+    assert lines[2].index("#") == 'n_segments = None      # number of segments'.index("#")  # same column
+    assert lines[3] == 'label = "a # b"  # a hash in a string'  # not injected: unchanged
+    assert lines[4] == "extra = [1, 2]"  # a parameter only papermill knew is still shown
+    untouched = _executed()
+    del untouched["cells"][2]
+    assert merge_parameters(untouched) == {} and len(untouched["cells"]) == 3
+
+
+def test_stderr_moves_to_the_log_and_stdout_stays(tmp_path):
+    nb = _executed()
+    taken = take_stderr(nb)
+    assert len(taken) == 1 and "/home/me/x.py" in taken[0] and "cell 3" in taken[0]
+    assert nb["cells"][3]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "fine\n"}]
+    path, log = tmp_path / "nb.ipynb", tmp_path / "logs" / "ch.stderr.txt"
+    path.write_text(json.dumps(_executed()))
+    assert tidy(path, log)["stderr"] == 1 and "UserWarning" in log.read_text()
+    assert "stderr" not in path.read_text()
+    assert tidy(path, log)["stderr"] == 0 and not log.exists()  # a clean rerun leaves no stale log
+
+
+def test_progress_reports_the_running_cell(tmp_path):
+    path = tmp_path / "run.ipynb"
+    assert cells_done(path) is None
+    nb = _executed()
+    nb["cells"][0]["metadata"]["papermill"] = {"status": "completed"}
+    nb["cells"][1]["metadata"]["papermill"] = {"status": "completed"}
+    path.write_text(json.dumps(nb))
+    assert cells_done(path) == (2, 4)
+    lines: list[str] = []
+    with Progress("04_x", path, every=0.05, write=lines.append):
+        time.sleep(0.3)
+    assert lines and all(line.startswith("[attnbook] 04_x: cell 3 of 4, 0 min") for line in lines)
