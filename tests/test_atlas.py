@@ -216,3 +216,18 @@ def test_every_answer_becomes_a_not_comparable_row_with_its_sentence():
     assert rows[0]["note"] == answers[0]["sentence"] and rows[0]["n"] == 72
     assert rows[1]["ours"] == "not measured"
     json.dumps(questions.answers_record(answers))
+
+
+def test_syntax_join_takes_the_best_direction_and_leaves_out_pooled_and_empty_relations():
+    from attnbook.atlas.sources import syntax_arrays
+    from attnbook.studies.clark.syntax import HeadAccuracy
+
+    correct = np.zeros((3, L, H, 2))
+    correct[1, 2, 3, 1] = 8  # "nsubj": head 3-4, second direction, 8 of 10
+    correct[1, 0, 0, 0] = 3
+    acc = HeadAccuracy(relations=["All", "nsubj", "dobj"], correct=correct, total=np.array([20, 10, 0]),
+                       baseline_correct=np.array([[1, 2], [4, 6], [0, 0]]), offsets=[-1, 1])
+    got = syntax_arrays(acc)
+    assert got["relations"] == ["nsubj"]
+    assert got["accuracy"][0, 2, 3] == pytest.approx(0.8) and got["accuracy"][0, 0, 0] == pytest.approx(0.3)
+    assert got["baseline"].tolist() == [0.6] and got["offset"].tolist() == [1]

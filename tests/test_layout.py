@@ -2,9 +2,10 @@
 
 Layers, bottom to top (a module may import its own layer and the ones below it):
 
-    core  <-  stats  <-  verdict, charts  <-  data  <-  engine  <-  studies  <-  chapters
+    core  <-  stats  <-  verdict, charts  <-  data  <-  engine  <-  studies  <-  atlas  <-  chapters
 
 A study imports no other paper's study (``heads_off`` is what the Kovaleva and Michel chapters share).
+The atlas (chapter 8) joins the studies, so only chapters import it.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "attnbook"
 
-RANK = {"core": 0, "stats": 1, "verdict": 2, "charts": 2, "data": 3, "engine": 4, "studies": 5, "chapters": 6}
+RANK = {"core": 0, "stats": 1, "verdict": 2, "charts": 2, "data": 3, "engine": 4, "studies": 5, "atlas": 6,
+        "chapters": 7}
 PAPERS = ("clark", "kovaleva", "michel", "niven_kao")
 SHARED_STUDIES = ("heads_off",)
 

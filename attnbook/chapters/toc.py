@@ -33,6 +33,7 @@ CLARK = "Clark et al. (2019), What does BERT look at?"
 KOVALEVA = "Kovaleva et al. (2019), Revealing the dark secrets of BERT"
 MICHEL = "Michel et al. (2019), Are sixteen heads really better than one?"
 NIVEN_KAO = "Niven & Kao (2019), Probing comprehension of arguments"
+ACROSS = "Across the papers"
 
 #: Every chapter, in book order.
 CHAPTERS: tuple[Chapter, ...] = (
@@ -43,6 +44,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("05_kovaleva_disabling", "Disabling heads (Kovaleva §4.6, §5)", KOVALEVA),
     Chapter("06_michel_pruning", "Pruning heads (Michel et al.)", MICHEL),
     Chapter("07_arct_cues", "Cues in ARCT (Niven & Kao)", NIVEN_KAO),
+    Chapter("08_head_atlas", "A head atlas (all papers)", ACROSS),
 )
 
 #: Pages before and after the chapters: (caption, pages).
