@@ -44,6 +44,11 @@ def test_table1(env, base):  # noqa: F811
     assert rec["table1_seeds"]["SST-2/pretrained_ft"][0] == pytest.approx(
         sst.loc["pretrained_ft", "seed_scores"][0]) and rec["table1_intervals"]["SST-2/pretrained_ft"][2] == "seeds"
     assert rec["table1_sizes"]["SST-2/random_ft"] == [32, 16] and rec["table1_sizes"]["RTE/pretrained_ft"] == [0, 0]
+    # per task and seed: the score with its interval over dev examples, and what training cost (issue 18)
+    runs = rec["table1_seed_runs"]["SST-2/pretrained_ft"]
+    assert set(runs) == {0, 1} and runs[0]["score"] == pytest.approx(rec["table1_seeds"]["SST-2/pretrained_ft"][0])
+    assert all(r["low"] <= r["score"] <= r["high"] and r["train_seconds"] > 0 for r in runs.values())
+    assert rec["table1_seed_runs"]["SST-2/pretrained"][0]["train_seconds"] == 0  # never trained
     assert sizes(df)["task"].tolist() == ["SST-2", "STS-B"]  # RTE has no training file: not run
     assert [p.parent.name + "/" + p.name for p in data_files(["SST-2", "RTE"])] == [
         "SST-2/train.tsv", "SST-2/dev.tsv", "RTE/dev.tsv"]

@@ -239,7 +239,7 @@ def table1(
                 "top_class_share": float("nan"), "constant": float("nan"), "vs_constant_low": float("nan"),
                 "vs_constant_high": float("nan"), "n_train": 0, "n_dev": 0, "n_dev_total": 0,
                 "seeds": ",".join(map(str, init_seeds)), "note": "", "outputs": None, "learned": {},
-                "seed_scores": {},
+                "seed_scores": {}, "seed_runs": {},
             }
             needed = ["dev"] + ([] if init == "pretrained" else ["train"])
             absent = [s for s in needed if not available(spec, s)]
@@ -265,6 +265,9 @@ def table1(
                 learned[int(seed)] = learned_reason(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
                 log = clf.extra.get("train_log") or {}
                 row["n_train"] = int(log.get("n_train", 0))
+                one = score_estimate(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
+                row["seed_runs"][int(seed)] = {"score": one.value, "low": one.low, "high": one.high,
+                                               "train_seconds": round(float(log.get("seconds", 0.0)), 1)}
             row["ours"] = float(np.mean(scores))
             row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
             logits, labels = outputs[0]
@@ -315,7 +318,9 @@ def data_files(tasks: Sequence[str]) -> list[Path]:
 def numbers(df) -> dict[str, dict]:
     """What a chapter records of a Table 1: ``table1`` (``"task/init"`` -> ours), ``table1_sizes``
     (``"task/init"`` -> [training examples, dev examples]) and, when the table has them, ``table1_intervals``
-    (-> [low, high, what was resampled]), ``table1_seeds`` (-> seed -> score) and ``table1_not_learned``
+    (-> [low, high, what was resampled]), ``table1_seeds`` (-> seed -> score), ``table1_seed_runs`` (-> seed ->
+    score with its 95% interval over the dev examples and the training seconds, taken from the checkpoint's
+    training log, so a cached run reports the cost of the run that made it) and ``table1_not_learned``
     (-> seed -> why that seed's classifier is no better than its constant predictor)."""
     out = {"table1": {f"{r.task}/{r.init}": r.ours for r in df.itertuples()},
            "table1_sizes": {f"{r.task}/{r.init}": [int(r.n_train), int(r.n_dev)] for r in df.itertuples()}}
@@ -324,6 +329,9 @@ def numbers(df) -> dict[str, dict]:
                                    if r.ours_low == r.ours_low}
     if "seed_scores" in df:
         out["table1_seeds"] = {f"{r.task}/{r.init}": dict(r.seed_scores) for r in df.itertuples() if r.seed_scores}
+    if "seed_runs" in df:
+        out["table1_seed_runs"] = {f"{r.task}/{r.init}": {s: dict(v) for s, v in r.seed_runs.items()}
+                                   for r in df.itertuples() if r.seed_runs}
     if "learned" in df:
         out["table1_not_learned"] = {f"{r.task}/{r.init}": {s: w for s, w in r.learned.items() if w}
                                      for r in df.itertuples() if isinstance(r.learned, dict) and any(r.learned.values())}
