@@ -167,10 +167,12 @@ def test_atlas_page_grid_and_card_in_chromium(smoke_book):
         page.wait_for_function(f"!!({find_chart})", timeout=15000)
         before = page.evaluate(card_lines)
         assert before and all(line.startswith("1-1 · ") for line in before), before
+        page.evaluate(f"(() => {{ {find_chart}.scrollIntoView({{block: 'center'}}); }})()")
+        page.wait_for_timeout(300)
         cells = page.evaluate(
             f"(() => {{ const c = {find_chart}; return Array.from(c.querySelectorAll('.attnbook-live g.mark-rect.role-mark path'))"
             ".map(p => { const r = p.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2, r.width]; })"
-            ".filter(r => r[2] > 0); })()")
+            ".filter(r => r[2] > 0 && r[1] > 0 && r[1] < window.innerHeight && r[0] > 0 && r[0] < window.innerWidth); })()")
         assert len(cells) > 1, "the grid has no cells"
         x, y, _ = cells[-1]
         page.mouse.click(x, y)

@@ -35,7 +35,8 @@ def atlas_chart(frame: pd.DataFrame, *, color: str = "importance", scatter: tupl
     grid = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=1).encode(
         x=alt.X("index:O", title="head"),
         y=alt.Y("layer:O", title="layer"),
-        color=alt.Color(f"{field}:Q", title=name, scale=alt.Scale(scheme="viridis")),
+        color=alt.Color(f"{field}:Q", title=name, scale=alt.Scale(scheme="viridis"),
+                        legend=alt.Legend(orient="bottom", direction="horizontal")),
         stroke=alt.condition(pick, alt.value("red"), alt.value("white")),
         strokeWidth=alt.condition(pick, alt.value(3), alt.value(1)),
         tooltip=["label:N", alt.Tooltip(f"{field}:Q", format=".3g")],
@@ -43,9 +44,9 @@ def atlas_chart(frame: pd.DataFrame, *, color: str = "importance", scatter: tupl
     cols = show_columns(frame)
     card = alt.Chart(frame).transform_filter(pick).transform_fold(cols, as_=["field", "value"]).transform_calculate(
         line="datum.label + ' · ' + slice(datum.field, 6) + ': ' + datum.value"
-    ).mark_text(align="left", baseline="middle", fontSize=11, limit=760).encode(
+    ).mark_text(align="left", baseline="middle", fontSize=11, limit=600).encode(
         x=alt.value(0), y=alt.Y("field:N", sort=cols, axis=None), text="line:N",
-    ).properties(width=760, height=16 * len(cols), title="card of the chosen head")
+    ).properties(width=600, height=16 * len(cols), title="card of the chosen head")
     xs, ys = scatter or ("syntax_margin", "importance")
     charts = [grid, card]
     if xs in frame and ys in frame and frame[xs].notna().any() and frame[ys].notna().any():
@@ -56,8 +57,8 @@ def atlas_chart(frame: pd.DataFrame, *, color: str = "importance", scatter: tupl
             tooltip=["label:N", alt.Tooltip(f"{xs}:Q", format=".3g"), alt.Tooltip(f"{ys}:Q", format=".3g")],
         ).properties(width=300, height=220, title=f"{ys} against {xs} (chosen head in red)")
         charts.append(points)
-    top = alt.hconcat(*([charts[0]] + charts[2:]))
-    return alt.vconcat(top, charts[1])
+    # stacked, not side by side: every part fits the book's column (about 690 px) and the printed page
+    return alt.vconcat(*([charts[0]] + charts[2:] + [charts[1]]))
 
 
 def linked_scatter(frame: pd.DataFrame, x: str, y: str, title: str = "") -> alt.Chart | None:

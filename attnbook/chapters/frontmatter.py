@@ -60,7 +60,7 @@ def results_markdown(results_folder: Path | None = None) -> str:
     lines += ["## Outcomes by chapter", "", header, "|" + "---|" * (len(OUTCOMES) + 3)]
     for chapter, data in results.items():
         c = counts[chapter]
-        model = f"{data.get('model', {}).get('name', '?')}, `{data.get('profile')}`"
+        model = f"{str(data.get('model', {}).get('name', '?')).split(' (')[0]}, `{data.get('profile')}`"
         lines.append(f"| {CHAPTER_TITLES.get(chapter, chapter)} | {model} | "
                      + " | ".join(str(c[o]) for o in OUTCOMES) + f" | {sum(c.values())} |")
     total = {o: sum(c[o] for c in counts.values()) for o in OUTCOMES}
