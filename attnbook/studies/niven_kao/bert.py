@@ -398,7 +398,7 @@ def train_pairwise(
         return [order[lo : lo + cfg.batch_size].tolist() for lo in range(0, len(order), cfg.batch_size)]
 
     def loss_fn(m: PairwiseScorer, idx: list[int]):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+        with torch.autocast(next(m.parameters()).device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
             logits = m.logits_for(train, idx, pad_id).float()
         return (nn.functional.cross_entropy(logits, labels[idx]),
                 {"n": len(idx), "correct": float((logits.argmax(1) == labels[idx]).sum())})
