@@ -267,7 +267,7 @@ def table1(
                 row["n_train"] = int(log.get("n_train", 0))
                 one = score_estimate(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
                 row["seed_runs"][int(seed)] = {"score": one.value, "low": one.low, "high": one.high,
-                                               "train_seconds": round(float(log.get("seconds", 0.0)), 1)}
+                                               "train_seconds": float(log.get("seconds", 0.0))}
             row["ours"] = float(np.mean(scores))
             row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
             logits, labels = outputs[0]
