@@ -307,6 +307,11 @@ class Estimate:
     def has_interval(self) -> bool:
         return self.low is not None and self.high is not None
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """``(low, high)``; a number without an interval is its own interval ``(value, value)``."""
+        return (self.low, self.high) if self.has_interval else (self.value, self.value)
+
     def text(self, fmt: str = ".3g") -> str:
         """``"0.62 [0.58, 0.66]"`` (or just the value when there is no interval)."""
         if not self.has_interval:

@@ -93,7 +93,7 @@ class Within(Rule):
         paper = float(paper)
         scale = abs(paper) if self.relative else 1.0
         gap = lambda x: (x - paper) / scale  # noqa: E731
-        lo, hi = (ours.low, ours.high) if ours.has_interval else (ours.value, ours.value)
+        lo, hi = ours.bounds
         glo, ghi, g = gap(lo), gap(hi), abs(gap(ours.value))
         if glo > self.partly or ghi < -self.partly:
             return DISAGREES
@@ -123,7 +123,7 @@ class Beyond(Rule):
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(ours.value):
             return NOT_COMPARABLE
-        lo, hi = (ours.low, ours.high) if ours.has_interval else (ours.value, ours.value)
+        lo, hi = ours.bounds
         if not self.above:
             lo, hi, t, s = -hi, -lo, -self.threshold, None if self.strong is None else -self.strong
         else:
@@ -151,7 +151,7 @@ class NoEffect(Rule):
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(ours.value):
             return NOT_COMPARABLE
-        lo, hi = (ours.low, ours.high) if ours.has_interval else (ours.value, ours.value)
+        lo, hi = ours.bounds
         if -self.effect < lo and hi < self.effect:
             return AGREES
         if lo >= self.effect or hi <= -self.effect:
@@ -174,7 +174,7 @@ class Margin(Rule):
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(paper) or _missing(ours.value):
             return NOT_COMPARABLE
-        lo, hi = (ours.low, ours.high) if ours.has_interval else (ours.value, ours.value)
+        lo, hi = ours.bounds
         p = margin_class(float(paper), self.big)
         cl, ch = margin_class(lo, self.big), margin_class(hi, self.big)
         if cl == ch == p:

@@ -45,3 +45,9 @@ def test_mean_interval_bounds():
     assert e.high == 1.0 and e.low < 0.97
     same = stats.mean_interval([0.5, 0.5, 0.5])
     assert same.low == same.high == 0.5  # no spread between seeds: a zero-width interval (documented)
+
+
+def test_estimate_bounds_fall_back_to_the_value():
+    from attnbook.stats import Estimate
+
+    assert Estimate(0.5).bounds == (0.5, 0.5) and Estimate(0.5, 0.4, 0.6).bounds == (0.4, 0.6)
