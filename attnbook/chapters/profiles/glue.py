@@ -26,8 +26,9 @@ own registered parameters.
   budget (the best run, 57.8, has an exact 95% interval reaching below 52.7): it is
   trained with the cheapest recipe so Table 1 still reports it, and the analyses that
   need a learned classifier skip it (:func:`attnbook.engine.finetune.score_interval`'s
-  ``learned``). bf16 autocast makes a training step 1.7x cheaper (0.057 vs 0.095 CPU s
-  per example); weights, optimiser state and every evaluation stay float32.
+  ``learned``). bf16 autocast: 0.057 vs 0.095 CPU s per training example in the recipe
+  experiments (one thread, a shared machine; an observation that chose the recipe, not a
+  ``make bench`` figure); weights, optimiser state and every evaluation stay float32.
   ``seeds`` (pre-trained + fine-tuned) are 0, 1, 2 so chapters 4-6 can say how much the
   findings depend on the seed; random-init + fine-tuning runs once (``random_seeds``).
 * ``smoke``: a handful of updates on tiny caps (seconds), for tests and CI.
