@@ -231,3 +231,20 @@ def test_syntax_join_takes_the_best_direction_and_leaves_out_pooled_and_empty_re
     assert got["relations"] == ["nsubj"]
     assert got["accuracy"][0, 2, 3] == pytest.approx(0.8) and got["accuracy"][0, 0, 0] == pytest.approx(0.3)
     assert got["baseline"].tolist() == [0.6] and got["offset"].tolist() == [1]
+
+
+def test_the_atlas_reads_chapters_with_the_overrides_they_ran_with():
+    from attnbook.atlas.sources import SOURCE_CHAPTERS, source_parameters
+    from attnbook.chapters.params import chapter_params
+    from attnbook.core.errors import ParameterError
+
+    params = source_parameters(chapter_params, "paper", "embedded", False,
+                               {"01_clark_surface_patterns": {"n_segments": 7},
+                                "05_kovaleva_disabling": {"recipe_overrides": {"epochs": 1}}})
+    assert list(params) == list(SOURCE_CHAPTERS)
+    assert params["01_clark_surface_patterns"]["n_segments"] == 7
+    assert params["05_kovaleva_disabling"]["recipe_overrides"] == {"epochs": 1}
+    assert all(p["model"] == "embedded" and p["use_cache"] is False and p["profile"] == "paper"
+               for p in params.values())
+    with pytest.raises(ParameterError, match="the atlas reads"):
+        source_parameters(chapter_params, "paper", "embedded", True, {"07_arct_cues": {"epochs": 1}})

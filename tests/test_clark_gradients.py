@@ -129,3 +129,24 @@ def test_chapter1_segment_budget_fits_wikitext(profile):
     # the whole pool is drawn once; asking for one segment past the budget must still fit
     total = P.n_segments + P.mlm_fit_segments + MLM_VALID_SEGMENTS + MLM_HELDOUT_SEGMENTS
     assert len(clark_segments(tok, 1, P.max_tokens, seed=P.seed, exclude=total - 1)) == 1
+
+
+def test_chapter1_uses_a_hub_models_own_mlm_head(tmp_path, monkeypatch):
+    """Issue 19 regression: for a hub name (the paper profile's bert-base-uncased) chapter 1 used to find no
+    local folder, decide the model had no MLM head and stop at ``mlm_fit_steps=0``. A planted hub model with an
+    MLM head now gives its own head, with no fitting, and the comparison row names it."""
+    from planted import plant_bert
+
+    from attnbook.engine.models import load_encoder
+    from attnbook.studies.clark import paper
+
+    plant_bert(tmp_path / "hub")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
+    loaded = load_encoder("bert-base-uncased", device="cpu")
+    fit = gradients.mlm_head(loaded, 4, steps=0, batch_size=4, max_tokens=32, use_cache=False, progress=False)
+    assert fit.source == "pretrained" and fit.steps == 0
+    quality = gradients.mlm_quality(loaded, fit, 4, steps=0, max_tokens=32)
+    (row,) = paper.mlm_head_rows(quality)
+    assert "checkpoint's own MLM head" in row["note"]

@@ -11,7 +11,7 @@ from attnbook import verdict
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data import gum
 from attnbook.studies.clark import clusters, coref, embedding, paper, syntax
-from attnbook.studies.clark.gradients import AttentionGradientStats
+from attnbook.studies.clark.gradients import AttentionGradientStats, MLMQuality
 from attnbook.studies.clark.surface import STAT_NAMES
 from attnbook.studies.clark.wordmaps import SplitWords
 
@@ -177,15 +177,18 @@ def test_gradient_row_is_not_comparable_for_an_mlm_head_no_better_than_a_constan
     assert [r for r in rows if r["experiment"] == "§3.2 gradients"][0]["verdict"] == verdict.AGREES
 
 
-def test_mlm_head_row_only_for_a_fitted_head():
-    class Fit:
-        source, heldout_accuracy = "fitted on the frozen encoder", 0.25
-
-    (row,) = paper.mlm_head_rows(Fit())
-    assert row["verdict"] == verdict.NOT_COMPARABLE and row["ours"] == "fitted, top-1 25.0%"
+def test_mlm_head_row_names_the_head_used():
+    """Issue 19: the row says which head the gradients used - the checkpoint's own (checked against the unigram
+    baseline) or a fitted one (not comparable); before, a checkpoint's own head had no row at all."""
+    fitted = MLMQuality("fitted on the frozen encoder", 0.25, 0.2, 0.3, 468, 0.05, "the")
+    (row,) = paper.mlm_head_rows(fitted)
+    assert row["verdict"] == verdict.NOT_COMPARABLE and row["ours"].startswith("fitted on the frozen encoder, top-1 25.0%")
     assert row["rule"].startswith("not comparable: ")
-    Fit.source = "pretrained"
-    assert paper.mlm_head_rows(Fit()) == []
+    own = MLMQuality("pretrained", 0.45, 0.4, 0.5, 468, 0.05, "the")
+    (row,) = paper.mlm_head_rows(own)
+    assert row["verdict"] == verdict.AGREES and "the checkpoint's own MLM head" in row["note"]
+    (row,) = paper.mlm_head_rows(MLMQuality("pretrained", 0.0, 0.0, 0.01, 468, 0.05, "the"))  # a random own head
+    assert row["verdict"] == verdict.DISAGREES
 
 
 # ----------------------------------------------------------------------------- §4-5

@@ -451,3 +451,22 @@ def test_classifier_attention_can_be_replaced_through_the_interface(env, base):
         clf.model.set_attn_implementation("eager")
     assert sorted(set(seen)) == [0, 1]  # every layer's attention went through the registered function
     np.testing.assert_allclose(before, after, atol=1e-6)
+
+
+def test_recipe_is_the_profile_entry_with_the_chapters_model_and_overrides():
+    """Chapters 4-6 and the atlas take their fine-tuning recipe from ``glue.recipe`` (one place), so a papermill
+    ``recipe_overrides`` changes sizes alike for all of them; the model and tasks stay chapter parameters."""
+    from attnbook.chapters.params import chapter_params
+    from attnbook.chapters.profiles import glue
+
+    p5 = chapter_params("05_kovaleva_disabling", "paper", {"model": "embedded",
+                                                           "recipe_overrides": {"train_cap": 16, "epochs": 1}})
+    r = glue.recipe(p5)
+    assert r["model"] == "embedded" and r["train_cap"] == 16 and r["epochs"] == 1
+    assert r["lr"] == FINETUNE_PROFILES["paper"]["lr"] and r["tasks"] == FINETUNE_PROFILES["paper"]["tasks"]
+    p4 = chapter_params("04_kovaleva_taxonomy", "paper", {"finetune": "smoke"})
+    assert glue.recipe(p4)["train_cap"] == FINETUNE_PROFILES["smoke"]["train_cap"]
+    with pytest.raises(ParameterError, match="cannot be changed.*train_cap"):
+        glue.recipe(dict(p5, recipe_overrides={"tasks": ["RTE"]}))
+    with pytest.raises(ParameterError, match="cannot be changed"):
+        glue.recipe(dict(p5, recipe_overrides={"learning_rate": 1e-5}))

@@ -119,3 +119,11 @@ def test_chapter_device_parameter_sets_where_models_load(tmp_path, tokenizer):
             assert models._DEFAULT_DEVICE == "cpu"  # a refused device leaves the default alone
     finally:
         models.set_default_device("auto")
+
+
+def test_weights_under_a_papers_model_name_with_another_shape_are_flagged():
+    from attnbook.engine.models import shape_note
+
+    assert shape_note("bert-base-uncased", 12, 12, 768) == "" and shape_note("embedded", 6, 12, 384) == ""
+    note = shape_note("bert-base-uncased", 4, 4, 32)
+    assert "4 layers x 4 heads" in note and "12 x 12, 768" in note

@@ -113,8 +113,31 @@ def test_labelled_maps_are_regenerated_in_order(tiny_bert, glue_dir):
     wrong = [L.LabelledMap("RTE", "dev", 0, 0, 0, "Block", "Block", lens[0] + 1)]
     with pytest.raises(MalformedInputError, match="tokens"):
         L.labelled_maps(tiny_bert, wrong)
-    with pytest.warns(UserWarning, match="labels were made on"):
+    # issue 19: maps of another model than the labels describe are refused, never labelled silently (a warning before)
+    with pytest.raises(ParameterError, match="labels were made on maps of other.*label_model"):
         L.labelled_maps(tiny_bert, labels[:1], header={"model": {"name": "other", "fingerprint": "0" * 16}})
+
+
+def test_labels_of_another_model_are_transferred_with_the_rows_not_comparable(tiny_bert):
+    """Chapter 4 on a model the shipped labels do not describe (issue 19): the maps are regenerated from the
+    embedded model the labels were made on, the transfer is stated, and §4.1's rows are not comparable."""
+    from attnbook.stats import Estimate
+    from attnbook.studies.kovaleva import paper as K
+
+    header, _ = L.load_pattern_labels()
+    source, note = L.label_model(tiny_bert, header)
+    assert source.fingerprint == header["model"]["fingerprint"] and "applied" in note and tiny_bert.name in note
+    assert L.label_model(source, header) == (source, "")
+    with pytest.raises(ParameterError, match="neither"):
+        L.label_model(tiny_bert, {"model": {"name": "x", "fingerprint": "f" * 16}})
+    f1, share = Estimate(0.9, 0.85, 0.95), Estimate(0.3, 0.25, 0.35)
+    shares = {"SST-2": {"Heterogeneous": Estimate(0.45, 0.4, 0.5), "Vertical": Estimate(0.4, 0.35, 0.45)}}
+    plain = K.taxonomy_comparisons(f1, share, reviewed=True, n_maps=250) + K.fig2_comparisons(shares)
+    moved = (K.taxonomy_comparisons(f1, share, reviewed=True, n_maps=250, transfer=note)
+             + K.fig2_comparisons(shares, transfer=note))
+    assert all(r["verdict"] != "not comparable" for r in plain)
+    assert [r["verdict"] for r in moved] == ["not comparable"] * len(moved)
+    assert all("another model" in r["rule"] for r in moved)
 
 
 def test_annotation_widget_writes_labels_atomically_and_resumes(tmp_path):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -177,13 +177,14 @@ def cnn_training_images(base, p: Mapping[str, Any], use_cache: bool = True) -> d
     from attnbook.studies.kovaleva import labels as labelled
 
     header, labels = labelled.load_pattern_labels()
+    label_base, _ = labelled.label_model(base, header)
 
     def compute() -> dict:
-        lab_maps, lab_segs, y = labelled.labelled_maps(base, labels, header=header)
+        lab_maps, lab_segs, y = labelled.labelled_maps(label_base, labels, header=header)
         learn = labelled.learnable_subset(lab_maps, lab_segs, y, labels, p["cv_folds"])
         return {"images": cnn.maps_to_images(learn["maps"], size=p["cnn_size"]).numpy(), "y": np.asarray(learn["y"])}
 
-    parts = {"code": FRAMENET_CACHE_VERSION, "kind": "cnn-images", "model": base.key,
+    parts = {"code": FRAMENET_CACHE_VERSION, "kind": "cnn-images", "model": label_base.key,
              "labels": cache.digest(header, list(labels)), "folds": p["cv_folds"], "size": p["cnn_size"]}
     arrays = cache.cached_arrays("atlas-cnn-images", parts, compute, enabled=use_cache)
     return {"images": torch.as_tensor(arrays["images"]), "y": np.asarray(arrays["y"])}
@@ -305,13 +306,29 @@ def michel_heads(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use_cach
 # --------------------------------------------------------------------------------------------- all of them
 
 
-def gather(chapter_params: Mapping[str, Mapping[str, Any]], finetune_profiles: Mapping[str, Mapping[str, Any]], *,
+def source_parameters(chapter_params, profile: str, model: str, use_cache: bool,
+                      overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The resolved parameters of every chapter in :data:`SOURCE_CHAPTERS` for ``profile``, as those chapters
+    ran: the atlas's ``model`` and ``use_cache`` plus ``overrides[chapter]``. ``chapter_params`` is
+    :func:`attnbook.chapters.params.chapter_params` (passed in: the atlas sits below the book machinery).
+    An override for a chapter the atlas does not read raises :class:`~attnbook.core.errors.ParameterError`."""
+    from attnbook.core.errors import ParameterError
+
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(SOURCE_CHAPTERS)
+    if unknown:
+        raise ParameterError(f"chapter_overrides names {sorted(unknown)}; the atlas reads {', '.join(SOURCE_CHAPTERS)}")
+    return {c: chapter_params(c, profile, {**overrides.get(c, {}), "model": model, "use_cache": use_cache})
+            for c in SOURCE_CHAPTERS}
+
+
+def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable[[Mapping[str, Any]], dict], *,
            use_cache: bool = True) -> Measurements:
     """Every source chapter's per-head measurements (see :class:`Measurements`).
 
     ``chapter_params`` maps each id of :data:`SOURCE_CHAPTERS` to that chapter's resolved parameters for the
-    profile (a chapter left out is "not run"); ``finetune_profiles`` is the GLUE chapters' recipe table
-    (:data:`attnbook.chapters.profiles.glue.FINETUNE_PROFILES`), read as chapters 4-6 read it.
+    profile (a chapter left out is "not run"); ``recipe_for`` gives the GLUE chapters' fine-tuning recipe
+    (:func:`attnbook.chapters.profiles.glue.recipe`), called with a chapter's parameters as chapters 4-6 call it.
     """
     from attnbook.engine.finetune import base_encoder
     from attnbook.engine.models import load_encoder
@@ -348,7 +365,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], finetune_profiles: M
     p4 = chapter_params.get("04_kovaleva_taxonomy")
     if p4 is not None:
         base = base_encoder(p4["model"])
-        recipe = dict(finetune_profiles[p4["finetune"]], model=p4["model"])
+        recipe = recipe_for(p4)
         k = kovaleva_patterns(base, p4, recipe, use_cache)
         m.patterns, m.pattern_classes, m.learned, m.framenet = k["counts"], k["classes"], k["learned"], k["framenet"]
         m.data_files += k["files"]
@@ -357,7 +374,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], finetune_profiles: M
     p5 = chapter_params.get("05_kovaleva_disabling")
     if p5 is not None:
         base = base or base_encoder(p5["model"])
-        recipe = dict(finetune_profiles[p5["profile"]], model=p5["model"])
+        recipe = recipe_for(p5)
         m.disabling, why = kovaleva_disabling(base, p5, recipe, use_cache)
         for task, reason in why.items():
             notes[f"disabling/{task}"] = f"not swept in chapter 5: {reason}"
@@ -366,7 +383,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], finetune_profiles: M
     p6 = chapter_params.get("06_michel_pruning")
     if p6 is not None:
         base = base or base_encoder(p6["model"])
-        recipe = dict(finetune_profiles[p6["profile"]], model=p6["model"])
+        recipe = recipe_for(p6)
         mi = michel_heads(base, p6, recipe, use_cache)
         m.masking, m.importance, m.main_task, m.pruning = mi["masking"], mi["importance"], mi["main_task"], mi["pruning"]
         if mi["skipped"]:

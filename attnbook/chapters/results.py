@@ -195,6 +195,8 @@ class ChapterResults:
             "- **packages**: " + ", ".join(f"{k} {v}" for k, v in prov["packages"].items()),
             "- **data files**:",
         ]
+        if prov["model"].get("shape_note"):
+            lines.insert(2, f"- **caution**: {prov['model']['shape_note']}")
         for f in prov["data_files"]:
             lines.append(f"  - `{Path(f['path']).name}` sha256 `{(f['sha256'] or 'missing')[:16]}…` ({f['bytes']} bytes)")
         return "\n".join(lines)

@@ -141,7 +141,24 @@ class LoadedModel:
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "hidden_size": int(self.model.config.hidden_size),
+            "shape_note": shape_note(self.name, self.n_layers, self.n_heads, int(self.model.config.hidden_size)),
         }
+
+
+#: the shapes (layers, heads, hidden size) of the papers' models, to catch weights that only carry the name
+KNOWN_SHAPES: dict[str, tuple[int, int, int]] = {"bert-base-uncased": (12, 12, 768), "bert-base-cased": (12, 12, 768),
+                                                 "bert-large-uncased": (24, 16, 1024)}
+
+
+def shape_note(name: str, n_layers: int, n_heads: int, hidden: int) -> str:
+    """A sentence when weights loaded under a known model's name do not have that model's shape (e.g. the small
+    model the test suite plants as ``bert-base-uncased``): their numbers are not that model's. Empty otherwise."""
+    want = KNOWN_SHAPES.get(name)
+    if want is None or want == (n_layers, n_heads, hidden):
+        return ""
+    return (f"the weights loaded as {name} have {n_layers} layers x {n_heads} heads, hidden size {hidden}, not "
+            f"{name}'s {want[0]} x {want[1]}, {want[2]}: they are another model under that name (a rehearsal's "
+            f"planted model?), so no number of this run is {name}'s")
 
 
 _FINGERPRINTS: dict[tuple, str] = {}

@@ -4,7 +4,9 @@ The atlas measures nothing of its own: it reads chapters 1-6 through the package
 their own parameters for the same profile (:func:`attnbook.atlas.sources.gather`), so with their caches in place
 it costs reading them (the one uncached measurement, chapter 4's FrameNet link scores, is cached by the atlas
 the first time). ``model``: must be the model chapters 1-6 ran with (their caches are keyed by it); ``None``
-keeps the profile's. ``nearest``: how many nearest heads (chapter 3's distances) a card lists.
+keeps the profile's. ``chapter_overrides``: ``{chapter id: {parameter: value}}``, the overrides chapters 1-6
+ran with (e.g. smaller sizes, or chapter 4-6's ``recipe_overrides``), so the atlas reads the same measurements
+(an override the chapters did not use makes the atlas compute them). ``nearest``: how many nearest heads (chapter 3's distances) a card lists.
 ``n_permutations`` / ``n_resamples``: shuffles of the permutation tests and bootstrap draws over heads in the
 cross-paper questions; ``seed`` seeds both.
 
@@ -19,8 +21,11 @@ from attnbook.chapters.profiles import PAPER_MODEL
 register_chapter(
     "08_head_atlas",
     {
-        "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0, use_cache=True),
-        "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True),
-        "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True),
+        "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0, use_cache=True,
+                      chapter_overrides={}),
+        "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True,
+                      chapter_overrides={}),
+        "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True,
+                      chapter_overrides={}),
     },
 )

@@ -63,3 +63,29 @@ FINETUNE_PROFILES: dict[str, dict] = {
 
 if len({frozenset(v) for v in FINETUNE_PROFILES.values()}) != 1:  # same rule as register_chapter
     raise ValueError("FINETUNE_PROFILES: every profile must define the same keys")
+
+#: the keys a chapter's ``recipe_overrides`` may change: sizes and schedule, never the model or the tasks a
+#: chapter analyses (those are chapter parameters) - e.g. ``{"train_cap": 64, "epochs": 1, "seeds": [0]}``
+OVERRIDABLE = frozenset(FINETUNE_PROFILES["paper"]) - {"model", "tasks", "inits"}
+
+
+def recipe(params) -> dict:
+    """The fine-tuning recipe a GLUE chapter uses: ``FINETUNE_PROFILES[name]`` (``name``: the chapter's
+    ``finetune`` parameter when it has one, else its profile) with the chapter's ``model`` and its
+    ``recipe_overrides`` (a papermill parameter, e.g. ``-p recipe_overrides '{"train_cap": 64}'``).
+
+    Chapters 4-6 and the atlas call this with their resolved parameters, so one override changes every
+    chapter's checkpoints alike (they share the cached classifiers). An unknown key raises
+    :class:`~attnbook.core.errors.ParameterError` naming the keys that may be changed.
+    """
+    from attnbook.core.errors import ParameterError
+
+    name = params.get("finetune") or params["profile"]
+    if name not in FINETUNE_PROFILES:
+        raise ParameterError(f"unknown fine-tuning recipe {name!r}; choose one of {', '.join(FINETUNE_PROFILES)}")
+    overrides = dict(params.get("recipe_overrides") or {})
+    unknown = set(overrides) - OVERRIDABLE
+    if unknown:
+        raise ParameterError(f"recipe_overrides: {sorted(unknown)} cannot be changed; give any of "
+                             f"{', '.join(sorted(OVERRIDABLE))}")
+    return {**FINETUNE_PROFILES[name], **overrides, "model": params["model"]}

@@ -101,6 +101,39 @@ def load_pattern_labels(path: Path | str | None = None) -> tuple[dict, list[Labe
     return doc["header"], out
 
 
+def labels_describe(loaded, header: dict) -> bool:
+    """Whether the labels of a labels file (its ``header``) were made on maps of ``loaded``'s weights."""
+    made_on = header.get("model", {}).get("fingerprint")
+    return not made_on or loaded.fingerprint == made_on
+
+
+def label_model(loaded, header: dict):
+    """The model whose maps the labels describe, and what using them on ``loaded`` means:
+    ``(loaded, "")`` when the labels were made on ``loaded``'s maps; else ``(the embedded model, note)``, where the
+    note (Markdown) says that a pattern classifier learned from those labels is *transferred* to ``loaded``'s maps
+    untested, so its F1 and the pattern shares it gives are not comparable with the paper's. Labels made on a model
+    that is neither raise :class:`ParameterError` naming the fix."""
+    from attnbook.engine.models import load_encoder
+
+    if labels_describe(loaded, header):
+        return loaded, ""
+    made_on = header.get("model", {})
+    embedded = load_encoder("embedded", device=loaded.device)
+    if embedded.fingerprint != made_on.get("fingerprint"):
+        raise ParameterError(
+            f"the labels were made on {made_on.get('name')} (weights {made_on.get('fingerprint')}), which is neither "
+            f"{loaded.name} nor the embedded model: regenerate the maps with that model, or label {loaded.name}'s maps "
+            "with labels.annotation_widget")
+    note = (f"**The pattern labels describe another model.** The book's labelled maps are maps of {embedded.name}; "
+            f"this run's model is {loaded.name}, for which the book has no labels. The classifiers below therefore "
+            f"learn the classes from {embedded.name}'s labelled maps and are *applied* to {loaded.name}'s maps: a "
+            "transfer between models that no label checks. Their F1 describes the labelled maps, not this model's, and "
+            "the pattern shares they give are not comparable with the paper's (the comparison rows say so). To "
+            f"measure them, label {loaded.name}'s maps with the annotation widget at the end of the chapter and train "
+            "on that file.")
+    return embedded, note
+
+
 def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 128, batch_size: int = 16,
                   header: dict | None = None) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Regenerate the maps: ``(maps, segment_ids, class indices)`` in the order of ``labels``; the class is
@@ -109,21 +142,17 @@ def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 12
     Each distinct (task, split, row) is encoded with :func:`encode_text` and run once. An
     input whose encoded length differs from the recorded ``n_tokens`` raises
     :class:`MalformedInputError` (the data or the tokenizer changed). With the file's
-    ``header``, a model other than the one the labels were made on gives a warning: the
-    labels describe that model's maps.
+    ``header``, a model other than the one the labels were made on raises :class:`ParameterError`: the labels
+    describe that model's maps, not this one's (:func:`label_model` gives the model to regenerate them with).
     """
-    import warnings
-
     from attnbook.engine.extract import stream_attention
 
-    if header is not None:
-        made_on = header.get("model", {}).get("fingerprint")
-        if made_on and loaded.fingerprint != made_on:
-            warnings.warn(
-                f"the labels were made on maps of {header['model'].get('name')} (weights {made_on}); "
-                f"{loaded.name} ({loaded.fingerprint}) has other maps, so the labels may not fit them",
-                stacklevel=2,
-            )
+    if header is not None and not labels_describe(loaded, header):
+        raise ParameterError(
+            f"the labels were made on maps of {header['model'].get('name')} (weights "
+            f"{header['model'].get('fingerprint')}); {loaded.name} ({loaded.fingerprint}) has other maps. Regenerate the "
+            "labelled maps with the model the labels describe (labels.label_model), or label this model's maps with "
+            "labels.annotation_widget and load that file")
     keys = sorted({(m.task, m.split, m.row) for m in labels})
     texts = {}
     for task, split in sorted({(t, s) for t, s, _ in keys}):

@@ -384,30 +384,41 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 # §4.1 taxonomy
 # ---------------------------------------------------------------------------------------------
+#: why §4.1's rows are not comparable when the pattern labels describe another model's maps
+TRANSFER_REASON = ("the pattern labels describe another model's maps: the classifier learned from them is applied to "
+                   "this model's maps untested")
+
+
 def taxonomy_comparisons(cnn_f1: Estimate, vertical_share: Estimate, *, reviewed: bool, n_maps: int,
-                         classes_note: str = "") -> list[dict]:
+                         classes_note: str = "", transfer: str = "") -> list[dict]:
     """Rows for §4.1 on the labelled maps.
 
     * the CNN's cross-validated macro F1 (interval: bootstrap over maps of the pooled out-of-fold predictions)
       against 0.86 (:data:`SHARE_RULE`) when the labels come from a blind review (``reviewed``); without one the
       labels are the rule set's output, the CNN reproduces a rule and the row is ``not comparable``;
     * the share of Vertical among the reviewed maps (exact interval) against 30 %.
+
+    With ``transfer`` (:func:`attnbook.studies.kovaleva.labels.label_model`'s note: the labels describe another
+    model's maps than the one analysed) both rows are ``not comparable``.
     """
     f1_rule = SHARE_RULE if reviewed else verdict.NotComparable(
         "the labels are the rule set's proposals, so the CNN is scored on reproducing a rule, not an annotator")
+    share_rule = SHARE_RULE if reviewed else verdict.NotComparable("the labels are the rule set's proposals")
+    if transfer:
+        f1_rule = share_rule = verdict.NotComparable(TRANSFER_REASON)
     return [
         verdict.row("§4.1 taxonomy", "CNN F1 on the labelled maps", paper=PAPER["cnn_f1"], ours=cnn_f1, rule=f1_rule,
-                    note=f"macro F1 of stratified cross-validation on {n_maps} blindly reviewed maps of this model"
+                    note=f"macro F1 of stratified cross-validation on {n_maps} blindly reviewed maps "
+                         + ("of the model the labels describe, not the analysed one" if transfer else "of this model")
                          + (f"; {classes_note}" if classes_note else "") + "; the paper does not say which F1"),
         verdict.row("§4.1 taxonomy", "Vertical share of the labelled maps", paper=PAPER["annotated_vertical"],
-                    ours=vertical_share, rule=SHARE_RULE if reviewed else verdict.NotComparable(
-                        "the labels are the rule set's proposals"),
+                    ours=vertical_share, rule=share_rule,
                     note="the paper's annotated maps are bert-base's; ours the embedded model's"),
     ]
 
 
-def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapping[str, str] | None = None
-                     ) -> list[dict]:
+def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapping[str, str] | None = None,
+                     transfer: str = "") -> list[dict]:
     """Rows for §4.1 / Fig. 2 from ``shares[task][class]`` (the fine-tuned models' maps, CNN classes, each an
     :class:`~attnbook.stats.Estimate` over inputs):
 
@@ -416,14 +427,15 @@ def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapp
       MRPC and QQP around their own value);
     * Vertical share per task at least about a third (:data:`VERTICAL_RULE`).
 
-    A task whose fine-tuned classifier learned nothing (``learned[task]`` non-empty) is ``not comparable``.
+    A task whose fine-tuned classifier learned nothing (``learned[task]`` non-empty) is ``not comparable``; so is
+    every row when the CNN learned its classes from another model's labelled maps (``transfer``).
     """
     low, high = PAPER["heterogeneous"]
     mid, half = (low + high) / 2, (high - low) / 2 + HETEROGENEOUS_SLACK
     own = {"MRPC": low, "QQP": high}
     rows = []
     for t, s in shares.items():
-        reason = (learned or {}).get(t, "")
+        reason = TRANSFER_REASON if transfer else (learned or {}).get(t, "")
         het = own.get(t, mid)
         rule = verdict.Within(HETEROGENEOUS_SLACK, 3 * HETEROGENEOUS_SLACK) if t in own else verdict.Within(half, half)
         rows.append(verdict.row(

@@ -1,0 +1,95 @@
+"""The paper path, rehearsed end to end (issue 19): every chapter executes with ``profile=paper`` on a small
+randomly initialised ``BertForMaskedLM`` planted in a temporary Hugging Face cache as ``bert-base-uncased``
+(offline), with tiny MNLI/QQP/QNLI-train files in their original formats beside the real data, overriding only
+sizes through papermill parameters (:data:`planted.REHEARSAL_SIZES`).
+
+What it checks: the paper profile's code path runs - the hub name resolves to a cached snapshot, chapter 1 uses
+the checkpoint's own MLM head, chapter 4 learns the pattern classes from the embedded model's labelled maps and
+says it transfers them, the seven Table 1 tasks and Michel's MNLI matched/mismatched section run, and every
+results file records the model and the device. What it cannot check: any number of the real bert-base weights.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import shared_data_dir
+from planted import REHEARSAL_SIZES, plant_bert, plant_data
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _project(home: Path) -> None:
+    import shutil
+
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, home / name)
+    shutil.copytree(ROOT / "notebooks", home / "notebooks")
+    (home / "book" / "results").mkdir(parents=True)
+
+
+@pytest.fixture(scope="module")
+def paper_run(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("paper")
+    home = tmp / "project"
+    home.mkdir()
+    _project(home)
+    snapshot = plant_bert(tmp / "hub", n_layers=4, n_heads=4, hidden=32)
+    data = plant_data(tmp / "data", Path(shared_data_dir()))
+    env = dict(os.environ, ATTNBOOK_HOME=str(home), ATTNBOOK_RESULTS=str(home / "book" / "results"),
+               ATTNBOOK_DATA=str(data), ATTNBOOK_CACHE=str(tmp / "cache"), HF_HUB_CACHE=str(tmp / "hub"),
+               HF_HUB_OFFLINE="1")
+    times = {}
+    for chapter, sizes in REHEARSAL_SIZES.items():
+        args = [sys.executable, "-m", "attnbook.chapters.cli", "run", chapter[:2], "--profile", "paper"]
+        for key, value in sizes.items():
+            args += ["-p", f"{key}={json.dumps(value)}"]
+        proc = subprocess.run(args, env=env, text=True, capture_output=True)
+        assert proc.returncode == 0, f"{chapter} (paper profile) failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        times[chapter] = proc
+    return {"home": home, "snapshot": snapshot, "results": home / "book" / "results"}
+
+
+def _results(run: dict, chapter: str) -> tuple[dict, dict]:
+    folder = run["results"]
+    return (json.loads((folder / f"{chapter}.json").read_text()),
+            json.loads((folder / f"{chapter}.provenance.json").read_text()))
+
+
+@pytest.mark.integration
+def test_every_chapter_runs_the_paper_profile_on_the_planted_model(paper_run):
+    for chapter in REHEARSAL_SIZES:
+        results, prov = _results(paper_run, chapter)
+        assert results["profile"] == "paper" and results["comparisons"], chapter
+        assert prov["model"]["name"] == "bert-base-uncased", chapter
+        assert prov["model"]["revision"] == "0123456789abcdef0123456789abcdef01234567", chapter
+        assert prov["model"]["device"] == "cpu", chapter
+        assert "not bert-base-uncased's 12 x 12, 768" in prov["model"]["shape_note"], chapter
+        assert (paper_run["home"] / "book" / f"{chapter}.ipynb").exists()
+
+
+@pytest.mark.integration
+def test_paper_run_uses_berts_own_mlm_head_and_states_the_label_transfer(paper_run):
+    ch1, _ = _results(paper_run, "01_clark_surface_patterns")
+    assert ch1["numbers"]["mlm_head"]["source"] == "pretrained"
+    (row,) = [r for r in ch1["comparisons"] if r["quantity"].startswith("MLM head")]
+    assert "checkpoint's own MLM head" in row["note"]
+    ch4, _ = _results(paper_run, "04_kovaleva_taxonomy")
+    taxonomy = [r for r in ch4["comparisons"] if r["experiment"].startswith("§4.1")]
+    assert taxonomy and all(r["verdict"] == "not comparable" and "another model" in r["rule"] for r in taxonomy)
+    page = (paper_run["home"] / "book" / "04_kovaleva_taxonomy.ipynb").read_text()
+    assert "The pattern labels describe another model" in page
+
+
+@pytest.mark.integration
+def test_paper_run_covers_every_table1_task_and_mnli_mismatched(paper_run):
+    ch4, _ = _results(paper_run, "04_kovaleva_taxonomy")
+    rows = " ".join(r["quantity"] for r in ch4["comparisons"])
+    for task in ("MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"):
+        assert task in rows, f"Table 1 has no {task} row"
+    ch6, _ = _results(paper_run, "06_michel_pruning")
+    assert "MNLI-mm" in json.dumps(ch6), "Michel's mismatched (out-of-domain) section did not run"
