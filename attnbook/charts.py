@@ -29,6 +29,45 @@ from attnbook.core.heads import head_label
 
 BUNDLE_NAME = "attnbook-vega.js"
 LAYER_SCHEME = "viridis"
+#: the drawn width (px) a chart may take in the book's text column (sphinx-book-theme at 1280 px: ~690 px of
+#: content); wider charts are scaled down by the page's CSS, so charts are laid out to stay within it
+COLUMN_WIDTH = 680
+
+
+def panels_per_row(panel_width: float, n_panels: int, *, extra: float = 150, spacing: float = 20) -> int:
+    """How many panels ``panel_width`` px wide fit side by side in :data:`COLUMN_WIDTH` (``extra``: the axis
+    titles and the legend beside them); at least one, at most ``n_panels``."""
+    fit = int((COLUMN_WIDTH - extra + spacing) // (panel_width + spacing))
+    return max(1, min(int(n_panels), fit))
+
+
+def fit_cell(n_cells: int, preferred: int, *, extra: float = 150, smallest: int = 6) -> int:
+    """The side (px) of a heatmap cell so that ``n_cells`` cells in a row fit :data:`COLUMN_WIDTH`: ``preferred``
+    when they fit, else smaller, but never below ``smallest``."""
+    return int(max(smallest, min(preferred, (COLUMN_WIDTH - extra) // max(1, n_cells))))
+
+
+def stagger(x: Sequence[float], gap: float) -> list[int]:
+    """A text level for each label at position ``x`` so that labels on one level are at least ``gap`` apart
+    (greedy, by increasing ``x``): 0 for the first level, 1 for the next one up, ... Labels drawn at
+    ``dy = -(base + level * line)`` then never overlap."""
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    last: list[float] = []  # the last x placed on each level
+    levels = [0] * len(x)
+    for i in order:
+        level = next((k for k, lx in enumerate(last) if x[i] - lx >= gap), len(last))
+        if level == len(last):
+            last.append(x[i])
+        else:
+            last[level] = x[i]
+        levels[i] = level
+    return levels
+
+
+def wrap(charts: Sequence[alt.TopLevelMixin], per_row: int) -> alt.VConcatChart:
+    """Charts laid out ``per_row`` to a row (a row per ``hconcat``), in order."""
+    rows = [alt.hconcat(*charts[i:i + per_row]) for i in range(0, len(charts), max(1, per_row))]
+    return alt.vconcat(*rows)
 
 
 def write_vega_bundle(static_dir: Path) -> Path:

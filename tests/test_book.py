@@ -208,3 +208,52 @@ def test_chapter_pages_have_figures_and_tables(smoke_book):
         assert "attnbook-chart" in text, f"{chapter} has no figure"
         assert "Paper vs this run" in text, f"{chapter} has no paper-vs-run section"
         assert "Provenance" in text, f"{chapter} has no provenance"
+
+
+@pytest.mark.integration
+def test_chapter_pages_fit_the_column_and_read_cleanly(smoke_book):
+    """Issue 21, as a reader meets a page at the book's default width: no figure or table wider than the text
+    column (or shrunk below :data:`pagecheck.MIN_SCALE` to fit it), no chart labels on top of each other, no kernel
+    stderr, exactly one parameters cell (the injected values merged into it) and the summary box."""
+    from pagecheck import page_problems
+    from playwright.sync_api import sync_playwright
+
+    from attnbook.chapters.runner import available_chapters
+
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        for chapter in available_chapters():
+            page.goto((smoke_book / "_build" / "html" / "book" / f"{chapter}.html").as_uri())
+            page.wait_for_load_state("load")
+            page.wait_for_timeout(1500)
+            problems += [f"{chapter}: {p}" for p in page_problems(page)]
+        browser.close()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.integration
+def test_the_page_check_finds_what_it_looks_for(tmp_path):
+    """The checks above can fail: a page built to break each rule is caught on each."""
+    from pagecheck import page_problems
+    from playwright.sync_api import sync_playwright
+
+    bad = tmp_path / "bad.html"
+    bad.write_text("""<html><body><article class="bd-article" style="width:600px">
+      <section><h2>Wide</h2><div class="attnbook-chart"><div class="vega-embed">
+        <svg width="900" height="100" style="width:900px"><text x="10" y="50">will not</text>
+        <text x="14" y="50">can not</text></svg></div></div>
+        <div class="cell_output"><table style="width:900px"><tr><td>x</td></tr></table></div>
+        <div class="output stderr">UserWarning: /home/me</div>
+        <div class="tag_parameters"></div><div class="tag_parameters"></div></section>
+      </article></body></html>""")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(bad.as_uri())
+        problems = page_problems(page)
+        browser.close()
+    text = "\n".join(problems)
+    assert "overflow: chart" in text and "overflow: table" in text and "labels overlap" in text
+    assert "stderr" in text and "2 parameters cell(s)" in text and "0 summary boxes" in text

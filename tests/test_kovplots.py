@@ -28,8 +28,20 @@ def test_task_frame_labels_are_one_based_and_values_placed():
 
 def test_task_heatmaps_is_faceted_by_task_in_order():
     spec = kovplots.task_heatmaps({"SST-2": np.ones((2, 2)), "MRPC": np.zeros((2, 2))}, "t").to_dict()
-    assert spec["facet"]["column"]["field"] == "task"
-    assert spec["facet"]["column"]["sort"] == ["SST-2", "MRPC"]
+    assert spec["facet"]["field"] == "task"
+    assert spec["facet"]["sort"] == ["SST-2", "MRPC"]
+
+
+def test_wide_task_heatmaps_wrap_to_the_column():
+    """Issue 21: four 12-head heatmaps side by side overflowed the column (the RTE panel was cut off)."""
+    from attnbook.charts import COLUMN_WIDTH
+
+    values = {t: np.ones((12, 12)) for t in ("MRPC", "STS-B", "SST-2", "RTE")}
+    spec = kovplots.task_heatmaps(values, "t").to_dict()
+    per_row = spec["columns"]
+    assert 1 <= per_row < 4 and per_row * (16 * 12 + 45) <= COLUMN_WIDTH
+    two = kovplots.task_heatmaps({t: np.ones((2, 2)) for t in ("A", "B")}, "t").to_dict()
+    assert two["columns"] == 2  # small panels stay side by side
 
 
 def test_cls_frame_skips_missing_features():
@@ -42,7 +54,7 @@ def test_cls_frame_skips_missing_features():
     with pytest.raises(EmptyDataError):
         kovplots.cls_frame(res, ["verb"])
     spec = kovplots.cls_heatmaps(res, ["[SEP]", "noun"]).to_dict()
-    assert spec["facet"]["column"]["sort"] == ["A", "B"]
+    assert spec["facet"]["sort"] == ["A", "B"]
 
 
 def test_feature_change_frame_is_finetuned_minus_pretrained():
@@ -99,3 +111,15 @@ def test_charts_build():
     assert spec["mark"]["type"] == "rect"
     kovplots.class_examples_chart([m], [0]).to_dict()
     kovplots.proportions_chart({"RTE": np.array([0.2, 0.1, 0.3, 0.1, 0.3])}).to_dict()
+
+
+def test_share_strip_labels_close_together_go_on_separate_lines():
+    """Issue 21: the "hurts most" labels of heads with nearly equal values were drawn on top of each other."""
+    from attnbook.charts import stagger
+
+    assert stagger([0.50, 0.51, 0.90, 0.515], gap=0.05) == [0, 1, 0, 2]
+    values = np.zeros((2, 3))
+    values[1, 1], values[1, 2] = 0.500, 0.501
+    spec = kovplots.share_strip(values, [(1, 1), (1, 2)], "t").to_dict()
+    dys = sorted(layer["mark"]["dy"] for layer in spec["layer"] if layer["mark"].get("type") == "text")
+    assert dys == [-21, -10]

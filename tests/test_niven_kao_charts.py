@@ -1,6 +1,7 @@
 """The charts of the Niven & Kao chapter are valid Altair and are fed the right numbers."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from arct_items import fake_runs, toy_items
@@ -30,3 +31,17 @@ def test_halves_per_seed():
     assert list(frame["accuracy"]) == [0.6, 0.7, 0.4, 0.3]
     assert "layer" in M.halves_bars(adv).to_dict()
     assert M.halves_bars({}) is None
+
+
+def test_cue_labels_are_moved_apart_until_none_overlap():
+    """Issue 21: "will not" and "can not" sat on top of each other in the §4 scatter."""
+    import pandas as pd
+
+    from attnbook.studies.niven_kao.charts import label_positions
+
+    pts = pd.DataFrame({"cue": ["will not", "can not", "not", "far"], "coverage": [0.05, 0.051, 0.052, 0.5],
+                        "productivity": [0.6, 0.6, 0.61, 0.6]})
+    out = label_positions(pts, "coverage", "productivity", 0.5, 0.2)
+    near = out[out["cue"] != "far"]["label_y"].sort_values().to_numpy()
+    assert (np.diff(near) >= 0.06 * 0.2 - 1e-12).all()  # one box height apart
+    assert out.set_index("cue").loc["far", "label_y"] == 0.6  # a label with room stays at its point

@@ -59,8 +59,44 @@ def test_progress_reports_the_running_cell(tmp_path):
     nb["cells"][0]["metadata"]["papermill"] = {"status": "completed"}
     nb["cells"][1]["metadata"]["papermill"] = {"status": "completed"}
     path.write_text(json.dumps(nb))
-    assert cells_done(path) == (2, 4)
+    assert cells_done(path) == (2, 4, "t")  # the heading above the running cell names the section
     lines: list[str] = []
     with Progress("04_x", path, every=0.05, write=lines.append):
         time.sleep(0.3)
-    assert lines and all(line.startswith("[attnbook] 04_x: cell 3 of 4, 0 min") for line in lines)
+    assert lines and all(line.startswith("[attnbook] 04_x: cell 3 of 4 (t), 0 min") for line in lines)
+
+
+def _results(verdicts: list[str], model: str = "embedded-x") -> tuple[dict, dict]:
+    rows = [{"verdict": v} for v in verdicts]
+    results = {"chapter": "01_clark_surface_patterns", "profile": "quick", "comparisons": rows,
+               "params": {"n_segments": 1000, "max_tokens": 128, "grad_segments": 200},
+               "numbers": {"mlm_head": {"source": "fitted on the frozen encoder"}}}
+    prov = {"model": {"name": model, "n_layers": 6, "n_heads": 12, "device": "cpu", "shape_note": ""},
+            "run_seconds": 75.0, "machine": "x86_64 Linux, 2 cores"}
+    return results, prov
+
+
+def test_summary_box_is_generated_from_the_run_and_goes_under_the_title(tmp_path):
+    """Issue 21: each page starts with a box of the run's profile, model, sizes, run time, deviations and the
+    outcome counts of its comparison table, all read from the results files the chapter wrote."""
+    from attnbook.chapters.summary import SUMMARY_TAG, outcome_text, summary_markdown
+
+    assert outcome_text([{"verdict": "agrees"}] * 2 + [{"verdict": "partly agrees"}, {"verdict": "not comparable"}]) \
+        == "4 rows: 2 agree, 1 partly agree, 1 not comparable"
+    results, prov = _results(["agrees", "disagrees", "disagrees"])
+    box = summary_markdown(results, prov, seconds=130)
+    assert box.startswith("```{admonition} This run") and "1,000 WikiText-2 segments of at most 128" in box
+    assert "2.2 min" in box and "3 rows: 1 agree, 2 disagree" in box
+    assert "instead of the papers' bert-base-uncased" in box and "MLM head fitted" in box
+    results["numbers"]["mlm_head"]["source"] = "pretrained"
+    own = summary_markdown(results, dict(prov, model=dict(prov["model"], name="bert-base-uncased")))
+    assert "instead of the papers'" not in own and "MLM head fitted" not in own and "1.2 min" in own
+    path, log = tmp_path / "nb.ipynb", tmp_path / "log.txt"
+    path.write_text(json.dumps(_executed()))
+    (tmp_path / "r.json").write_text(json.dumps(results))
+    (tmp_path / "r.provenance.json").write_text(json.dumps(prov))
+    for _ in range(2):  # a rerun replaces the box, never adds a second
+        assert tidy(path, log, results=tmp_path / "r.json", seconds=5)["summary"]
+    cells = json.loads(path.read_text())["cells"]
+    boxes = [i for i, c in enumerate(cells) if SUMMARY_TAG in c["metadata"].get("tags", [])]
+    assert boxes == [1] and "5 s" in cells[1]["source"]

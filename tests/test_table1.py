@@ -64,3 +64,21 @@ def test_metric_labels_and_wide_layout():
     assert list(wide.columns) == ["metric", *INIT_LABELS.values()] and wide.loc["MRPC", "metric"] == "F1/accuracy"
     assert wide.loc["MRPC", "pre-trained + fine-tuning"] == "81.2/70.0 (87.9/82.3)"
     assert wide.loc["MRPC", "pre-trained, no fine-tuning"] == "n/a/70.0 (0/31.6)"
+
+
+def test_table1_trains_each_seed_once_for_every_chapter(env, base, monkeypatch):  # noqa: F811
+    """Regression (issue 18): Table 1 trained seeds 1 and 2 without the recipe's snapshots, so chapter 5, which asks
+    for them (heads_off.effects.classifier), found no complete cache entry and trained the same classifiers again
+    (about 1,000 CPU s of a fresh quick build)."""
+    from attnbook.engine import finetune
+    from attnbook.studies.heads_off.effects import classifier
+
+    recipe = {**SMALL, "epochs": 1, "save_at": [0.5, 1.0]}
+    trained: list[int] = []
+    real = finetune._train_and_cache
+    monkeypatch.setattr(finetune, "_train_and_cache", lambda *a, **k: trained.append(a[4]) or real(*a, **k))
+    table1(base, ["SST-2"], recipe, seeds=(0, 1), random_seeds=(0,), inits=["pretrained_ft"], progress=False)
+    assert sorted(trained) == [0, 1]
+    for seed in (0, 1):
+        classifier(base, "SST-2", recipe, seed)
+    assert sorted(trained) == [0, 1], "chapter 5 retrained a classifier Table 1 had trained"

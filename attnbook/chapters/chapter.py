@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from attnbook import charts as plots
+from attnbook.chapters import tables
 from attnbook.chapters.params import Params, resolve
 from attnbook.engine.models import set_default_device, set_threads
 from attnbook.chapters.results import ChapterResults
@@ -37,6 +38,7 @@ def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
     set_threads()
     set_default_device(params.get("device", "auto"))
     plots.enable()
+    tables.enable()
     torch.set_grad_enabled(True)
     return params
 

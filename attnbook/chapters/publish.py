@@ -99,12 +99,22 @@ def take_stderr(nb: dict) -> list[str]:
     return taken
 
 
-def tidy(notebook: Path, log: Path) -> dict[str, Any]:
+def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float | None = None) -> dict[str, Any]:
     """:func:`merge_parameters` and :func:`take_stderr` on an executed notebook file; the stderr texts go to ``log``
-    (removed when there are none). Returns ``{"parameters": {...}, "stderr": n}``."""
+    (removed when there are none). With the chapter's ``results`` file (its provenance file beside it), the summary
+    box goes under the title (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). Returns
+    ``{"parameters": {...}, "stderr": n, "summary": bool}``."""
+    from attnbook.chapters.summary import insert_summary
+
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     params = merge_parameters(nb)
     stderr = take_stderr(nb)
+    summary = False
+    if results is not None and Path(results).exists():
+        prov = Path(results).with_name(Path(results).name.replace(".json", ".provenance.json"))
+        insert_summary(nb, json.loads(Path(results).read_text(encoding="utf-8")),
+                       json.loads(prov.read_text(encoding="utf-8")) if prov.exists() else {}, seconds)
+        summary = True
     Path(notebook).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     log = Path(log)
     if stderr:
@@ -112,22 +122,32 @@ def tidy(notebook: Path, log: Path) -> dict[str, Any]:
         log.write_text("\n".join(stderr) + "\n", encoding="utf-8")
     elif log.exists():
         log.unlink()
-    return {"parameters": params, "stderr": len(stderr)}
+    return {"parameters": params, "stderr": len(stderr), "summary": summary}
 
 
-def cells_done(notebook: Path) -> tuple[int, int] | None:
-    """``(cells completed, cells)`` of a notebook papermill is writing, or ``None`` while it cannot be read."""
+def cells_done(notebook: Path) -> tuple[int, int, str] | None:
+    """``(cells completed, cells, current section)`` of a notebook papermill is writing (the section: the last
+    heading above the first cell not yet completed), or ``None`` while it cannot be read."""
     try:
         nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     cells = nb.get("cells", [])
-    done = sum(1 for c in cells if c.get("metadata", {}).get("papermill", {}).get("status") == "completed")
-    return done, len(cells)
+    status = [c.get("metadata", {}).get("papermill", {}).get("status") for c in cells]
+    done = sum(1 for st in status if st == "completed")
+    current = next((i for i, st in enumerate(status) if st != "completed" and cells[i].get("cell_type") == "code"),
+                   len(cells))
+    section = ""
+    for cell in cells[:current]:
+        if cell.get("cell_type") == "markdown":
+            for line in _source(cell).splitlines():
+                if line.startswith("#"):
+                    section = line.lstrip("#").strip()
+    return done, len(cells), section
 
 
 class Progress:
-    """Print ``[attnbook] <chapter>: cell k of n, m min s`` every ``every`` seconds while a chapter runs."""
+    """Print ``[attnbook] <chapter>: cell k of n (section), m min s`` every ``every`` seconds while a chapter runs."""
 
     def __init__(self, chapter: str, notebook: Path, every: float = 30.0, write: Callable[[str], None] | None = None):
         self.chapter, self.notebook, self.every = chapter, Path(notebook), float(every)
@@ -140,7 +160,8 @@ class Progress:
         while not self._stop.wait(self.every):
             state = cells_done(self.notebook)
             elapsed = int(time.time() - self._start)
-            where = f"cell {state[0] + 1} of {state[1]}" if state else "starting"
+            where = (f"cell {min(state[0] + 1, state[1])} of {state[1]}" + (f" ({state[2]})" if state[2] else "")
+                     if state else "starting")
             self.write(f"[attnbook] {self.chapter}: {where}, {elapsed // 60} min {elapsed % 60:02d} s")
 
     def __enter__(self) -> "Progress":

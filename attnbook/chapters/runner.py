@@ -119,6 +119,7 @@ def run_chapter(
     os.environ["ATTNBOOK_RESULTS_STAGING"] = str(staging)
     # progress bars are for interactive use; in the executed book they would be widgets needing a CDN
     os.environ.setdefault("TQDM_DISABLE", "1")
+    started = time.time()
     try:
         with atomic_path(target) as tmp:
             tmp_nb = tmp.parent / f"{tmp.name}.ipynb"
@@ -138,7 +139,7 @@ def run_chapter(
             finally:
                 pass
             log = stderr_log(chapter)
-            tidied = tidy(tmp_nb, log)
+            tidied = tidy(tmp_nb, log, results=staging / f"{chapter}.json", seconds=time.time() - started)
             if tidied["stderr"]:
                 print(f"[attnbook] {chapter}: {tidied['stderr']} stderr message(s) kept off the page, in {log}",
                       flush=True)

@@ -229,11 +229,15 @@ def cut_height(clustering: Clustering) -> float | None:
 
 
 def dendrogram_chart(clustering: Clustering, n_layers: int, n_heads: int, title: str = "",
-                     width: int = 760, height: int = 240, cut: float | str | None = "auto"):
-    """The average-linkage tree, leaves coloured by cluster and labelled ``layer-head`` (up to 100 heads).
+                     width: int | None = None, height: int = 240, cut: float | str | None = "auto"):
+    """The average-linkage tree, leaves coloured by cluster and labelled ``layer-head`` (up to 100 heads); ``width``
+    defaults to the book's column less the legend.
 
     A dashed line marks the cut: ``"auto"`` places it between the merges that give the clusters.
     """
+    from attnbook.charts import COLUMN_WIDTH
+
+    width = width or COLUMN_WIDTH - 130
     segs, leaves = dendrogram_frames(clustering, n_layers, n_heads)
     x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[0, 10 * len(leaves)]))
     tree = alt.Chart(segs).mark_rule(color="#555").encode(

@@ -33,7 +33,7 @@ def sweep_heatmap(
     *,
     significant: np.ndarray | None = None,
     value_title: str = "score",
-    cell: int = 24,
+    cell: int = 14,
     show_text: bool = True,
 ) -> alt.Chart:
     """Layer x head heatmap of the score with each head switched off (Kovaleva Fig. 8).
@@ -57,7 +57,7 @@ def sweep_heatmap(
     )
     chart = rect
     if show_text:
-        chart = rect + base.mark_text(fontSize=11, color="black").encode(text="mark:N")
+        chart = rect + base.mark_text(fontSize=min(11, cell - 3), color="black").encode(text="mark:N")
     return chart.properties(
         title={"text": title, "subtitle": f"baseline {baseline:.2f}; + = better than baseline"},
         width=cell * n_heads, height=cell * n_layers,

@@ -21,7 +21,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attnbook.charts import heads_frame
+from attnbook.charts import fit_cell, heads_frame, panels_per_row, stagger
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_bytes
@@ -208,7 +208,8 @@ def task_heatmaps(values: Mapping[str, np.ndarray], title: str = "", *, value_ti
         color=alt.Color("value:Q", title=value_title, scale=scale),
         tooltip=["task:N", alt.Tooltip("label:N", title="head"), alt.Tooltip("value:Q", format=fmt, title=value_title)],
     ).properties(width=cell * n_heads, height=cell * n_layers)
-    return base.facet(column=alt.Column("task:N", sort=list(values), title=None), title=title)
+    columns = panels_per_row(cell * n_heads + 45, len(values))
+    return base.facet(facet=alt.Facet("task:N", sort=list(values), title=None), columns=columns, title=title)
 
 
 def cls_frame(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str]) -> pd.DataFrame:
@@ -239,7 +240,8 @@ def cls_heatmaps(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequ
         color=alt.Color("value:Q", title="attention from [CLS]", scale=alt.Scale(scheme="greys")),
         tooltip=["task:N", "feature:N", "head:O", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=cell * n_heads, height=cell * len(present))
-    return base.facet(column=alt.Column("task:N", sort=list(results), title=None), title=title)
+    columns = panels_per_row(cell * n_heads + 110, len(results))  # + the feature names on the y axis
+    return base.facet(facet=alt.Facet("task:N", sort=list(results), title=None), columns=columns, title=title)
 
 
 def feature_change_frame(finetuned: Mapping[str, Mapping[str, np.ndarray]],
@@ -270,6 +272,8 @@ def feature_change_heatmaps(finetuned: Mapping[str, Mapping[str, np.ndarray]],
     span = float(max(np.abs(df["delta"]).max(), 1e-9))
     n_layers, n_heads = int(df["layer"].max()), int(df["head"].max())
     present = [f for f in features if f in set(df["feature"])]
+    n_tasks = len(set(df["task"]))
+    cell = fit_cell(n_tasks * (n_heads + 2), cell, extra=230)  # the row titles and the legend take ~230 px
     base = alt.Chart(df).mark_rect().encode(
         x=alt.X("head:O", title="head", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("layer:O", title="layer"),
@@ -307,9 +311,14 @@ def share_strip(values: np.ndarray, highlight: Sequence[tuple[int, int]], title:
                                                               range=["#d62728", "#9e9e9e"])),
         tooltip=[alt.Tooltip("label:N", title="head"), alt.Tooltip("value:Q", format=".3f")],
     )
-    text = alt.Chart(df[df["picked"]]).mark_text(dy=-10, fontSize=10).encode(x="value:Q", y="group:N", text="label:N")
-    chart = points + text
+    picked = df[df["picked"]].copy()
+    span = float(df["value"].max() - df["value"].min()) or 1.0
+    picked["level"] = stagger(picked["value"].tolist(), gap=span * 30 / width)  # a label is ~30 px wide
+    chart = points
+    for level in sorted(set(picked["level"])):  # labels close together go on lines above each other
+        chart = chart + alt.Chart(picked[picked["level"] == level]).mark_text(dy=-10 - 11 * level, fontSize=10).encode(
+            x="value:Q", y="group:N", text="label:N")
     if chance is not None:
         chart = alt.Chart(pd.DataFrame({"v": [float(chance)]})).mark_rule(color="orange", strokeDash=[4, 3]).encode(
             x="v:Q") + chart
-    return chart.properties(title=title, width=width, height=90)
+    return chart.properties(title=title, width=width, height=90 + 11 * int(picked["level"].max() if len(picked) else 0))

@@ -220,6 +220,7 @@ def table1(
     if missing not in ("skip", "raise"):
         raise ParameterError("missing must be 'skip' or 'raise'")
     p = FinetuneParams.from_mapping(params or {})
+    save_at = tuple((params or {}).get("save_at", ())) if not isinstance(params, FinetuneParams) else ()
     caps = p.dev_cap if dev_caps == "params" else dev_caps
     base = base_encoder(model)
     rows = []
@@ -251,8 +252,9 @@ def table1(
                 continue
             scores, accs, shares, outputs, learned = [], [], [], [], {}
             for seed in init_seeds:
+                # the recipe's snapshots too, so chapters 5-6 (which ask for them) load this run, never retrain it
                 clf, _ = get_finetuned(base, spec, init, p, seed, use_cache=use_cache, progress=progress,
-                                       evaluate_dev=False)
+                                       evaluate_dev=False, save_at=save_at)
                 out = dev_outputs(clf, spec.name, cap=dev_cap_of(caps, spec.name), max_length=p.max_length,
                                   batch_size=p.eval_batch_size, use_cache=use_cache, progress=progress)
                 m = metrics_from_logits(spec, out["logits"], out["labels"])

@@ -16,6 +16,27 @@ from attnbook.studies.niven_kao.cues import top_cues
 from attnbook.studies.niven_kao.paper import PAPER
 
 
+def label_positions(points, x: str, y: str, x_range: float, y_range: float, *, width: float = 0.12,
+                    height: float = 0.06):
+    """``points`` with a ``label_y`` column: where each point's text label goes so that no two labels overlap.
+
+    Labels start at their point's ``y``; taken by increasing ``x``, a label whose box (``width`` x ``height``, as
+    shares of ``x_range`` and ``y_range``) would overlap an already placed one moves up by one box height until it
+    is clear. Returns a copy, sorted by ``x``."""
+    out = points.sort_values(x).copy()
+    w, h = width * (x_range or 1.0), height * (y_range or 1.0)
+    placed: list[tuple[float, float]] = []
+    ys = []
+    for px, py in zip(out[x].astype(float), out[y].astype(float)):
+        ly = py
+        while any(abs(px - qx) < w and abs(ly - qy) < h for qx, qy in placed):
+            ly += h
+        placed.append((px, ly))
+        ys.append(ly)
+    out["label_y"] = ys
+    return out
+
+
 def cue_scatter(table, *, min_applicability: int = 20, highlight: Iterable[str] = ("not",), n_max: int = 400):
     """Altair scatter of cue coverage (x) against productivity (y), one point per cue (§4).
 
@@ -37,8 +58,10 @@ def cue_scatter(table, *, min_applicability: int = 20, highlight: Iterable[str] 
         tooltip=["cue", "applicability", alt.Tooltip("productivity:Q", format=".3f"),
                  alt.Tooltip("coverage:Q", format=".3f")],
     )
-    labels = base.transform_filter(alt.datum.highlight).mark_text(dx=8, align="left", fontWeight="bold").encode(
-        x="coverage:Q", y="productivity:Q", text="cue:N"
+    placed = label_positions(data[data["highlight"]], "coverage", "productivity", data["coverage"].max(),
+                             data["productivity"].max() - data["productivity"].min())
+    labels = alt.Chart(placed).mark_text(dx=8, align="left", fontWeight="bold").encode(
+        x="coverage:Q", y="label_y:Q", text="cue:N"
     )
     chance = alt.Chart({"values": [{"y": 0.5}]}).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
     return (points + labels + chance).properties(

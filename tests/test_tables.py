@@ -1,0 +1,25 @@
+"""Tables as a reader sees them (issue 21): rounded by size, "—" for missing, no 0-based index column."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnbook.chapters.tables import book_table, enable, number_text
+
+
+def test_numbers_read_cleanly():
+    assert number_text(3.890000) == "3.890" and number_text(0.00123456) == "0.00123" and number_text(12.0) == "12"
+    assert number_text(float("nan")) == "—" and number_text(None) == "—" and number_text("NaN") == "—"
+    assert number_text(np.int64(25000)) == "25,000" and number_text(np.float32(0.5)) == "0.500"
+    assert number_text("1-3") == "1-3" and number_text(True) == "True"
+
+
+def test_default_index_hidden_meaningful_index_kept_and_no_nan():
+    df = pd.DataFrame({"head": ["1-3", "2-9"], "avg": [0.972, np.nan]})
+    html = book_table(df).to_html()
+    assert "0.972" in html and "0.972000" not in html and ">nan<" not in html.lower() and "—" in html
+    assert 'class="row_heading' not in html  # the 0, 1, ... index is not shown
+    kept = book_table(df.set_index("head")).to_html()
+    assert 'class="row_heading' in kept and "1-3" in kept
+    enable()  # the Styler defaults apply to tables a chapter styles itself
+    assert "0.972000" not in df.style.to_html() and ">nan<" not in df.style.to_html()
