@@ -2,6 +2,7 @@
 #   make book     create .venv, install, execute every chapter (quick profile) into book/, render _build/html
 #   make test     create .venv, install, run the test suite
 #   make bench    speed and memory benchmarks (ratios measured in one run) -> benchmarks/results/
+#   make pdf      print the executed book to _build/pdf/attnbook.pdf (published beside the HTML)
 # Variables: PROFILE (smoke|quick|paper), ATTNBOOK_DATA (data directory), PYTHON (interpreter for the venv).
 
 PYTHON ?= python3
@@ -20,7 +21,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PYDEVD_DISABLE_FILE_VALIDATION ?= 1
 
-.PHONY: install browser data book test bench chapter constraints clean lab
+.PHONY: install browser data book pdf test bench chapter constraints clean lab
 
 install: $(STAMP)
 
@@ -43,6 +44,10 @@ data: install
 book: data
 	@echo "[make] data directory: $(ATTNBOOK_DATA)"
 	$(BIN)/attnbook build --profile $(PROFILE) --times-json book/results/_times-$(PROFILE).json
+
+# the whole book as one PDF (_build/pdf/attnbook.pdf, also copied beside the HTML), from the executed book/
+pdf: install browser
+	$(BIN)/attnbook build --no-execute --pdf
 
 # the page checks drive a headless Chromium: Debian's (as root) or Playwright's (tools/ensure-browser)
 browser: install

@@ -264,6 +264,19 @@ def bench_training() -> dict:
     return benchmark_throughput()
 
 
+def bench_plan() -> dict:
+    """``attnbook plan``'s estimates (quick and paper) with the rates it measured here, for the comparison with the
+    measured book times in the table."""
+    from attnbook.chapters.plan import make_plan
+
+    out = {}
+    for profile in ("quick", "paper"):
+        plan = make_plan(profile)
+        out[profile] = {"seconds": {c: round(v, 1) for c, v in plan.chapter_seconds().items()},
+                        "rates": {k: round(v / 1e9, 2) for k, v in plan.rates.items()}, "model": plan.model}
+    return out
+
+
 def book_times(previous: dict | None = None) -> dict:
     """Chapter times of the last ``make book`` per profile; else the ones of the previous report."""
     out = {}
@@ -321,13 +334,21 @@ def table(report: dict) -> str:
         rows.append(("extraction throughput by batch size (segments/s)",
                      ", ".join(f"{k}: {v}" for k, v in bs.get("segments_per_s_by_batch_size", {}).items()), "(choice)"))
     times = report.get("book_times", {})
+    plan = report.get("plan", {})
     for profile, t in times.items():
         if isinstance(t, dict) and "total" in t:
+            est = plan.get(profile, {}).get("seconds", {})
             for chapter, seconds in t.items():
                 if chapter != "total":
-                    rows.append((f"{profile} book: {chapter}", f"{seconds / 60:.1f} min", ""))
+                    guess = (f"; `attnbook plan` said {est[chapter] / 60:.1f} min (measured/estimated "
+                             f"{seconds / est[chapter]:.2f})" if est.get(chapter) else "")
+                    rows.append((f"{profile} book: {chapter}", f"{seconds / 60:.1f} min{guess}",
+                                 "plan within 1.5x" if guess else ""))
             rows.append((f"whole {profile} book (chapters executed; cold cache)", f"{t['total'] / 60:.1f} min",
-                         "< 25 min" if profile == "quick" else ""))
+                         "< 35 min" if profile == "quick" else ""))
+    if "paper" in plan:
+        rows.append(("`attnbook plan --profile paper` on this machine", f"{sum(plan['paper']['seconds'].values()) / 3600:.1f} h",
+                     "(cost)"))
     lines = ["| benchmark | measured | target |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return "\n".join(lines)
 
@@ -375,6 +396,8 @@ def main() -> int:
         report["importance"] = bench_optional("importance", bench_importance)
     if want("training"):
         report["training"] = bench_optional("training", bench_training)
+    if want("plan"):
+        report["plan"] = bench_optional("plan", bench_plan)
     report["book_times"] = book_times(previous_book_times())
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "latest.json", report)

@@ -470,3 +470,25 @@ def test_recipe_is_the_profile_entry_with_the_chapters_model_and_overrides():
         glue.recipe(dict(p5, recipe_overrides={"tasks": ["RTE"]}))
     with pytest.raises(ParameterError, match="cannot be changed"):
         glue.recipe(dict(p5, recipe_overrides={"learning_rate": 1e-5}))
+
+
+def test_classifiers_trained_side_by_side_are_cached_once(env, tmp_path, monkeypatch):
+    """Issue 18: chapter 4 fine-tunes Table 1's classifiers ``workers`` at a time in one-thread processes; what
+    they cache is what the chapters then load (nothing is trained twice), and a second call trains nothing."""
+    from planted import plant_bert
+
+    from attnbook.engine import finetune as F
+
+    plant_bert(tmp_path / "hub", n_layers=2, n_heads=2, hidden=32)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    recipe = {**SMALL, "epochs": 1, "save_at": [0.5, 1.0]}
+    jobs = [("SST-2", "pretrained_ft", 0), ("SST-2", "pretrained_ft", 1), ("STS-B", "random_ft", 0),
+            ("SST-2", "pretrained", 0)]
+    done = F.train_checkpoints("bert-base-uncased", jobs, recipe, workers=2)
+    assert sorted(done) == sorted(jobs[:3])  # the untrained classifier needs no training
+    base = F.base_encoder("bert-base-uncased")
+    assert all(F.cached_checkpoint(base, t, i, recipe, s, recipe["save_at"]) for t, i, s in jobs[:3])
+    assert F.train_checkpoints("bert-base-uncased", jobs, recipe, workers=2) == []
+    monkeypatch.setattr(F, "_train_and_cache", lambda *a, **k: pytest.fail("retrained a cached classifier"))
+    clf, _ = F.get_finetuned(base, "SST-2", "pretrained_ft", recipe, 1, save_at=recipe["save_at"], evaluate_dev=False)
+    assert clf.extra["seed"] == 1

@@ -113,3 +113,18 @@ def test_top_head_estimates_intervals_over_instances():
     assert est["n_with_control"] == 100 and d.n == 100 and d.value == pytest.approx(0.05) and d.low > 0
     other = FN.top_head_estimates(scores, None, (0, 0), n_resamples=200)
     assert other["label"] == "1-1" and "difference" not in other
+
+
+def test_framenet_numbers_keep_1_based_labels_and_the_threshold_sentence():
+    import numpy as np
+
+    from attnbook.stats import Estimate
+    from attnbook.studies.kovaleva import framenet as F
+
+    fheads = {"mean": np.array([[0.1, 0.2], [0.3, 0.9]]), "heads": [(1, 1, 0.9)], "threshold": 0.5,
+              "n_with_control": 7}
+    ftop = {"label": "2-2", "mean": Estimate(0.9, 0.8, 1.0)}
+    nums = F.framenet_numbers({"kept": 3}, fheads, ftop, 3)
+    assert nums["framenet_heads"] == [["2-2", 0.9]] and nums["framenet_top"]["instances"] == 3
+    text = F.threshold_markdown(fheads, 99.0, 4)
+    assert text.startswith("99th percentile") and "**0.500**" in text and "(1 of 4)" in text and "7 instances" in text

@@ -299,3 +299,23 @@ def test_the_chapters_sentences():
     assert "**No seed learned SST-2**" in paper.seeds_markdown([bad], "SST-2", False)
     assert "seed 1: SST-2 50.2 [46.8, 53.6] on 872 dev examples, constant predictor 50.9" in paper.seeds_markdown(
         [bad], "SST-2", False)
+
+
+def test_chapter6_sentences_come_from_the_numbers():
+    """Issue 21: chapter 6's sentences moved from f-strings in the notebook into the package."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from attnbook.stats import Estimate
+    from attnbook.studies.michel import paper as mp
+
+    runs = [SimpleNamespace(seed=0), SimpleNamespace(seed=2)]
+    text = mp.across_markdown("dev half A vs half B", runs, [Estimate(0.5, 0.4, 0.6), Estimate(0.25, 0.1, 0.4)])
+    assert text.startswith("dev half A vs half B, Pearson r") and "seed 2 0.25 [0.10, 0.40]" in text
+    km = {"spearman": 0.61, "spearman_p": 1e-3, "pearson": 0.7, "top_k_overlap": 0.4, "top_k_chance": 0.14}
+    text = mp.disable_vs_mask_markdown(km, np.array([-1.0, 0.0]), np.array([-2.0, -1.0]))
+    assert "ρ = **0.61**" in text and "40% are shared (chance 14%)" in text and "disabled -0.50, masked -1.50" in text
+    halves = {"spearman": 0.3, "top_k_overlap": 0.5, "top_k_chance": 0.14}
+    assert "not learned: RTE" in mp.halves_markdown("SST-2", halves, ["RTE"])
+    assert "not learned" not in mp.halves_markdown("SST-2", halves, [])

@@ -19,7 +19,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
@@ -97,6 +97,11 @@ class ChapterResults:
     def add(self, key: str, value: Any) -> None:
         """Record a key number (JSON-able: floats, ints, strings, lists, dicts of those)."""
         self.numbers[key] = _round(value)
+
+    def add_all(self, numbers: Mapping[str, Any]) -> None:
+        """Record several key numbers at once (a study's ``*_numbers`` function gives them)."""
+        for key, value in numbers.items():
+            self.add(key, value)
 
     def add_timing(self, key: str, seconds: float) -> None:
         """Record how long a step took. Timings go into the provenance file, not the results file, so the

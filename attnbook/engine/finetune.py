@@ -69,7 +69,7 @@ TRAIN_SAMPLE_SEED = 0
 # parameters
 # ---------------------------------------------------------------------------------------------
 #: Profile keys that are not training parameters (read by :func:`attnbook.studies.kovaleva.table1.table1` and the chapters).
-PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "random_seeds", "save_at", "use_cache"})
+PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "random_seeds", "save_at", "use_cache", "workers"})
 
 
 #: Parameters that may be given per task, as a mapping from task name to value (key ``"default"`` for the rest).
@@ -712,3 +712,81 @@ def score_interval(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray,
         lo, hi = (float(v) for v in percentile_interval(np.nan_to_num(np.asarray(scores))))
     floor = constant_score(spec, labels)
     return {"score_low": float(lo), "score_high": float(hi), "constant_score": floor, "learned": bool(lo > floor)}
+
+
+# ---------------------------------------------------------------------------------------------- several at once
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished child processes (the workers of :func:`train_checkpoints`)."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def cached_checkpoint(base: LoadedModel, task: str, init: str, params: Mapping[str, Any] | FinetuneParams,
+                      seed: int, save_at: Iterable[float] = ()) -> bool:
+    """Whether the classifier ``(task, init, seed)`` and its ``save_at`` snapshots are all in the cache."""
+    spec = task_spec(task)
+    p = FinetuneParams.from_mapping(params).for_task(spec)
+    fractions = _check_fractions([1.0, *save_at])
+    return all((checkpoints_root() / cache.key(checkpoint_parts(base, spec, init, p, seed, f)) / COMPLETE_FILE).exists()
+               for f in fractions)
+
+
+def _train_in_worker(job: dict) -> tuple[str, str, int]:
+    torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
+    get_finetuned(job["model"], job["task"], job["init"], job["params"], job["seed"], save_at=job["save_at"],
+                  evaluate_dev=False, progress=False)
+    return job["task"], job["init"], job["seed"]
+
+
+def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: Mapping[str, Any], *,
+                      workers: int = 1, use_cache: bool = True) -> list[tuple[str, str, int]]:
+    """Train every ``(task, init, seed)`` classifier of ``jobs`` whose checkpoint (with the recipe's ``save_at``
+    snapshots) is not cached yet, ``workers`` at a time, and cache them; returns the jobs it trained.
+
+    With ``workers`` > 1 each job runs in a fresh process on one thread (``model`` must then be loadable by name
+    there: the embedded model, a folder or a hub name). On two cores two one-thread runs side by side train
+    faster than one run on two threads; each run seeds its own generators, so a job trains the same classifier in a
+    worker as in this process up to floating-point summation order. The chapters then load the checkpoints from the
+    cache (:func:`get_finetuned`). Without the cache (``use_cache=False``) nothing is trained ahead. If the worker
+    processes cannot start, the jobs are trained here one after the other, with a warning."""
+    if not use_cache:
+        return []
+    base = base_encoder(model)
+    save_at = tuple(params.get("save_at", ()))
+    todo = [(t, i, s) for t, i, s in dict.fromkeys(jobs) if i != "pretrained"
+            and not cached_checkpoint(base, t, i, params, s, save_at)]
+    shipped = [{"model": model, "task": t, "init": i, "seed": s, "params": dict(params), "save_at": save_at}
+               for t, i, s in todo]
+    if workers > 1 and len(todo) > 1:
+        import multiprocessing
+        import warnings
+        from concurrent.futures import ProcessPoolExecutor
+
+        # longest first, so the last worker does not finish far behind the others
+        shipped.sort(key=lambda j: -_job_cost(j))
+        try:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                return list(pool.map(_train_in_worker, shipped))
+        except Exception as exc:  # noqa: BLE001 - workers could not start or died: train here instead
+            warnings.warn(f"could not fine-tune in {workers} processes ({exc!r}); training one after the other",
+                          RuntimeWarning, stacklevel=2)
+            todo = [(t, i, s) for t, i, s in todo if not cached_checkpoint(base, t, i, params, s, save_at)]
+            shipped = [j for j in shipped if (j["task"], j["init"], j["seed"]) in set(todo)]
+    for job in shipped:
+        get_finetuned(base, job["task"], job["init"], params, job["seed"], save_at=save_at, evaluate_dev=False,
+                      progress=False)
+    return [(j["task"], j["init"], j["seed"]) for j in shipped]
+
+
+def _job_cost(job: dict) -> float:
+    """Training examples x epochs of a job (its relative cost, for scheduling)."""
+    from attnbook.data.glue import load_split
+
+    p = FinetuneParams.from_mapping(job["params"]).for_task(task_spec(job["task"]))
+    n = len(load_split(job["task"], "train", cap=p.train_cap, seed=TRAIN_SAMPLE_SEED))
+    return n * float(p.epochs)

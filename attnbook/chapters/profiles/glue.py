@@ -32,6 +32,11 @@ own registered parameters.
   ``seeds`` (pre-trained + fine-tuned) are 0, 1, 2 so chapters 4-6 can say how much the
   findings depend on the seed; random-init + fine-tuning runs once (``random_seeds``).
 * ``smoke``: a handful of updates on tiny caps (seconds), for tests and CI.
+
+``workers``: classifiers fine-tuned side by side, each in its own process on one thread
+(:func:`attnbook.engine.finetune.train_checkpoints`, called by chapter 4 before Table 1). On this
+2-core machine two one-thread runs side by side finish sooner than one run on two threads; the
+paper profile keeps one (a GPU is one device).
 """
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ FINETUNE_PROFILES: dict[str, dict] = {
         model="embedded", tasks=["SST-2", "STS-B"], inits=["pretrained", "random_ft", "pretrained_ft"],
         train_cap=32, dev_cap=32, max_length=64, epochs=1, batch_size=8, lr=5e-5, warmup=0.1,
         weight_decay=0.01, group_by_length=True, eval_batch_size=32, bf16=True, regression_bias=True,
-        seeds=[0], random_seeds=[0], save_at=[0.5, 1.0],
+        seeds=[0], random_seeds=[0], save_at=[0.5, 1.0], workers=1,
     ),
     "quick": dict(
         model="embedded", tasks=["MRPC", "STS-B", "SST-2", "RTE", "QNLI"],
@@ -50,14 +55,14 @@ FINETUNE_PROFILES: dict[str, dict] = {
         train_cap={"SST-2": 8000, "default": None}, dev_cap=None,
         max_length=128, epochs={"MRPC": 2, "default": 1}, batch_size=32, lr=1e-4, warmup=0.1,
         weight_decay=0.01, group_by_length=True, eval_batch_size=64, bf16=True, regression_bias=True,
-        seeds=[0, 1, 2], random_seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
+        seeds=[0, 1, 2], random_seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0], workers=2,
     ),
     "paper": dict(
         model=PAPER_MODEL, tasks=["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"],
         inits=["pretrained", "random_ft", "pretrained_ft"],
         train_cap=None, dev_cap=None, max_length=128, epochs=3, batch_size=32, lr=2e-5, warmup=0.1,
         weight_decay=0.01, group_by_length=False, eval_batch_size=64, bf16=False, regression_bias=False,
-        seeds=[0, 1, 2], random_seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0],
+        seeds=[0, 1, 2], random_seeds=[0], save_at=[0.1, 0.25, 0.5, 1.0], workers=1,
     ),
 }
 

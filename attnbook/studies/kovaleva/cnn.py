@@ -317,3 +317,9 @@ def trained_cnn(images: torch.Tensor, labels: np.ndarray, *, seed: int = 0, epoc
                                  lambda: cnn_to_arrays(train_cnn(images, labels, epochs=epochs, seed=seed)),
                                  enabled=use_cache)
     return cnn_from_arrays(arrays)
+
+
+def f1_markdown(cnn_f1, note: str = "") -> str:
+    """The CNN's cross-validated macro F1 with its interval, as the chapter states it."""
+    return (f"CNN macro F1 with its 95% interval over the reviewed maps: **{cnn_f1.text('.2f')}**"
+            + (f" ({note})" if note else "") + ".")

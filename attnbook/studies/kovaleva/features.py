@@ -46,7 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -558,3 +558,15 @@ def best_pair_heads(results: dict[str, dict[str, np.ndarray]],
                          "best head": head_label(l, h), "attention": round(float(r[f"pair/{rel}"][l, h]), 3),
                          "its prev": round(float(r["prev"][l, h]), 3), "its next": round(float(r["next"][l, h]), 3)})
     return pd.DataFrame(rows)
+
+
+def received_numbers(feat: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]]) -> dict:
+    """``received/<feature>`` of every model and task (``feat[which][task]``), for the results file."""
+    return {f"{w}/{t}/{k}": v.round(5).tolist() for w, r in feat.items() for t, rr in r.items()
+            for k, v in rr.items() if k.startswith("received/")}
+
+
+def tagger_markdown(tagger: str, stats: Mapping[str, np.ndarray]) -> str:
+    """Which tagger labelled the words, and how many inputs hold each feature (one task's ``stats``)."""
+    return f"Tagger: **{tagger}**. Inputs with each feature (first task): " + ", ".join(
+        f"{k.split('/', 1)[1]} {int(v)}" for k, v in stats.items() if k.startswith("count/"))

@@ -43,7 +43,7 @@ What differs here, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -265,3 +265,21 @@ def top_heads_table(heads: dict):
                           "control (other words)": round(float(heads["control_mean"][l, h]), 3),
                           "frame elements / other words": round(float(heads["lift"][l, h]), 2)}
                          for l, h, v in heads["heads"]])
+
+
+def framenet_numbers(fcounts: Mapping[str, Any], fheads: Mapping[str, Any], ftop: Mapping[str, Any], n_kept: int) -> dict:
+    """Chapter 4's results-file entries of §4.2: the filter's counts, every head's mean score, the heads above the
+    percentile (1-based labels), the threshold and the top head with its interval."""
+    from attnbook.core.heads import head_label
+
+    return {"framenet_filter": dict(fcounts), "framenet_mean": fheads["mean"].round(5).tolist(),
+            "framenet_heads": [[head_label(l, h), round(v, 4)] for l, h, v in fheads["heads"]],
+            "framenet_threshold": fheads["threshold"],
+            "framenet_top": {"head": ftop["label"], "mean": ftop["mean"].as_dict(), "instances": n_kept}}
+
+
+def threshold_markdown(fheads: Mapping[str, Any], percentile: float, n_heads: int) -> str:
+    """The percentile threshold and how many heads pass it (§4.2)."""
+    return (f"{percentile:g}th percentile of the per-head means: **{fheads['threshold']:.3f}**; heads above it "
+            f"({len(fheads['heads'])} of {n_heads}); the control uses the {fheads['n_with_control']} instances that "
+            "have such words:")

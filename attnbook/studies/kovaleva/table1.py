@@ -183,6 +183,22 @@ def learned_reason(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resam
     return ""
 
 
+def jobs(tasks: Sequence[str], recipe: Mapping[str, Any], inits: Sequence[str] = INITS) -> list[tuple[str, str, int]]:
+    """The ``(task, init, seed)`` classifiers :func:`table1` fine-tunes for ``tasks`` under ``recipe``: every seed of
+    ``pretrained_ft`` and every random seed of ``random_ft``, for the tasks whose training file is in the data
+    directory (a task without one gets a "not run" row and trains nothing)."""
+    from attnbook.data.glue import available
+
+    seeds, random_seeds = list(recipe["seeds"]), list(recipe.get("random_seeds") or recipe["seeds"])
+    out = []
+    for task in tasks:
+        if not available(task, "train"):
+            continue
+        out += [(task_spec(task).name, "pretrained_ft", s) for s in seeds if "pretrained_ft" in inits]
+        out += [(task_spec(task).name, "random_ft", s) for s in random_seeds if "random_ft" in inits]
+    return out
+
+
 def table1(
     model: str | LoadedModel,
     tasks: Sequence[str] = KOVALEVA_TASKS,

@@ -413,3 +413,29 @@ def pruning_summary(runs: Sequence[Any], tolerance: float) -> pd.DataFrame:
                          f"safe share ({tolerance:g} pt)": st["safe"].text(".0%"),
                          "mean score to 90% pruned": st["area"].text(".1f")})
     return pd.DataFrame(rows)
+
+
+def across_markdown(between: str, runs: Sequence[Any], across: Sequence[Estimate]) -> str:
+    """The correlation of single-head Δ across two sets of data, per seed (§3.4)."""
+    return (f"{between}, Pearson r (95% interval over the dev examples): "
+            + "; ".join(f"seed {r.seed} {e.text('.2f')}" for r, e in zip(runs, across)) + ".")
+
+
+def importance_markdown(seed: int, vs_ablation: Mapping[str, float]) -> str:
+    return (f"Seed {seed}: importance against the single-head ablation (−Δ, how much removing the head costs): "
+            f"Spearman ρ = {vs_ablation['spearman']:.2f}.")
+
+
+def halves_markdown(task: str, halves: Mapping[str, float], not_learned: Sequence[str]) -> str:
+    """Importance on two halves of the training sample, and the tasks left out of the comparison across tasks."""
+    return (f"Importance on two disjoint halves of the {task} training sample: Spearman ρ = {halves['spearman']:.2f}; "
+            f"top-10 heads shared: {halves['top_k_overlap']:.0%} (chance {halves['top_k_chance']:.0%}). "
+            + (f"Left out of the comparison across tasks, not learned: {'; '.join(not_learned)}." if not_learned else ""))
+
+
+def disable_vs_mask_markdown(km: Mapping[str, float], disabled_delta, masked_delta) -> str:
+    """Disabling (uniform attention) against masking (a zero gate) of the same heads."""
+    return (f"Spearman ρ = **{km['spearman']:.2f}** (p = {km['spearman_p']:.2g}), Pearson r = {km['pearson']:.2f}; "
+            f"of the 10 heads whose removal costs most, {km['top_k_overlap']:.0%} are shared (chance "
+            f"{km['top_k_chance']:.0%}). Mean Δ: disabled {float(disabled_delta.mean()):+.2f}, masked "
+            f"{float(masked_delta.mean()):+.2f}.")

@@ -177,3 +177,27 @@ def learned_tasks(base: Any, tasks: Sequence[str], recipe: Mapping[str, Any], se
         run = classifiers(base, task, recipe, [seed], use_cache=use_cache)[0]
         (kept if run.learned else skipped).append(task if run.learned else status_text(run, task))
     return kept, skipped
+
+
+# ---------------------------------------------------------------------------------------------- key numbers
+
+
+def ablation_numbers(runs: Sequence[SeedRun]) -> dict:
+    """Chapter 6's results-file entries of the single-head masking sweeps, per analysed seed: the unpruned
+    accuracy, every head's Δ and its 95% interval."""
+    return {"baseline_accuracy": {str(r.seed): r.ablation.baseline_score for r in runs},
+            "ablation_delta": {str(r.seed): r.ablation.delta.round(4).tolist() for r in runs},
+            "ablation_intervals": {str(r.seed): r.effects[["low", "high"]].round(3).to_numpy().tolist() for r in runs}}
+
+
+def importance_numbers(runs: Sequence[SeedRun], vs_ablation: Mapping[str, Any], agreement: Mapping[str, Any]) -> dict:
+    """The importance scores per seed, their agreement with the ablation (first seed) and across seeds."""
+    return {"importance": {str(r.seed): r.importance.round(5).tolist() for r in runs},
+            "importance_vs_ablation": dict(vs_ablation),
+            "seed_agreement": agreement["pairs"].to_dict("records")}
+
+
+def pruning_numbers(curves: pd.DataFrame, band: pd.DataFrame, summary: pd.DataFrame) -> dict:
+    """The pruning curves of every seed and ordering, their band over seeds and the per-seed summary."""
+    return {"pruning_curves": curves[["ordering", "ft_seed", "seed", "share_pruned", "score"]].to_dict("records"),
+            "pruning_band_over_seeds": band.to_dict("records"), "pruning_intervals": summary.to_dict("records")}

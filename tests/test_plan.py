@@ -1,0 +1,72 @@
+"""``attnbook plan``: the work each chapter's parameters imply, counted once, turned into time by rates."""
+from __future__ import annotations
+
+import pytest
+
+from attnbook.chapters import plan as P
+from attnbook.chapters.params import chapter_params
+from attnbook.chapters.profiles import glue
+
+MINILM = P.Shape(6, 12, 384, 1536)
+BASE = P.Shape(12, 12, 768, 3072, has_mlm_head=True)
+RATES = {"forward": 1e10, "train": 5e9, "train_bf16": 1e10, "backprop": 5e9, "vocab": 2e10, "pairs": 1e9}
+
+
+def test_forward_flops_of_a_bert_layer():
+    # one layer, 10 pieces, hidden 4, ffn 16: 2*10*(4*16 + 2*4*16) + 4*100*4
+    assert P.Shape(1, 1, 4, 16).forward_flops(10) == 2 * 10 * (64 + 128) + 1600
+    assert MINILM.forward_flops(100, 3) == pytest.approx(3 * MINILM.forward_flops(100))
+    # bert-base costs ~8x MiniLM per token (twice the layers, four times hidden^2)
+    assert 7 < BASE.forward_flops(100) / MINILM.forward_flops(100) < 9
+
+
+def test_each_classifier_is_trained_once_across_chapters(monkeypatch):
+    """Table 1 (chapter 4) trains every seed; chapters 5 and 6 load those checkpoints and must not count them."""
+    monkeypatch.setattr(P, "_trainable", lambda task, fetched=False: task in ("SST-2", "MRPC", "STS-B", "RTE"))
+    monkeypatch.setattr(P, "_scored", lambda task, fetched=False: True)
+    trained: set = set()
+    works = {}
+    for c in ("04_kovaleva_taxonomy", "05_kovaleva_disabling", "06_michel_pruning"):
+        p = chapter_params(c, "quick")
+        works[c] = P.chapter_work(c, p, MINILM, glue.recipe(p), trained)
+    tuned = [w for ws in works.values() for w in ws if w.kind.startswith("train")]
+    assert tuned and all(w.chapter == "04_kovaleva_taxonomy" for w in tuned)
+    assert len(trained) == 4 * 3 + 4  # four tasks x three seeds, plus random init once
+    assert any(w.kind == "forward" and "sweeps" in w.what for w in works["05_kovaleva_disabling"])
+
+
+def test_missing_glue_files_skipped_in_quick_counted_in_paper():
+    p = chapter_params("04_kovaleva_taxonomy", "paper")
+    quick = P.chapter_work("04_kovaleva_taxonomy", p, BASE, glue.recipe(p), set(), fetched=False)
+    paper = P.chapter_work("04_kovaleva_taxonomy", p, BASE, glue.recipe(p), set(), fetched=True)
+    assert not any("MNLI" in w.what for w in quick)  # not in this machine's data: the chapter skips it
+    mnli = [w for w in paper if w.what.startswith("fine-tuning MNLI-m")]
+    assert mnli and "392,702 examples" in mnli[0].what and mnli[0].kind == "train"  # the paper recipe is float32
+
+
+def test_a_model_with_its_own_mlm_head_is_not_fitted():
+    p = chapter_params("01_clark_surface_patterns", "quick")
+    fitted = P.chapter_work("01_clark_surface_patterns", p, MINILM)
+    own = P.chapter_work("01_clark_surface_patterns", p, BASE)
+    assert any("fitting the MLM head" in w.what for w in fitted)
+    assert not any("fitting" in w.what for w in own) and any("held-out" in w.what for w in own)
+
+
+def test_plan_table_and_accuracy(monkeypatch):
+    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5: {**RATES, "startup": 2.0})
+    plan = P.make_plan("smoke", chapters=["01_clark_surface_patterns", "08_head_atlas"])
+    per = plan.chapter_seconds()
+    assert per["08_head_atlas"] == pytest.approx(4.0)  # reads the caches: start-up only
+    assert per["01_clark_surface_patterns"] > 4.0
+    text = plan.table()
+    assert "01_clark_surface_patterns" in text and "total" in text and "Not counted" in text
+    ratios = P.accuracy(plan, {"01_clark_surface_patterns": 2 * per["01_clark_surface_patterns"]})
+    assert ratios == {"01_clark_surface_patterns": 2.0} and not P.within(2.0) and P.within(1.4)
+
+
+def test_paper_plan_needs_no_weights(tmp_path, monkeypatch):
+    """bert-base-uncased is not downloadable here: its shape comes from the known shapes, offline."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert P.model_shape("bert-base-uncased") == P.Shape(12, 12, 768, 3072, has_mlm_head=True)
+    assert P.model_shape("embedded").n_layers == 6 and not P.model_shape("embedded").has_mlm_head
