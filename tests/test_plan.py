@@ -9,7 +9,8 @@ from attnbook.chapters.profiles import glue
 
 MINILM = P.Shape(6, 12, 384, 1536)
 BASE = P.Shape(12, 12, 768, 3072, has_mlm_head=True)
-RATES = {"forward": 1e10, "train": 5e9, "train_bf16": 1e10, "backprop": 5e9, "vocab": 2e10, "pairs": 1e9}
+RATES = {"forward": 1e10, "train": 5e9, "train_bf16": 1e10, "train_1": 3e9, "train_bf16_1": 6e9, "backprop": 5e9,
+         "vocab": 2e10, "pairs": 1e9}
 
 
 def test_forward_flops_of_a_bert_layer():

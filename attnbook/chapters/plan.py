@@ -15,6 +15,7 @@ the measured chapter times (benchmarks/results), so its error is on record.
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import time
@@ -44,7 +45,7 @@ LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, XML and data p
             "models' own training loops, chart rendering, and a shared machine's contention; each chapter gets a "
             "fixed start-up cost measured on the spot (a kernel importing the book's packages)")
 
-KINDS = ("forward", "train", "train_bf16", "backprop", "vocab", "pairs", "startup")
+KINDS = ("forward", "train", "train_bf16", "train_bf16_1", "train_1", "backprop", "vocab", "pairs", "startup")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Work:
     what: str
     kind: str
     amount: float
+    parallel: int = 1  # processes doing this work side by side (one thread each: kinds ending in _1)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -91,7 +93,7 @@ class Plan:
     def seconds(self, item: Work) -> float:
         if item.kind == "startup":
             return item.amount
-        return item.amount / self.rates[item.kind]
+        return item.amount / self.rates[item.kind] / item.parallel
 
     def chapter_seconds(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -181,7 +183,8 @@ def _cap(value: Any, n: int, task: str | None = None) -> int:
 
 
 def _finetune_work(chapter: str, s: Shape, recipe: Mapping[str, Any], tasks, seeds, random_seeds) -> list[Work]:
-    kind = "train_bf16" if recipe.get("bf16") else "train"
+    workers = min(int(recipe.get("workers") or 1), os.cpu_count() or 1)
+    kind = ("train_bf16" if recipe.get("bf16") else "train") + ("_1" if workers > 1 else "")
     """Training every (task, init, seed) classifier the recipe asks for once: epochs x examples, forward and
     backward (3 forward passes' worth)."""
     out = []
@@ -196,7 +199,7 @@ def _finetune_work(chapter: str, s: Shape, recipe: Mapping[str, Any], tasks, see
         length = min(PIECES_TRAIN.get(task, 40.0), recipe["max_length"])
         runs = len(seeds) + len(random_seeds)
         out.append(Work(chapter, f"fine-tuning {task} ({runs} runs x {epochs} epochs x {n:,} examples)", kind,
-                        3 * s.forward_flops(length, runs * epochs * n)))
+                        3 * s.forward_flops(length, runs * epochs * n), parallel=min(workers, max(runs, 1))))
     return out
 
 
@@ -299,13 +302,14 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
         speed = p["speed_repeats"] * 2 * sum(p["speed_examples"] + b for b in p["speed_batch_sizes"])
         add(Work(chapter, "speed runs", "forward", s.forward_flops(length, speed)))
     elif chapter.startswith("07"):
-        train = "train_bf16" if p.get("bf16") else "train"
+        workers = min(int(p.get("seed_workers") or 1), p["n_seeds"], os.cpu_count() or 1)
+        train = ("train_bf16" if p.get("bf16") else "train") + ("_1" if workers > 1 else "")
         n_train = _cap(p["train_cap"], ARCT_SIZES["train"])
         n_eval = _cap(p["eval_cap"], ARCT_SIZES["dev"]) + _cap(p["eval_cap"], ARCT_SIZES["test"]) * 3
         for variant in dict.fromkeys(["full", *p["probes"]]):
             t = min(PIECES[f"arct_{variant}"], p["max_length"])
             add(Work(chapter, f"BERT on {variant} ({p['n_seeds']} seeds x {p['epochs']} epochs)", train,
-                     3 * s.forward_flops(t, 2 * p["n_seeds"] * p["epochs"] * n_train)))
+                     3 * s.forward_flops(t, 2 * p["n_seeds"] * p["epochs"] * n_train), parallel=workers))
             add(Work(chapter, f"evaluating {variant}", "forward",
                      s.forward_flops(t, 2 * p["n_seeds"] * (p["epochs"] * _cap(p["eval_cap"], ARCT_SIZES["dev"])
                                                             + n_eval))))
@@ -313,7 +317,7 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
             t = min(PIECES[f"arct_{variant}"], p["max_length"])
             n_adv = _cap(p["train_cap"], ARCT_SIZES["train_adv"])
             add(Work(chapter, f"adversarial {variant} ({p['n_seeds']} seeds x {p['adversarial_epochs']} epochs)", train,
-                     3 * s.forward_flops(t, 2 * p["n_seeds"] * p["adversarial_epochs"] * n_adv)))
+                     3 * s.forward_flops(t, 2 * p["n_seeds"] * p["adversarial_epochs"] * n_adv), parallel=workers))
     return W
 
 
@@ -388,6 +392,13 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True) -> dict[
 
     rates["train"] = timed(lambda: step(False), 3 * s.forward_flops(t_train, 32))
     rates["train_bf16"] = timed(lambda: step(True), 3 * s.forward_flops(t_train, 32))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one worker's share: fine-tuning with ``workers`` > 1 runs one thread per process
+    try:
+        rates["train_1"] = timed(lambda: step(False), 3 * s.forward_flops(t_train, 32))
+        rates["train_bf16_1"] = timed(lambda: step(True), 3 * s.forward_flops(t_train, 32))
+    finally:
+        torch.set_num_threads(threads)
     model.eval()
     emb = model.embeddings.word_embeddings.weight.detach()
 
