@@ -41,12 +41,6 @@ def panels_per_row(panel_width: float, n_panels: int, *, extra: float = 150, spa
     return max(1, min(int(n_panels), fit))
 
 
-def fit_cell(n_cells: int, preferred: int, *, extra: float = 150, smallest: int = 6) -> int:
-    """The side (px) of a heatmap cell so that ``n_cells`` cells in a row fit :data:`COLUMN_WIDTH`: ``preferred``
-    when they fit, else smaller, but never below ``smallest``."""
-    return int(max(smallest, min(preferred, (COLUMN_WIDTH - extra) // max(1, n_cells))))
-
-
 def stagger(x: Sequence[float], gap: float) -> list[int]:
     """A text level for each label at position ``x`` so that labels on one level are at least ``gap`` apart
     (greedy, by increasing ``x``): 0 for the first level, 1 for the next one up, ... Labels drawn at

@@ -123,3 +123,16 @@ def test_share_strip_labels_close_together_go_on_separate_lines():
     spec = kovplots.share_strip(values, [(1, 1), (1, 2)], "t").to_dict()
     dys = sorted(layer["mark"]["dy"] for layer in spec["layer"] if layer["mark"].get("type") == "text")
     assert dys == [-21, -10]
+
+
+def test_feature_change_grid_splits_tasks_to_fit_the_column():
+    """Issue 21: four tasks x 12 heads side by side were drawn 930 px wide and shrunk below readability."""
+    from attnbook.charts import COLUMN_WIDTH
+
+    tasks = ("MRPC", "STS-B", "SST-2", "RTE")
+    ft = {t: {"received/noun": np.full((12, 12), 0.3), "received/verb": np.full((12, 12), 0.2)} for t in tasks}
+    pre = {t: {"received/noun": np.full((12, 12), 0.1), "received/verb": np.full((12, 12), 0.1)} for t in tasks}
+    spec = kovplots.feature_change_heatmaps(ft, pre, ["noun", "verb"], "t").to_dict()
+    grids = spec["vconcat"]
+    shown = [g["facet"]["column"]["sort"] for g in grids]
+    assert sum(shown, []) == list(tasks) and all(len(s) * (11 * 12 + 10) + 230 <= COLUMN_WIDTH for s in shown)

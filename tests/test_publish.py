@@ -100,3 +100,13 @@ def test_summary_box_is_generated_from_the_run_and_goes_under_the_title(tmp_path
     cells = json.loads(path.read_text())["cells"]
     boxes = [i for i, c in enumerate(cells) if SUMMARY_TAG in c["metadata"].get("tags", [])]
     assert boxes == [1] and "5 s" in cells[1]["source"]
+
+
+def test_summary_box_leaves_out_lines_the_parameters_cannot_fill():
+    """A chapter run with another parameter table (the runner's tests plant one) still gets its box."""
+    from attnbook.chapters.summary import summary_markdown
+
+    results, prov = _results(["agrees"])
+    results["params"] = {"run": "first"}
+    box = summary_markdown(results, prov)
+    assert "data and sizes" not in box and "1 row: 1 agree" in box

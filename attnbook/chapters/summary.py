@@ -105,12 +105,24 @@ DIFFERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]] 
 }
 
 
+def _filled(template: Callable | None, *args: Any) -> Any:
+    """``template(*args)``, or ``None`` when the run's parameters lack a name the template reads (a chapter run with
+    another parameter table, e.g. a test's): the box then leaves that line out rather than guess it."""
+    if template is None:
+        return None
+    try:
+        return template(*args)
+    except (KeyError, TypeError):
+        return None
+
+
 def outcome_text(comparisons: list[Mapping[str, Any]]) -> str:
     """``'24 rows: 10 agree, 3 partly, 2 disagree, 4 inconclusive, 5 not comparable'`` (zero counts left out)."""
     counts = {o: sum(c.get("verdict") == o for c in comparisons) for o in OUTCOMES}
     words = {"agrees": "agree", "disagrees": "disagree", "partly agrees": "partly agree"}
     parts = [f"{n} {words.get(o, o)}" for o, n in counts.items() if n]
-    return f"{len(comparisons)} rows: " + ", ".join(parts) if comparisons else "no rows"
+    n = len(comparisons)
+    return f"{n} row{'' if n == 1 else 's'}: " + ", ".join(parts) if comparisons else "no rows"
 
 
 def summary_markdown(results: Mapping[str, Any], provenance: Mapping[str, Any], seconds: float | None = None) -> str:
@@ -125,15 +137,16 @@ def summary_markdown(results: Mapping[str, Any], provenance: Mapping[str, Any], 
         differs.append(f"{name}, {shape}, instead of the papers' {PAPER_MODEL}, 12 layers x 12 heads")
     if model.get("shape_note"):
         differs.append(model["shape_note"])
-    differs += [d for d in DIFFERS.get(chapter, lambda *_: [])(p, results.get("numbers") or {}) if d]
+    differs += [d for d in _filled(DIFFERS.get(chapter), p, results.get("numbers") or {}) or [] if d]
     seconds = float(seconds if seconds is not None else provenance.get("run_seconds") or 0)
     runtime = f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
     lines = [
         f"- **profile** `{results.get('profile')}` · **model** {name}, {shape} · **device** "
         f"`{model.get('device') or 'cpu'}` · **run time** {runtime} ({provenance.get('machine', '?')})",
     ]
-    if chapter in SIZES and p:
-        lines.append(f"- **data and sizes**: {SIZES[chapter](p)}")
+    sizes = _filled(SIZES.get(chapter), p)
+    if sizes:
+        lines.append(f"- **data and sizes**: {sizes}")
     if differs:
         lines.append("- **differs from the paper**: " + "; ".join(differs))
     lines.append(f"- **paper vs this run** (the table at the end): {outcome_text(results.get('comparisons', []))}")

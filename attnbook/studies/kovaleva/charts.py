@@ -21,7 +21,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attnbook.charts import fit_cell, heads_frame, panels_per_row, stagger
+from attnbook.charts import heads_frame, panels_per_row, stagger
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_bytes
@@ -265,24 +265,33 @@ def feature_change_frame(finetuned: Mapping[str, Mapping[str, np.ndarray]],
 
 def feature_change_heatmaps(finetuned: Mapping[str, Mapping[str, np.ndarray]],
                             pretrained: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str],
-                            title: str = "", *, cell: int = 11) -> alt.FacetChart:
+                            title: str = "", *, cell: int = 11):
     """Grid of layer x head heatmaps (rows: features, columns: tasks) of the change under fine-tuning
-    (diverging colours, white = unchanged), the comparison of Kovaleva §4.4."""
+    (diverging colours, white = unchanged, one scale for all), the comparison of Kovaleva §4.4. The tasks are
+    split into groups that fit the book's column side by side (:func:`attnbook.charts.panels_per_row`), one grid
+    per group, stacked."""
     df = feature_change_frame(finetuned, pretrained, features)
     span = float(max(np.abs(df["delta"]).max(), 1e-9))
     n_layers, n_heads = int(df["layer"].max()), int(df["head"].max())
     present = [f for f in features if f in set(df["feature"])]
-    n_tasks = len(set(df["task"]))
-    cell = fit_cell(n_tasks * (n_heads + 2), cell, extra=230)  # the row titles and the legend take ~230 px
-    base = alt.Chart(df).mark_rect().encode(
-        x=alt.X("head:O", title="head", axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y("layer:O", title="layer"),
-        color=alt.Color("delta:Q", title="fine-tuned − pre-trained",
-                        scale=alt.Scale(scheme="redblue", reverse=True, domain=[-span, span], domainMid=0)),
-        tooltip=["task:N", "feature:N", alt.Tooltip("label:N", title="head"), alt.Tooltip("delta:Q", format="+.4f")],
-    ).properties(width=cell * n_heads, height=cell * n_layers)
-    return base.facet(row=alt.Row("feature:N", sort=present, title=None),
-                      column=alt.Column("task:N", sort=list(finetuned), title=None), title=title)
+    tasks = [t for t in finetuned if t in set(df["task"])]
+    per_row = panels_per_row(cell * n_heads + 10, len(tasks), extra=230)  # row titles and the legend: ~230 px
+    grids = []
+    for i in range(0, len(tasks), per_row):
+        group = tasks[i:i + per_row]
+        base = alt.Chart(df[df["task"].isin(group)]).mark_rect().encode(
+            x=alt.X("head:O", title="head", axis=alt.Axis(labels=False, ticks=False)),
+            y=alt.Y("layer:O", title="layer"),
+            color=alt.Color("delta:Q", title="fine-tuned − pre-trained",
+                            scale=alt.Scale(scheme="redblue", reverse=True, domain=[-span, span], domainMid=0)),
+            tooltip=["task:N", "feature:N", alt.Tooltip("label:N", title="head"),
+                     alt.Tooltip("delta:Q", format="+.4f")],
+        ).properties(width=cell * n_heads, height=cell * n_layers)
+        grids.append(base.facet(row=alt.Row("feature:N", sort=present, title=None),
+                                column=alt.Column("task:N", sort=group, title=None)))
+    if len(grids) == 1:
+        return grids[0].properties(title=title)
+    return alt.vconcat(*grids, title=title)
 
 
 def shares_table(fractions: Mapping[str, np.ndarray], classes: Sequence[str]) -> pd.DataFrame:
