@@ -257,3 +257,20 @@ def test_the_page_check_finds_what_it_looks_for(tmp_path):
     text = "\n".join(problems)
     assert "overflow: chart" in text and "overflow: table" in text and "labels overlap" in text
     assert "stderr" in text and "2 parameters cell(s)" in text and "0 summary boxes" in text
+
+
+@pytest.mark.integration
+def test_the_book_prints_to_one_pdf(smoke_book, tmp_path):
+    """Issue 21: `make pdf` prints the rendered pages, charts drawn, into one PDF (two pages here, to keep the
+    suite short; the published workflow prints all of them)."""
+    from pypdf import PdfReader
+
+    from attnbook.chapters.pdf import print_pages, toc_pages
+
+    html = smoke_book / "_build" / "html"
+    names = toc_pages(smoke_book)
+    chapter = next(n for n in names if n.endswith("01_clark_surface_patterns"))
+    target = print_pages([html / f"{names[0]}.html", html / f"{chapter}.html"], tmp_path / "book.pdf")
+    reader = PdfReader(str(target))
+    text = " ".join(page.extract_text() or "" for page in reader.pages)
+    assert len(reader.pages) >= 3 and "Surface patterns" in text and "This run" in text

@@ -23,3 +23,13 @@ def test_default_index_hidden_meaningful_index_kept_and_no_nan():
     assert 'class="row_heading' in kept and "1-3" in kept
     enable()  # the Styler defaults apply to tables a chapter styles itself
     assert "0.972000" not in df.style.to_html() and ">nan<" not in df.style.to_html()
+
+
+def test_a_chapters_own_styler_shows_no_nan():
+    """pandas 3's Styler.format ignores the na_rep option: the page formatter replaces what it leaves (a quick
+    page of chapter 2 showed "nan" in Table 2)."""
+    from attnbook.chapters.tables import missing_as_dash
+
+    df = pd.DataFrame({"a": [1.0, np.nan], "b": ["x", None]}, index=["r1", "r2"])
+    html = missing_as_dash(df.style.format(precision=1).to_html())
+    assert ">nan<" not in html and ">None<" not in html and html.count("—") == 2 and ">1.0<" in html

@@ -9,6 +9,7 @@ files; only their display is.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 MISSING = "—"
@@ -48,6 +49,15 @@ def book_table(df) -> Any:
     return styler
 
 
+_MISSING_CELL = re.compile(r">\s*(?:nan|NaN|None|<NA>|&lt;NA&gt;)\s*</td>")
+
+
+def missing_as_dash(html: str) -> str:
+    """A rendered table with every cell that shows a missing value ("nan", "None", "<NA>") showing "—" instead
+    (pandas 3's ``Styler.format`` ignores the ``styler.format.na_rep`` option)."""
+    return _MISSING_CELL.sub(f">{MISSING}</td>", html)
+
+
 def enable() -> None:
     """Styler defaults and the DataFrame display of the book (outside IPython only the defaults are set)."""
     import pandas as pd
@@ -63,4 +73,7 @@ def enable() -> None:
     if shell is None:
         return
     html = shell.display_formatter.formatters["text/html"]
-    html.for_type(pd.DataFrame, lambda df: book_table(df).to_html())
+    html.for_type(pd.DataFrame, lambda df: missing_as_dash(book_table(df).to_html()))
+    from pandas.io.formats.style import Styler
+
+    html.for_type(Styler, lambda styler: missing_as_dash(styler.to_html()))
