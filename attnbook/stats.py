@@ -68,8 +68,9 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     ranks = np.empty(x.size, dtype=np.float64)
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
     ends = np.r_[starts[1:], x.size]
-    for s, e in zip(starts, ends):
-        ranks[order[s:e]] = (s + 1 + e) / 2.0  # mean of ranks s+1 .. e
+    # every member of a tie group [s, e) gets the mean of ranks s+1 .. e (vectorised: a bootstrap resample has
+    # hundreds of tie groups, and a Python loop over them cost ~1 ms per call)
+    ranks[order] = np.repeat((starts + 1 + ends) / 2.0, ends - starts)
     return ranks
 
 

@@ -139,3 +139,32 @@ def test_cross_seed_agreement_of_head_effects():
     assert list(D.agreement_table({"A": table}).columns) == ["task", "seeds", "Spearman", "top-k overlap",
                                                              "chance overlap"]
     assert D.by_task({("A", 0): 1, ("A", 2): 3, ("B", 1): 2}) == {"A": {0: 1, 2: 3}, "B": {1: 2}}
+
+
+def test_chapter5_bookkeeping_lives_in_the_package():
+    """Issue 21: chapter 5 records its numbers and prints its sentences through the package (unit-tested here),
+    under the results file's keys the chapter always used."""
+    import pandas as pd
+
+    from attnbook.studies.kovaleva import disabling, word_match
+
+    check = {"L": 7, "uniform_error": 1.5e-8, "other_heads_change": 0.0}
+    assert disabling.check_numbers(check) == {"disable_check": {"uniform_error": 1.5e-8, "other_heads_change": 0.0}}
+    assert "L = 7 tokens" in disabling.check_text(check, "SST-2") and "head 1-1" in disabling.check_text(check, "SST-2")
+    table = pd.DataFrame([{"task": "SST-2", "this run": 85.2}])
+    numbers = disabling.baseline_numbers(table, {("SST-2", 0): "", ("RTE", 0): "not better than the majority"},
+                                         {"SST-2": list(range(5))})
+    assert numbers == {"dev_baselines": [{"task": "SST-2", "this run": 85.2}],
+                       "not_learned": {"RTE/seed 0": "not better than the majority"},
+                       "dev_examples_swept": {"SST-2": 5}}
+    share = np.zeros((2, 3))
+    share[1, 2] = 0.4
+    m = {"share": share, "chance": 0.1, "n_queries": 12, "hurting": [(1, 2), (0, 0)], "top_matching": (1, 2),
+         "percentiles": {"2-3": 1.0, "1-1": 0.2}}
+    assert word_match.match_text("MRPC", m) == ("MRPC: 12 tokens with a copy in the other sentence; uniform attention "
+                                                "would give 0.100; strongest word-matching head 2-3 (0.400)")
+    assert set(word_match.all_numbers({"MRPC": m})) == {"word_match_MRPC"}
+    styled = word_match.match_table({"MRPC": m}, {"MRPC": np.full((2, 3), -1.25)})
+    html = styled.to_html()
+    assert "2-3" in html and "-1.25" in html and "100%" in html
+    assert word_match.match_table({}, {}) is None

@@ -492,3 +492,16 @@ def test_classifiers_trained_side_by_side_are_cached_once(env, tmp_path, monkeyp
     monkeypatch.setattr(F, "_train_and_cache", lambda *a, **k: pytest.fail("retrained a cached classifier"))
     clf, _ = F.get_finetuned(base, "SST-2", "pretrained_ft", recipe, 1, save_at=recipe["save_at"], evaluate_dev=False)
     assert clf.extra["seed"] == 1
+
+
+def test_loaded_checkpoint_computes_what_was_saved(env, base):
+    """``load_checkpoint`` skips the random initialisation the stored weights replace: the loaded classifier has
+    the saved parameters and buffers and gives the saved model's logits exactly."""
+    model = build_classifier(base, "SST-2", "pretrained_ft", 3).eval()
+    save_checkpoint(model, "no-init-check", {"note": "ok"})
+    loaded, _ = load_checkpoint("no-init-check")
+    assert _same_weights(loaded, model)
+    assert all(torch.equal(a, b) for a, b in zip(loaded.buffers(), model.buffers()))
+    ids = torch.randint(1000, 3000, (3, 11))
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids=ids).logits, model(input_ids=ids).logits)

@@ -248,3 +248,38 @@ def test_seeds_in_worker_processes_train_the_same_models(tokenizer):
         two = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, **kw)
     columns = [c for c in one.columns if c != "train_seconds"]
     assert one[columns].equals(two[columns])
+
+
+def test_length_grouped_batches_cover_every_item_and_pad_less(tokenizer, monkeypatch):
+    """Chapter 7's quick profile groups training items by length (issue 18's speed-up): each epoch still uses
+    every item exactly once, and the batches are padded less than random ones; ``group_by_length=False`` keeps the
+    paper's random batches."""
+    from attnbook.engine.models import wrap_model
+
+    loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=1, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
+    items = [item(i, "short", " ".join(["a much longer warrant"] * (1 + i % 7)), i % 2) for i in range(40)]
+    enc = M.encode_pairs(tokenizer, items, "full", 64)
+    lengths = M.item_lengths(enc)
+    assert lengths.shape == (40,) and lengths.min() < lengths.max()
+    seen: list[list[int]] = []
+    original = M.PairwiseScorer.logits_for
+
+    def spy(self, data, idx, pad_id=0):
+        if self.training:
+            seen.append(list(idx))
+        return original(self, data, idx, pad_id)
+
+    monkeypatch.setattr(M.PairwiseScorer, "logits_for", spy)
+    padded = {}
+    for group in (False, True):
+        seen.clear()
+        cfg = M.TrainConfig(epochs=2, lr=1e-3, batch_size=4, group_by_length=group, select_on_dev=False)
+        M.train_pairwise(loaded.model, enc, None, cfg, seed=0)
+        assert len(seen) == 20
+        for epoch in (seen[:10], seen[10:]):
+            assert sorted(i for batch in epoch for i in batch) == list(range(40))
+        padded[group] = sum(int(lengths[b].max()) * len(b) for b in seen)
+    assert padded[True] < 0.8 * padded[False]
+    assert M.config_from_params(dict(epochs=1, lr=1e-3, batch_size=4, warmup=0.1, weight_decay=0.0, dropout=0.0,
+                                     freeze_embeddings=False, trainable_layers="all",
+                                     group_by_length=True)).group_by_length is True

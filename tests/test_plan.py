@@ -10,7 +10,7 @@ from attnbook.chapters.profiles import glue
 MINILM = P.Shape(6, 12, 384, 1536)
 BASE = P.Shape(12, 12, 768, 3072, has_mlm_head=True)
 RATES = {"forward": 1e10, "train": 5e9, "train_bf16": 1e10, "train_1": 3e9, "train_bf16_1": 6e9, "backprop": 5e9,
-         "vocab": 2e10, "pairs": 1e9}
+         "vocab": 2e10, "pairs": 1e9, "probe": 1e6, "probe_step": 100.0}
 
 
 def test_forward_flops_of_a_bert_layer():
@@ -54,7 +54,7 @@ def test_a_model_with_its_own_mlm_head_is_not_fitted():
 
 
 def test_plan_table_and_accuracy(monkeypatch):
-    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5: {**RATES, "startup": 2.0})
+    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5, model_name="embedded": {**RATES, "startup": 2.0})
     plan = P.make_plan("smoke", chapters=["01_clark_surface_patterns", "08_head_atlas"])
     per = plan.chapter_seconds()
     assert per["08_head_atlas"] == pytest.approx(2.0)  # reads the caches: start-up only
@@ -71,3 +71,16 @@ def test_paper_plan_needs_no_weights(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert P.model_shape("bert-base-uncased") == P.Shape(12, 12, 768, 3072, has_mlm_head=True)
     assert P.model_shape("embedded").n_layers == 6 and not P.model_shape("embedded").has_mlm_head
+
+
+def test_probe_training_counts_the_padded_word_pairs():
+    """Chapter 2's plan counts the §5 probes' own training (it was left out, and chapter 2 ran 1.7x its estimate):
+    length-sorted batches, each padded to its longest sentence, so the cost follows size x width^2."""
+    steps, pairs = P.probe_batches(100, 32)
+    assert steps == 4 and pairs > 0
+    p = chapter_params("02_clark_probing", "quick")
+    work = P.chapter_work("02_clark_probing", p, MINILM)
+    probe = [w for w in work if w.kind == "probe"]
+    assert len(probe) == 1 and probe[0].amount > 0
+    more = P.chapter_work("02_clark_probing", {**p, "probe_epochs": 2 * p["probe_epochs"]}, MINILM)
+    assert [w.amount for w in more if w.kind == "probe"][0] == pytest.approx(2 * probe[0].amount)

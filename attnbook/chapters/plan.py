@@ -45,11 +45,11 @@ GUM_WINDOWS_PER_DOC = 9.2  # GUM dev: 277 windows of whole sentences <= 128 piec
 GUM_DOCS = 30
 
 #: what the estimate does not count (said with every plan)
-LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, XML and data parsing, the probes' and word "
-            "models' own training loops, chart rendering, and a shared machine's contention; each chapter gets a "
-            "fixed start-up cost measured on the spot (a Jupyter kernel started and importing the book's packages)")
+LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, XML and data parsing, tokenizing, chapter 7's "
+            "word models, chart rendering, and a shared machine's contention; each chapter gets a fixed start-up "
+            "cost measured on the spot (papermill executing a notebook that imports the book's study modules)")
 
-KINDS = ("forward", "train", "train_bf16", "train_bf16_1", "train_1", "backprop", "vocab", "pairs", "startup")
+KINDS = ("forward", "train", "train_bf16", "train_bf16_1", "train_1", "backprop", "vocab", "pairs", "probe", "probe_step", "startup")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,8 @@ class Shape:
 
 @dataclass
 class Work:
-    """One item of a chapter's work: ``amount`` FLOPs (logarithms for ``pairs``, seconds for ``startup``)."""
+    """One item of a chapter's work: ``amount`` FLOPs (logarithms for ``pairs``; for Clark's attention-and-words
+    probe, word pairs passed (``probe``) and updates (``probe_step``); seconds for ``startup``)."""
 
     chapter: str
     what: str
@@ -131,6 +132,10 @@ def _minutes(seconds: float) -> str:
 def _rate_text(kind: str, rate: float) -> str:
     if kind == "pairs":
         return f"{rate / 1e9:.2f} G logs/s"
+    if kind == "probe":
+        return f"{rate / 1e6:.1f} M probe word pairs/s"
+    if kind == "probe_step":
+        return f"{rate:,.0f} probe updates/s"
     return f"{rate / 1e9:.1f} GFLOP/s"
 
 
@@ -208,6 +213,21 @@ def _finetune_work(chapter: str, s: Shape, recipe: Mapping[str, Any], tasks, see
     return out
 
 
+def probe_batches(n_sentences: int, batch_size: int) -> tuple[int, float]:
+    """``(batches, word pairs)`` of the §5 probes' training data: the first ``n_sentences`` UD EWT training
+    sentences in length-sorted batches (:func:`attnbook.studies.clark.probe_data.make_probe_batches`), each
+    padded to its longest sentence, so a batch costs its size x width^2 word pairs. Read from the local file (a
+    fraction of a second); without it, every sentence counts as UD EWT's mean of 15 words."""
+    try:
+        from attnbook.data.conllu import load_ud
+
+        words = sorted(len(sent.words) for sent in load_ud("train", n_sentences))
+    except Exception:  # noqa: BLE001 - no UD file here: the mean length
+        words = [15] * n_sentences
+    batches = [words[i : i + batch_size] for i in range(0, len(words), batch_size)]
+    return len(batches), float(sum(len(b) * max(b) ** 2 for b in batches if b))
+
+
 def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[str, Any] | None = None,
                  trained: set | None = None, fetched: bool = False) -> list[Work]:
     """The model work of ``chapter`` with resolved parameters ``p`` on a model of shape ``s``. ``recipe``: the
@@ -244,6 +264,14 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
         models = 2 if p.get("probe_random_init") else 1
         add(Work(chapter, f"probe maps of {n:,} sentences x {models} models (§5)", "forward",
                  s.forward_flops(ud, n * models)))
+        # the probes' own training (§5): Clark's attention-and-words probe (once per model) dominates; the
+        # attention-only probe and the distance + words MLP together cost about a quarter of one (chapter 2's
+        # profile on this machine: 27.6 s for the four probes, 22 s of it the two attention-and-words probes)
+        steps, pairs = probe_batches(min(p["probe_train_sentences"], UD_SIZES["train"]), p["probe_batch_size"])
+        runs = p["probe_epochs"] * (models + 0.25)
+        add(Work(chapter, f"training the §5 probes ({p['probe_epochs']} epochs, {steps} batches)", "probe",
+                 runs * pairs))
+        add(Work(chapter, "the probes' updates", "probe_step", runs * steps))
     elif chapter.startswith("03"):
         t = PIECES["wiki_fill"] * p["max_tokens"]
         add(Work(chapter, f"attention maps of {p['n_segments']:,} segments", "forward", s.forward_flops(t, p["n_segments"])))
@@ -311,16 +339,17 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
         train = ("train_bf16" if p.get("bf16") else "train") + ("_1" if workers > 1 else "")
         n_train = _cap(p["train_cap"], ARCT_SIZES["train"])
         n_eval = _cap(p["eval_cap"], ARCT_SIZES["dev"]) + _cap(p["eval_cap"], ARCT_SIZES["test"]) * 3
+        pad = 1.0 if p.get("group_by_length") else PAD_RANDOM  # random batches are padded to their longest item
         for variant in dict.fromkeys(["full", *p["probes"]]):
             t = min(PIECES[f"arct_{variant}"], p["max_length"])  # evaluation: sorted by length
-            t_train = min(PIECES[f"arct_{variant}"] * PAD_RANDOM, p["max_length"])  # training: random batches
+            t_train = min(PIECES[f"arct_{variant}"] * pad, p["max_length"])  # training batches
             add(Work(chapter, f"BERT on {variant} ({p['n_seeds']} seeds x {p['epochs']} epochs)", train,
                      3 * s.forward_flops(t_train, 2 * p["n_seeds"] * p["epochs"] * n_train), parallel=workers))
             add(Work(chapter, f"evaluating {variant}", "forward",
                      s.forward_flops(t, 2 * p["n_seeds"] * (p["epochs"] * _cap(p["eval_cap"], ARCT_SIZES["dev"])
                                                             + n_eval))))
         for variant in p["adversarial"]:
-            t = min(PIECES[f"arct_{variant}"] * PAD_RANDOM, p["max_length"])
+            t = min(PIECES[f"arct_{variant}"] * pad, p["max_length"])
             n_adv = _cap(p["train_cap"], ARCT_SIZES["train_adv"])
             add(Work(chapter, f"adversarial {variant} ({p['n_seeds']} seeds x {p['adversarial_epochs']} epochs)", train,
                      3 * s.forward_flops(t, 2 * p["n_seeds"] * p["adversarial_epochs"] * n_adv), parallel=workers))
@@ -355,9 +384,9 @@ def _sweep_forwards(s: Shape) -> float:
 # ---------------------------------------------------------------------------------------------- rates on this machine
 
 
-def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True) -> dict[str, float]:
+def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_name: str = "embedded") -> dict[str, float]:
     """FLOP/s of each kind of work on this machine, measured for about ``seconds`` each on a random model of
-    shape ``s`` (no weights needed), and the start-up seconds of a chapter's kernel."""
+    shape ``s`` (no weights needed), and the start-up seconds of a chapter's kernel with ``model_name`` loaded."""
     import torch
     from transformers import BertConfig, BertModel
 
@@ -427,26 +456,88 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True) -> dict[
     heads = s.n_layers * s.n_heads
     a = torch.rand(heads, 4096)
     rates["pairs"] = timed(lambda: pairwise_xlogx_sums(a), heads * (heads - 1) / 2 * 4096)
+    rates["probe"], rates["probe_step"] = probe_rate(s, seconds)
     if startup:
-        rates["startup"] = kernel_startup()
+        rates["startup"] = kernel_startup(model_name)
     return rates
 
 
-def kernel_startup() -> float:
-    """Seconds to start a Jupyter kernel and import what every chapter imports (its fixed cost), measured once;
-    a subprocess import when no kernel can start."""
-    start = time.perf_counter()
-    code = "import attnbook.chapters.chapter, attnbook.chapters.results, altair, pandas, transformers, torch"
-    try:
-        from jupyter_client.manager import start_new_kernel
+def probe_rate(s: Shape, seconds: float = 1.5, batch: int = 32) -> tuple[float, float]:
+    """``(word pairs/s, updates/s)`` of training Clark's attention-and-words probe (forward, backward, AdamW step)
+    with every head's word maps of a model of shape ``s`` and 50-dimensional word vectors (GloVe 6B 50d, the quick
+    profile's): an update is timed at two widths (12 and 48 words) and split into a per-update cost and a cost per
+    word pair (the maps grow with the square of a sentence's length)."""
+    import torch
 
-        km, kc = start_new_kernel(kernel_name="python3")
-        try:
-            kc.execute_interactive(code, timeout=300)
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
+    from attnbook.engine.train import Recipe, make_optimizer
+    from attnbook.studies.clark.probe_data import ProbeBatch
+    from attnbook.studies.clark.probes import AttentionWordsProbe, probe_loss
+
+    heads = s.n_layers * s.n_heads
+    torch.manual_seed(0)
+    probe = AttentionWordsProbe(heads, 50)
+    opt = make_optimizer(probe, Recipe(lr=1e-2, schedule="constant", fused=False))
+
+    def per_update(words: int) -> float:
+        b = ProbeBatch(alpha=torch.rand(batch, heads, words, words).half(), vectors=torch.randn(batch, words, 50),
+                       mask=torch.ones(batch, words, dtype=torch.bool), gold=torch.randint(0, words, (batch, words)))
+
+        def step() -> None:
+            opt.zero_grad()
+            probe_loss(probe(b), b).backward()
+            opt.step()
+
+        step()
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds / 2:
+            step()
+            n += 1
+        return (time.perf_counter() - start) / n
+
+    t_small, t_big = per_update(12), per_update(48)
+    per_pair = max((t_big - t_small) / (batch * (48 ** 2 - 12 ** 2)), 1e-12)
+    per_step = max(t_small - per_pair * batch * 12 ** 2, 1e-6)
+    return 1.0 / per_pair, 1.0 / per_step
+
+
+#: what every chapter's first code cell imports, and the study modules behind them (the start-up measurement's)
+STARTUP_IMPORTS = ("import altair, numpy, pandas, torch, transformers\n"
+                   "from IPython.display import Markdown, display\n"
+                   "import attnbook.chapters.chapter, attnbook.chapters.results, attnbook.charts\n"
+                   "import attnbook.studies.clark.paper, attnbook.studies.kovaleva.paper, attnbook.studies.michel.paper\n"
+                   "import attnbook.studies.niven_kao.paper, attnbook.atlas.cards\n"
+                   "Markdown('ready')")
+
+
+def _load_cell(model: str) -> str:
+    return ("from attnbook.engine.models import load_encoder\n"
+            f"try:\n    load_encoder({model!r})\nexcept Exception:\n    pass  # not downloaded: counted without it")
+
+
+def kernel_startup(model: str = "embedded") -> float:
+    """Seconds a chapter costs before its own work (its fixed cost), measured once: papermill executing, as the
+    book does, a notebook that takes its parameters, imports :data:`STARTUP_IMPORTS` and loads ``model`` with its
+    attention maps (every chapter does all three), in a fresh kernel, and writing it; a subprocess doing the same
+    when no kernel can start. A model that cannot be loaded here (a paper model not downloaded yet) is left out."""
+    import tempfile
+
+    start = time.perf_counter()
+    try:
+        import nbformat
+        import papermill as pm
+
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell('profile = "quick"', metadata={"tags": ["parameters"]}),
+                    nbformat.v4.new_code_cell(STARTUP_IMPORTS), nbformat.v4.new_code_cell(_load_cell(model))]
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "startup.ipynb"
+            nbformat.write(nb, str(src))
+            start = time.perf_counter()
+            pm.execute_notebook(str(src), str(Path(tmp) / "out.ipynb"), parameters={"profile": "quick"},
+                                progress_bar=False, kernel_name="python3", language="python", log_output=False)
     except Exception:  # noqa: BLE001 - no kernel here: the imports alone
+        start = time.perf_counter()
+        code = STARTUP_IMPORTS.replace("\nMarkdown('ready')", "") + "\n" + _load_cell(model)
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
     return time.perf_counter() - start
 
@@ -465,7 +556,7 @@ def make_plan(profile: str, *, model: str | None = None, chapters: list[str] | N
               for c in chapters}
     name = model or next(iter(params.values()))["model"]
     shape = model_shape(name)
-    rates = measure_rates(shape, seconds=seconds)
+    rates = measure_rates(shape, seconds=seconds, model_name=name)
     plan = Plan(profile, name, shape, {k: v for k, v in rates.items() if k != "startup"})
     trained: set = set()
     for c in chapters:

@@ -136,6 +136,19 @@ def read_complete(folder: Path) -> dict | None:
     return record
 
 
+def _no_init():
+    """A context that skips the random initialisation of a model about to receive stored weights (the
+    ``load_state_dict(strict=True)`` after it replaces every parameter and persistent buffer, so the model is
+    the same either way): 0.04 instead of ~0.3 s per classifier, and chapters 5, 6 and 8 load dozens."""
+    import contextlib
+
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # an older transformers: initialise, then overwrite (same weights, slower)
+        return contextlib.nullcontext()
+    return no_init_weights()
+
+
 def load_checkpoint(key: str, root: Path | None = None) -> tuple[torch.nn.Module, dict] | None:
     """The checkpoint stored under ``key`` as ``(model, meta)``, or ``None`` when absent.
 
@@ -159,7 +172,7 @@ def load_checkpoint(key: str, root: Path | None = None) -> tuple[torch.nn.Module
         return None
     try:
         config = AutoConfig.from_pretrained(str(folder))
-        with torch.random.fork_rng(devices=[]):  # the stored weights replace the initialisation
+        with torch.random.fork_rng(devices=[]), _no_init():  # the stored weights replace every parameter
             model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
         model.load_state_dict(load_file(str(folder / WEIGHTS_FILE)), strict=True)
         meta = json.loads((folder / "meta.json").read_text())

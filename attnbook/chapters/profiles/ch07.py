@@ -13,6 +13,11 @@
   trains only the top k layers plus pooler and classifier on cached lower-layer states
   (``attnbook.studies.niven_kao.bert``), a compute knob the smoke profile uses to stay within seconds.
 * ``bf16``: training passes under bfloat16 autocast (evaluation in float32).
+* ``group_by_length``: training batches hold items of similar length (each epoch's shuffle cut into chunks of 50
+  batches, each sorted by length, the batches then shuffled: the GLUE chapters' grouping), so less of each batch is
+  padding. The paper profile keeps the authors' random batches. Measured on 400 training items, one thread, bf16:
+  one epoch of the full input took 15.5 instead of 20.3 s, the W probe 8.9 instead of 11.0 s (29% and 38% of a
+  random batch's tokens were padding).
 * ``seed_workers``: processes that train the seeds of one experiment side by side (1: one after the other).
 * ``train_threads``: torch threads during the training steps (0: leave the chapter's setting). On two shared
   cores one thread per run trained faster than two.
@@ -56,18 +61,21 @@ register_chapter(
         "smoke": dict(
             _COMMON, model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=2e-3, batch_size=32,
             max_length=48, trainable_layers=1, freeze_embeddings=True, bf16=True, train_threads=1, seed_workers=1,
+            group_by_length=True,
             train_cap=48, eval_cap=24, adversarial=["full"],
             word_seeds=2, bilstm_hidden=8, bilstm_epochs=1,
         ),
         "quick": dict(
             _COMMON, model="embedded", n_seeds=3, epochs=3, adversarial_epochs=1, lr=5e-5, batch_size=8,
             max_length=64, trainable_layers="all", freeze_embeddings=False, bf16=True, train_threads=1, seed_workers=3,
+            group_by_length=True,
             train_cap=0, eval_cap=0, probes=["full", "W"], adversarial=["full"],
             word_seeds=3, bilstm_hidden=32, bilstm_epochs=1,
         ),
         "paper": dict(
             _COMMON, model=PAPER_MODEL, n_seeds=20, epochs=30, adversarial_epochs=30, lr=8e-5, batch_size=8,
             max_length=80, trainable_layers="all", freeze_embeddings=False, bf16=False, train_threads=0, seed_workers=1,
+            group_by_length=False,
             train_cap=0, eval_cap=0, adversarial=["full", "W", "RW", "CW"], word_seeds=20, bilstm_hidden=512,
             bilstm_epochs=20,
         ),

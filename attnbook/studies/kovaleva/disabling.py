@@ -61,6 +61,27 @@ def disable_check(classifier: Any, batch: Batch, layer: int = 0, head: int = 0) 
             "other_heads_change": float((off[others] - plain[others]).abs().max())}
 
 
+def check_numbers(check: Mapping[str, float]) -> dict[str, dict]:
+    """What the chapter records of :func:`disable_check`."""
+    return {"disable_check": {k: check[k] for k in ("uniform_error", "other_heads_change")}}
+
+
+def check_text(check: Mapping[str, float], task: str, label: str = "1-1") -> str:
+    """:func:`disable_check` in one sentence (the head is the papers' 1-based ``label``)."""
+    return (f"{task} example with L = {check['L']} tokens: max |alpha - 1/L| of disabled head {label} = "
+            f"{check['uniform_error']:.1e}; largest change in the layer's other heads = "
+            f"{check['other_heads_change']:.1e}")
+
+
+def baseline_numbers(dev_table: Any, learned: Mapping[tuple[str, int], str],
+                     dev_sets: Mapping[str, Any]) -> dict[str, Any]:
+    """What the chapter records of :func:`dev_baselines` and the sweeps' dev sets: each classifier's dev score,
+    the runs that did not learn (with the reason) and the dev examples each task's sweeps score."""
+    return {"dev_baselines": dev_table.to_dict("records"),
+            "not_learned": {f"{t}/seed {s}": why for (t, s), why in learned.items() if why},
+            "dev_examples_swept": {t: len(d) for t, d in dev_sets.items()}}
+
+
 def dev_baselines(classifiers: Mapping[str, Any], *, max_length: int = 128, batch_size: int = 64,
                   n_resamples: int = 2000, seed: int = 0, use_cache: bool = True,
                   caps: Mapping[str, int | None] | None = None):

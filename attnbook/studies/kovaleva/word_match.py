@@ -166,3 +166,27 @@ def word_match_rows(task: str, match: Mapping[str, Any], delta: np.ndarray) -> l
     return [{"task": task, "head": head_label(*lh), "change when disabled": delta[lh],
              "word-matching share": match["share"][lh], "percentile among heads": match["percentiles"][head_label(*lh)]}
             for lh in match["hurting"]]
+
+
+def match_text(task: str, match: Mapping[str, Any]) -> str:
+    """:func:`hurting_heads_match` of one task in one sentence: tokens with a copy, chance, the strongest
+    word-matching head."""
+    top = head_label(*match["top_matching"])
+    return (f"{task}: {match['n_queries']} tokens with a copy in the other sentence; uniform attention would give "
+            f"{match['chance']:.3f}; strongest word-matching head {top} ({match['share'][match['top_matching']]:.3f})")
+
+
+def all_numbers(matches: Mapping[str, Mapping[str, Any]]) -> dict[str, dict]:
+    """:func:`match_numbers` of every task, under the results file's keys (``word_match_<task>``)."""
+    return {f"word_match_{t}": match_numbers(m) for t, m in matches.items()}
+
+
+def match_table(matches: Mapping[str, Mapping[str, Any]], deltas: Mapping[str, np.ndarray]):
+    """The §5 table of every task (:func:`word_match_rows`), formatted for the page; ``None`` without a task."""
+    import pandas as pd
+
+    rows = [r for t, m in matches.items() for r in word_match_rows(t, m, deltas[t])]
+    if not rows:
+        return None
+    return pd.DataFrame(rows).style.format({"change when disabled": "{:+.2f}", "word-matching share": "{:.3f}",
+                                            "percentile among heads": "{:.0%}"}).hide(axis="index")

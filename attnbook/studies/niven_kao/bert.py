@@ -47,6 +47,7 @@ as the paper does: mean ± std, median and max over seeds (Table 1, :func:`summa
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -313,6 +314,7 @@ class TrainConfig:
     eval_batch_size: int = 64
     select_on_dev: bool = True
     bf16: bool = False  # training passes under bfloat16 autocast (evaluation stays float32)
+    group_by_length: bool = False  # batches of items of similar length (less padding); False: random batches
 
 
 @dataclass
@@ -329,6 +331,14 @@ class TrainedRun:
     seconds: float = 0.0  # wall-clock seconds of the training loop (evaluation on dev included)
 
 
+def item_lengths(data: PairEncoding | CachedStates) -> np.ndarray:
+    """The padded length of each item ``[n]``: the longer of its two sequences (tokens, or cached state rows)."""
+    n = len(data)
+    if isinstance(data, PairEncoding):
+        return data.lengths().reshape(n, 2).max(1)
+    return np.array([max(data.states[2 * i].shape[0], data.states[2 * i + 1].shape[0]) for i in range(n)])
+
+
 @torch.no_grad()
 def predict_proba(
     model: PairwiseScorer, data: PairEncoding | CachedStates, batch_size: int = 32, pad_id: int = 0
@@ -337,11 +347,7 @@ def predict_proba(
     was_training = model.training
     model.eval()
     n = len(data)
-    if isinstance(data, PairEncoding):
-        lengths = data.lengths().reshape(n, 2).max(1)
-    else:
-        lengths = np.array([max(data.states[2 * i].shape[0], data.states[2 * i + 1].shape[0]) for i in range(n)])
-    order = np.argsort(lengths, kind="stable")
+    order = np.argsort(item_lengths(data), kind="stable")
     out = np.zeros((n, 2), dtype=np.float64)
     for lo in range(0, n, batch_size):
         idx = order[lo : lo + batch_size].tolist()
@@ -393,7 +399,15 @@ def train_pairwise(
     items = np.arange(len(train))
     labels = torch.as_tensor(train.labels, dtype=torch.long)
 
-    def epoch_order(_: int) -> list[list[int]]:
+    if cfg.group_by_length:  # the GLUE fine-tuning's length grouping, on the longer sequence of each item's pair
+        from attnbook.engine.finetune import training_batches
+
+        per_epoch = math.ceil(len(items) / cfg.batch_size)
+        grouped = training_batches(item_lengths(train), cfg.batch_size, per_epoch * cfg.epochs, seed, True)
+
+    def epoch_order(epoch: int) -> list[list[int]]:
+        if cfg.group_by_length:
+            return [b.tolist() for b in grouped[epoch * per_epoch : (epoch + 1) * per_epoch]]
         order = items[rng.permutation(len(items))]
         return [order[lo : lo + cfg.batch_size].tolist() for lo in range(0, len(order), cfg.batch_size)]
 
@@ -571,6 +585,7 @@ def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
         weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
         trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
         train_threads=int(P.get("train_threads") or 0), bf16=bool(P.get("bf16", False)),
+        group_by_length=bool(P.get("group_by_length", False)),
     )
     fields.update(overrides)
     return TrainConfig(**fields)
