@@ -274,3 +274,25 @@ def test_the_book_prints_to_one_pdf(smoke_book, tmp_path):
     reader = PdfReader(str(target))
     text = " ".join(page.extract_text() or "" for page in reader.pages)
     assert len(reader.pages) >= 3 and "Surface patterns" in text and "This run" in text
+
+
+@pytest.mark.integration
+def test_each_chapter_reads_only_the_datasets_its_set_up_cell_fetches(smoke_book):
+    """The set-up cell fetches :data:`CHAPTER_DATASETS` in a fresh environment: every data file a chapter's
+    provenance lists must lie in one of those datasets' folders; and where the data are present (this build) the
+    cell prints nothing."""
+    from attnbook.chapters.datasets import CHAPTER_DATASETS
+    from attnbook.chapters.runner import available_chapters
+    from attnbook.core.paths import data_dir
+    from attnbook.data.manifest import Manifest
+
+    manifest = Manifest.load()
+    root = data_dir().resolve()
+    for chapter in available_chapters():
+        folders = {e.folder for e in manifest.entries(CHAPTER_DATASETS[chapter])}
+        prov = json.loads((smoke_book / "book" / "results" / f"{chapter}.provenance.json").read_text())
+        used = {Path(f["path"]).resolve().relative_to(root).parts[0] for f in prov["data_files"]}
+        assert used <= folders, f"{chapter} reads {sorted(used - folders)}: add them to CHAPTER_DATASETS"
+        cells = json.loads((smoke_book / "book" / f"{chapter}.ipynb").read_text())["cells"]
+        setup = next(c for c in cells if "set-up" in c["metadata"].get("tags", []))
+        assert setup["outputs"] == [], f"{chapter}: the set-up cell did something although everything is here"

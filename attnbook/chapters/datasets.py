@@ -1,0 +1,74 @@
+"""The datasets each chapter reads, and the set-up a notebook does for itself in a fresh environment.
+
+Every chapter notebook opens with a set-up cell (:data:`SETUP_CELL`, removed from the rendered page): where
+``attnbook`` is not importable (Colab, a fresh virtualenv, a notebook downloaded from the book's page) it installs
+the package, then :func:`ensure_data` fetches whichever of the chapter's datasets (:data:`CHAPTER_DATASETS`) are
+missing from the data directory (``$ATTNBOOK_DATA``, else ``./data``). Where both are present, as in the book's own
+build, the cell does nothing and prints nothing. ``ATTNBOOK_SOURCE`` (a pip requirement: a folder, a wheel, a
+``git+`` URL) and ``ATTNBOOK_DATA_MIRROR`` (a mirror of the upstream files, see :mod:`attnbook.data.fetch`) point
+the cell elsewhere, e.g. at a local copy offline.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+#: the manifest datasets (``attnbook fetch`` names) a chapter reads in every profile; the paper profile's GLUE
+#: tasks that are not in the standard download (``glue_large``) are fetched on request (the chapters name them)
+CHAPTER_DATASETS: dict[str, tuple[str, ...]] = {
+    "01_clark_surface_patterns": ("wiki",),
+    "02_clark_probing": ("ud_ewt", "coref", "glove"),
+    "03_clark_clustering": ("wiki", "ud_ewt"),
+    "04_kovaleva_taxonomy": ("glue", "framenet"),
+    "05_kovaleva_disabling": ("glue",),
+    "06_michel_pruning": ("glue",),
+    "07_arct_cues": ("arct", "glove"),
+    "08_head_atlas": ("wiki", "ud_ewt", "coref", "glove", "glue", "framenet"),
+}
+
+#: where the cell installs attnbook from when it is missing (``ATTNBOOK_SOURCE`` overrides it)
+DEFAULT_SOURCE = "git+https://github.com/attnbook/attnbook"
+
+SETUP_CELL = '''# Set-up for a fresh environment (Colab, a new virtualenv, a notebook downloaded from the book): installs attnbook
+# and fetches the data this chapter reads when they are missing. Where both are present it does nothing.
+import importlib.util, os, subprocess, sys
+if importlib.util.find_spec("attnbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    os.environ.get("ATTNBOOK_SOURCE", "{source}")], check=True)
+from attnbook.chapters.datasets import ensure_data
+ensure_data("{chapter}")'''
+
+
+def setup_cell(chapter: str) -> str:
+    """The set-up cell's source for ``chapter``."""
+    if chapter not in CHAPTER_DATASETS:
+        raise KeyError(f"no datasets recorded for chapter {chapter!r}; add it to CHAPTER_DATASETS")
+    return SETUP_CELL.replace("{source}", DEFAULT_SOURCE).replace("{chapter}", chapter)
+
+
+def missing_datasets(chapter: str, dest: Path | str | None = None) -> list[str]:
+    """The datasets of ``chapter`` with a file absent from ``dest`` (default: the data directory). Only presence
+    is checked here (a stat per file); ``attnbook fetch --verify`` checks the bytes."""
+    from attnbook.core.paths import data_dir
+    from attnbook.data.manifest import Manifest
+
+    root = Path(dest) if dest is not None else data_dir()
+    manifest = Manifest.load()
+    return [name for name in CHAPTER_DATASETS[chapter]
+            if any(not e.target(root).is_file() for e in manifest.entries([name]))]
+
+
+def ensure_data(chapter: str, dest: Path | str | None = None, base_url: str | None = None) -> list[str]:
+    """Fetch the datasets of ``chapter`` that are not complete in ``dest`` (default: the data directory) from their
+    upstream sources, or from ``base_url`` / ``$ATTNBOOK_DATA_MIRROR``; returns the datasets fetched (none: nothing
+    printed, nothing written). A failed download raises :class:`attnbook.data.fetch.FetchError` naming the files."""
+    import os
+
+    from attnbook.core.paths import data_dir
+    from attnbook.data.fetch import fetch
+
+    todo = missing_datasets(chapter, dest)
+    if todo:
+        root = Path(dest) if dest is not None else data_dir()
+        print(f"{chapter} reads {', '.join(todo)}: not complete in {root}, fetching")
+        fetch(todo, root, base_url or os.environ.get("ATTNBOOK_DATA_MIRROR") or None)
+    return todo

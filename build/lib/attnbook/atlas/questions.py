@@ -1,0 +1,332 @@
+"""The questions between the papers, each answered with a number, an honest test and a generated sentence.
+
+* :func:`syntax_vs_importance` - are the heads that track syntax (Clark §4.2: a head's best margin over the
+  relation's fixed-offset baseline) the ones a fine-tuned task needs (Michel §4.1 importance)? Per task.
+* :func:`pattern_vs_effects` - does a head's pattern class (Kovaleva §4.1) go with its importance and with the
+  effect of disabling it (Kovaleva §4.6)?
+* :func:`framenet_switched_off` - the frame-semantic heads (Kovaleva §4.2) switched off on each task, which
+  Kovaleva et al. §5 ask about and do not measure; read from chapter 5's disabling sweep.
+* :func:`pruned_first` - are the heads a pruning order by importance removes first (Michel §4.2) the broad,
+  [CLS]-sink or positional ones (Clark §3)?
+
+The tests: :func:`rank_test` (Spearman ρ with a two-sided permutation p-value and a percentile bootstrap
+interval over heads) and :func:`class_test` (Kruskal-Wallis H across classes with a permutation p-value). Heads
+are the units; heads of one layer are not independent, so the intervals and p-values are, if anything,
+optimistic, and a test that does not reject says the data cannot tell, not that there is no relation.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from attnbook import verdict
+from attnbook.core.heads import head_label
+from attnbook.stats import Estimate, percentile_interval
+
+ALPHA = 0.05
+
+
+# --------------------------------------------------------------------------------------------- the tests
+
+
+def _corr_rows(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
+    """Pearson correlation of ``rx`` with every row of ``ry`` (ranks in, Spearman out)."""
+    x = rx - rx.mean()
+    y = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((x**2).sum() * (y**2).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (y @ x) / den
+
+
+def rank_test(x: Sequence[float], y: Sequence[float], *, n_permutations: int = 10000, n_resamples: int = 2000,
+              seed: int = 0, alpha: float = ALPHA) -> dict:
+    """Spearman ρ of ``x`` and ``y`` over the heads where both are measured, its two-sided permutation p-value
+    (``(1 + #{|ρ_perm| >= |ρ|}) / (1 + n_permutations)``) and its 95% percentile bootstrap interval over heads.
+
+    Returns ``estimate`` (an :class:`~attnbook.stats.Estimate`, unit "heads"), ``rho``, ``p``, ``n`` and ``tells``:
+    ``"positive"`` / ``"negative"`` when p < ``alpha`` and the interval excludes 0, else ``"cannot tell"``
+    (also when fewer than 4 heads or a constant measure leave nothing to test)."""
+    x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    if n < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"estimate": Estimate(float("nan"), None, None, n, "heads"), "rho": float("nan"), "p": float("nan"),
+                "n": n, "tells": "cannot tell", "why": "fewer than 4 heads or a constant measure"}
+    rx, ry = rankdata(x), rankdata(y)
+    rho = float(_corr_rows(rx, ry[None])[0])
+    rng = np.random.default_rng(seed)
+    null = _corr_rows(rx, rng.permuted(np.broadcast_to(ry, (n_permutations, n)), axis=1))
+    p = (1 + int(np.sum(np.abs(null) >= abs(rho) - 1e-12))) / (1 + n_permutations)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    bx, by = rankdata(x[idx], axis=1), rankdata(y[idx], axis=1)
+    bx -= bx.mean(1, keepdims=True)
+    by -= by.mean(1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = (bx * by).sum(1) / np.sqrt((bx**2).sum(1) * (by**2).sum(1))
+    boot = boot[np.isfinite(boot)]
+    lo, hi = None, None
+    if len(boot):
+        low, high = percentile_interval(boot[:, None])
+        lo, hi = float(np.ravel(low)[0]), float(np.ravel(high)[0])
+    tells = "cannot tell"
+    if p < alpha and lo is not None and (lo > 0 or hi < 0):
+        tells = "positive" if rho > 0 else "negative"
+    return {"estimate": Estimate(rho, lo, hi, n, "heads"), "rho": rho, "p": float(p), "n": n, "tells": tells}
+
+
+def kruskal_h(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Kruskal-Wallis H of ``values`` grouped by every row of ``codes[perm, unit]`` (no tie correction)."""
+    r = rankdata(values)
+    n = len(r)
+    codes = np.atleast_2d(codes)
+    k = int(codes.max()) + 1
+    onehot = np.zeros((codes.shape[0], n, k))
+    np.put_along_axis(onehot, codes[..., None], 1.0, axis=2)
+    sums = np.einsum("pnk,n->pk", onehot, r)
+    sizes = onehot.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        terms = np.where(sizes > 0, sums**2 / np.maximum(sizes, 1), 0.0)
+    return 12.0 / (n * (n + 1)) * terms.sum(1) - 3.0 * (n + 1)
+
+
+def class_test(classes: Sequence[str], values: Sequence[float], *, n_permutations: int = 10000, seed: int = 0,
+               alpha: float = ALPHA) -> dict:
+    """Do ``values`` differ across ``classes``? Kruskal-Wallis H over the heads where the value is measured, with a
+    one-sided permutation p-value (class labels shuffled), and the effect size ε² = H / (n − 1) (0: the classes'
+    ranks do not differ; 1: they separate completely). ``by_class``: each class's heads and median value.
+    ``tells``: ``"differ"`` when p < ``alpha``, else ``"cannot tell"`` (also with fewer than two classes of at least
+    two heads)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    c = np.asarray(list(classes), dtype=object).ravel()
+    ok = np.isfinite(v)
+    v, c = v[ok], c[ok]
+    names, codes = np.unique(c.astype(str), return_inverse=True)
+    sizes = np.bincount(codes, minlength=len(names))
+    by_class = {str(nm): {"n": int(s), "median": float(np.median(v[codes == k]))} for k, (nm, s) in
+                enumerate(zip(names, sizes))}
+    n = len(v)
+    if (sizes >= 2).sum() < 2 or np.ptp(v) == 0:
+        return {"estimate": Estimate(float("nan"), None, None, n, "heads"), "h": float("nan"), "p": float("nan"),
+                "epsilon2": float("nan"), "n": n, "by_class": by_class, "tells": "cannot tell",
+                "why": "fewer than two classes with two heads each, or a constant measure"}
+    h = float(kruskal_h(v, codes[None])[0])
+    rng = np.random.default_rng(seed)
+    null = kruskal_h(v, rng.permuted(np.broadcast_to(codes, (n_permutations, n)), axis=1))
+    p = (1 + int(np.sum(null >= h - 1e-12))) / (1 + n_permutations)
+    eps = h / (n - 1)
+    return {"estimate": Estimate(eps, None, None, n, "heads"), "h": h, "p": float(p), "epsilon2": float(eps), "n": n,
+            "by_class": by_class, "tells": "differ" if p < alpha else "cannot tell"}
+
+
+# --------------------------------------------------------------------------------------------- sentences
+
+
+def _rank_sentence(what_x: str, what_y: str, t: dict) -> str:
+    e = t["estimate"]
+    if not np.isfinite(t["rho"]):
+        return f"{what_x} and {what_y}: the data cannot tell ({t.get('why', 'nothing to test')})."
+    interval = f"95% bootstrap interval over heads {e.low:.2f} to {e.high:.2f}" if e.has_interval else "no interval"
+    head = (f"Over the {t['n']} heads, {what_x} and {what_y} have Spearman ρ = {t['rho']:.2f} ({interval}; "
+            f"permutation p = {t['p']:.3g})")
+    if t["tells"] == "cannot tell":
+        return head + ": the data cannot tell a relation from none."
+    return head + f": a {t['tells']} relation that a shuffle of the heads rarely produces."
+
+
+def _class_sentence(what: str, t: dict) -> str:
+    if not np.isfinite(t["h"]):
+        return f"Pattern class and {what}: the data cannot tell ({t['why']})."
+    medians = "; ".join(f"{k} {v['median']:.3g} (n = {v['n']})" for k, v in t["by_class"].items())
+    head = (f"Across pattern classes, {what} has Kruskal-Wallis H = {t['h']:.2f}, ε² = {t['epsilon2']:.2f}, "
+            f"permutation p = {t['p']:.3g} over {t['n']} heads (medians: {medians})")
+    if t["tells"] == "cannot tell":
+        return head + ": the data cannot tell the classes apart."
+    return head + ": the classes differ more than shuffled labels do."
+
+
+# --------------------------------------------------------------------------------------------- the questions
+
+
+def syntax_margin(m) -> np.ndarray | None:
+    """Each head's best margin over the fixed-offset baseline, over the relations (Clark §4.2): ``[layer, head]``."""
+    if m.syntax is None or not len(m.syntax["relations"]):
+        return None
+    return np.nanmax(m.syntax["accuracy"] - m.syntax["baseline"][:, None, None], axis=0)
+
+
+def not_measured(question: str, why: str, **extra: Any) -> dict:
+    return {"question": question, "measured": False, "sentence": f"{question}: not measured ({why}).", **extra}
+
+
+def syntax_vs_importance(m, *, n_permutations: int = 10000, n_resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """Per fine-tuned task with importance scores: :func:`rank_test` of the syntax margin and the importance."""
+    q = "syntax-tracking heads vs importance"
+    margin = syntax_margin(m)
+    if margin is None:
+        return [not_measured(q, "chapter 2's dependency accuracies were not run")]
+    if m.importance is None:
+        return [not_measured(q, "chapter 6's importance scores were not run")]
+    out = []
+    for task, imp in m.importance.items():
+        t = rank_test(margin, imp, n_permutations=n_permutations, n_resamples=n_resamples, seed=seed)
+        out.append({"question": q, "task": task, "measured": True, **t,
+                    "sentence": _rank_sentence("the syntax margin (best relation accuracy minus its offset baseline)",
+                                               f"importance on {task}", t)})
+    return out
+
+
+def head_classes(m, task: str | None) -> tuple[list[str], str] | None:
+    """Each head's majority pattern class (layer-major) in ``task``'s fine-tuned classifier when chapter 4 analysed
+    it, else in the pre-trained encoder; and which one was used."""
+    from attnbook.atlas.cards import majority_class
+
+    if m.patterns is None:
+        return None
+    which = task if task in m.patterns else "pre-trained"
+    cls, _ = majority_class(m.patterns[which], m.pattern_classes)
+    return [c for row in cls for c in row], which
+
+
+def pattern_vs_effects(m, *, n_permutations: int = 10000, seed: int = 0) -> list[dict]:
+    """:func:`class_test` of the pattern class against importance (main task) and the disabling effect (each
+    task chapter 5 swept)."""
+    q = "pattern class vs importance and disabling effect"
+    if m.patterns is None:
+        return [not_measured(q, "chapter 4's pattern classes were not run")]
+    out = []
+    targets = []
+    if m.importance is not None:
+        targets.append(("importance", m.main_task, m.importance[m.main_task]))
+    for task, d in (m.disabling or {}).items():
+        targets.append(("disabling effect", task, d["delta"]))
+    if not targets:
+        return [not_measured(q, "neither chapter 5's disabling nor chapter 6's importance was run")]
+    for what, task, values in targets:
+        classes, which = head_classes(m, task)
+        t = class_test(classes, np.asarray(values).ravel(), n_permutations=n_permutations, seed=seed)
+        out.append({"question": q, "measure": what, "task": task, "classes_from": which, "measured": True, **t,
+                    "sentence": _class_sentence(f"{what} on {task} (classes of the {which} model)", t)})
+    return out
+
+
+def framenet_switched_off(m, *, n_permutations: int = 10000, seed: int = 0) -> list[dict]:
+    """Kovaleva §5's open question: the frame-semantic heads (chapter 4) switched off on each task, read from
+    chapter 5's single-head disabling sweep. Per task: each frame head's change with its 95% interval over the dev
+    examples, their mean, and where that mean falls among the means of random sets of as many heads (two-sided
+    permutation p). The mean's interval is the mean of the heads' own intervals (conservative)."""
+    q = "FrameNet heads switched off"
+    if m.framenet is None:
+        return [not_measured(q, "chapter 4's FrameNet heads were not run")]
+    heads = m.framenet["heads"]
+    if not heads:
+        return [not_measured(q, "no head exceeds chapter 4's percentile")]
+    if not m.disabling:
+        return [not_measured(q, "chapter 5's disabling sweep was not run")]
+    out = []
+    rng = np.random.default_rng(seed)
+    for task, d in m.disabling.items():
+        H = d["delta"].shape[1]
+        idx = np.array([l * H + h for l, h in heads])
+        flat = d["delta"].ravel()
+        mean = float(flat[idx].mean())
+        low, high = float(d["low"].ravel()[idx].mean()), float(d["high"].ravel()[idx].mean())
+        k = len(idx)
+        null = np.array([flat[rng.choice(flat.size, k, replace=False)].mean() for _ in range(n_permutations)])
+        below = (1 + np.sum(null <= mean + 1e-12)) / (1 + n_permutations)
+        above = (1 + np.sum(null >= mean - 1e-12)) / (1 + n_permutations)
+        p = float(min(1.0, 2 * min(below, above)))
+        per_head = [{"head": head_label(l, h), "delta": float(d["delta"][l, h]), "low": float(d["low"][l, h]),
+                     "high": float(d["high"][l, h])} for l, h in heads]
+        hurt = [x["head"] for x in per_head if x["high"] < 0]
+        helped = [x["head"] for x in per_head if x["low"] > 0]
+        sentence = (f"Switching off each of the {k} frame-semantic head(s) on {task} changes the score by "
+                    f"{mean:+.2f} points on average (mean of their 95% intervals {low:+.2f} to {high:+.2f}, "
+                    f"{d['n']} dev examples); random sets of {k} heads give a mean this far from theirs with "
+                    f"p = {p:.3g}. ")
+        if hurt or helped:
+            sentence += (f"Heads whose interval excludes no change: {', '.join(hurt) or 'none'} hurt, "
+                         f"{', '.join(helped) or 'none'} help.")
+        else:
+            sentence += "No frame head's interval excludes no change: the data cannot tell their effect from none."
+        out.append({"question": q, "task": task, "measured": True, "estimate": Estimate(mean, low, high, d["n"],
+                    "dev examples (mean of per-head intervals)"), "p": p, "heads": per_head, "sentence": sentence})
+    for key, why in m.notes.items():
+        if key.startswith("disabling/"):
+            out.append(not_measured(q, why, task=key.split("/", 1)[1]))
+    return out
+
+
+def pruned_first(m, *, n_permutations: int = 10000, n_resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """Are the heads pruned first by importance (Michel §4.2) broad (entropy), [CLS] sinks (attention to [CLS]) or
+    positional (the larger of the attention to the previous and the next token)? :func:`rank_test` of how early a
+    head is pruned against each statistic, and how many of the first pruned heads carry each of chapter 3's
+    behaviours."""
+    q = "heads pruned first"
+    if m.pruning is None:
+        return [not_measured(q, "chapter 6's pruning was not run")]
+    if m.surface is None:
+        return [not_measured(q, "chapter 1's surface statistics were not run")]
+    L, H = m.n_layers, m.n_heads
+    early = np.empty((L, H))
+    for k, (l, h) in enumerate(m.pruning["order"]):
+        early[l, h] = L * H - k  # high = pruned early
+    n_first = max(m.pruning["n_safe"], m.pruning["first_step"])
+    first = {l * H + h for l, h in m.pruning["order"][:n_first]}
+    kinds = {"broad (entropy)": (m.surface["entropy"], "attends broadly"),
+             "[CLS] sink (attention to [CLS])": (m.surface["cls"], "attends to [CLS]"),
+             "positional (max of previous and next)": (np.maximum(m.surface["prev"], m.surface["next"]),
+                                                        ("attends to previous", "attends to next"))}
+    out = []
+    for name, (values, tags) in kinds.items():
+        t = rank_test(early, values, n_permutations=n_permutations, n_resamples=n_resamples, seed=seed)
+        tags = (tags,) if isinstance(tags, str) else tags
+        counts = None
+        if m.behaviours is not None:
+            with_tag = {i for i, b in enumerate(m.behaviours) if any(x in b for x in tags)}
+            counts = {"first_pruned_with": len(first & with_tag), "first_pruned": len(first),
+                      "all_with": len(with_tag), "all": L * H}
+        sentence = _rank_sentence("how early a head is pruned", name, t)
+        if counts:
+            sentence += (f" Of the {counts['first_pruned']} heads pruned first, {counts['first_pruned_with']} carry "
+                         f"chapter 3's behaviour, against {counts['all_with']} of all {counts['all']} heads.")
+        out.append({"question": q, "kind": name, "measured": True, **t, "counts": counts, "sentence": sentence})
+    return out
+
+
+# --------------------------------------------------------------------------------------------- results and rows
+
+
+def answers_record(answers: Sequence[dict]) -> list[dict]:
+    """The answers as plain JSON (estimates as dicts) for the results file."""
+    out = []
+    for a in answers:
+        r = {}
+        for k, v in a.items():
+            r[k] = v.as_dict() if isinstance(v, Estimate) else v
+        out.append(r)
+    return out
+
+
+def comparison_rows(answers: Sequence[dict]) -> list[dict]:
+    """One "paper vs this run" row per measured answer, rule :class:`~attnbook.verdict.NotComparable`: no paper
+    measured these questions (Kovaleva §5 ask the FrameNet one and leave it open)."""
+    rows = []
+    for a in answers:
+        what = a.get("task") or a.get("kind") or ""
+        quantity = a["question"] + (f" ({a.get('measure')}, {what})" if a.get("measure") else f" ({what})" if what
+                                    else "")
+        paper = "asked, not measured (Kovaleva §5)" if a["question"].startswith("FrameNet") else "not measured"
+        if not a.get("measured"):
+            est = Estimate(float("nan"))
+            rows.append(verdict.row("Head atlas", quantity, paper=paper, ours="not measured", estimate=est,
+                                    rule=verdict.NotComparable(a["sentence"])))
+            continue
+        est = a["estimate"]
+        fmt = ".3g"
+        rows.append(verdict.row("Head atlas", quantity, paper=paper, ours=est, fmt=fmt,
+                                rule=verdict.NotComparable("no paper measured this; the test is in the note"),
+                                note=a["sentence"]))
+    return rows

@@ -1,0 +1,61 @@
+"""What every chapter does first and last.
+
+    P = chapter.setup(CHAPTER, profile, globals())   # after the parameters cell
+    ...
+    chapter.finish(res)                               # last cell: table, files, provenance
+
+``setup`` resolves the parameters (profile values overridden by non-``None``
+notebook parameters), seeds Python, NumPy and torch from ``P.seed``, sets the
+torch thread count, makes ``P.device`` the device models load on and enables
+the offline chart renderer.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from attnbook import charts as plots
+from attnbook.chapters import tables
+from attnbook.chapters.params import Params, resolve
+from attnbook.engine.models import set_default_device, set_threads
+from attnbook.chapters.results import ChapterResults
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
+    """Resolve parameters, seed, set threads, enable charts; returns the parameters."""
+    params = resolve(chapter, profile, namespace)
+    seed_everything(int(params.get("seed", 0)))
+    set_threads()
+    set_default_device(params.get("device", "auto"))
+    plots.enable()
+    tables.enable()
+    torch.set_grad_enabled(True)
+    return params
+
+
+def finish(res: ChapterResults):
+    """Save the results files and return the "paper vs this run" table for display."""
+    from IPython.display import Markdown, display
+
+    path = res.save()
+    table = res.table()
+    display(table.style.hide(axis="index") if hasattr(table, "style") else table)
+    display(Markdown(f"*Key numbers written to `{path.name}` in the results folder.*"))
+    return None
+
+
+def provenance(res: ChapterResults):
+    """The provenance block shown at the end of every chapter."""
+    from IPython.display import Markdown
+
+    return Markdown("### Provenance\n\n" + res.provenance_markdown())

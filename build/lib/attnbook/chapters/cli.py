@@ -1,0 +1,118 @@
+"""The ``attnbook`` command line.
+
+    attnbook run CHAPTER [--profile quick|smoke|paper] [-p key=value ...]
+    attnbook build [--profile quick] [--chapters 01 02 ...] [--no-execute] [--pdf]
+    attnbook plan [--profile quick|smoke|paper] [--model NAME]
+    attnbook fetch DATASET [DATASET ...] [--dest DIR] [--base-url URL]
+    attnbook list
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from attnbook.core.errors import AttnbookError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="attnbook", description="Run and build the attnbook chapters.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="execute one chapter with papermill into book/")
+    run.add_argument("chapter", help="chapter id, number (01) or unique part of its name")
+    run.add_argument("--profile", default="quick", help="smoke | quick | paper (default: quick)")
+    run.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a chapter parameter (repeatable)")
+    run.add_argument("--log-output", action="store_true", help="stream cell output while running")
+
+    build = sub.add_parser("build", help="execute every chapter and render the book to _build/html")
+    build.add_argument("--profile", default="quick")
+    build.add_argument("--chapters", nargs="*", default=None)
+    build.add_argument("--no-execute", action="store_true", help="render the already executed book/ only")
+    build.add_argument("--times-json", default=None, help="write per-chapter seconds to this JSON file")
+    build.add_argument("--pdf", action="store_true", help="also print the whole book to _build/pdf/attnbook.pdf")
+
+    from attnbook.data import fetch as fetch_mod
+
+    fetch = sub.add_parser("fetch", help="download datasets from their original public sources, checksum-verified")
+    fetch_mod.add_arguments(fetch)
+
+    plan = sub.add_parser("plan", help="estimate each chapter's cost on this machine before running a profile")
+    plan.add_argument("--profile", default="quick", help="smoke | quick | paper (default: quick)")
+    plan.add_argument("--model", default=None, help="another model than the profile's (a name or folder)")
+    plan.add_argument("--chapters", nargs="*", default=None)
+    plan.add_argument("--seconds", type=float, default=1.5, help="seconds to time each kind of work (default 1.5)")
+    plan.add_argument("--json", default=None, help="also write the estimate (seconds per chapter) to this file")
+
+    sub.add_parser("list", help="list chapters and their parameters")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            from attnbook.chapters.runner import parse_overrides, run_chapter
+
+            out = run_chapter(args.chapter, args.profile, parse_overrides(args.param), log_output=args.log_output)
+            print(f"[attnbook] wrote {out}")
+        elif args.command == "build":
+            from attnbook.chapters.runner import build_book, run_all
+
+            times = {}
+            if not args.no_execute:
+                start = time.time()
+                times = run_all(args.profile, [_resolve(c) for c in args.chapters] if args.chapters else None)
+                times["total"] = round(time.time() - start, 1)
+            html = build_book()
+            if args.pdf:
+                from attnbook.chapters.pdf import build_pdf
+
+                print(f"[attnbook] PDF: {build_pdf()}")
+            if args.times_json:
+                from attnbook.core.io import atomic_write_json
+
+                atomic_write_json(args.times_json, times)
+            print(f"[attnbook] book built: {html / 'index.html'}")
+            if times:
+                print(json.dumps(times, indent=2))
+        elif args.command == "fetch":
+            from attnbook.data import fetch as fetch_mod
+
+            return fetch_mod.run(args)
+        elif args.command == "plan":
+            from attnbook.chapters.plan import make_plan
+
+            plan = make_plan(args.profile, model=args.model, seconds=args.seconds,
+                             chapters=[_resolve(c) for c in args.chapters] if args.chapters else None)
+            print(plan.table())
+            if args.json:
+                from attnbook.core.io import atomic_write_json
+
+                atomic_write_json(args.json, {"profile": args.profile, "model": plan.model, "rates": plan.rates,
+                                              "seconds": {c: round(v, 1) for c, v in plan.chapter_seconds().items()}})
+        elif args.command == "list":
+            from attnbook.chapters.params import CHAPTERS, PROFILES, _load_registry
+            from attnbook.chapters.runner import available_chapters
+
+            _load_registry()
+            for chapter in available_chapters():
+                print(chapter)
+                for profile in PROFILES:
+                    print(f"  {profile:6s} {CHAPTERS.get(chapter, {}).get(profile, {})}")
+    except AttnbookError as exc:
+        print(f"attnbook: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _resolve(name: str) -> str:
+    from attnbook.chapters.runner import resolve_chapter
+
+    return resolve_chapter(name)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

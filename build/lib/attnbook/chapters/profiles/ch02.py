@@ -1,0 +1,56 @@
+"""Chapter 02 (Clark et al. §4-5: heads as parsers, coreference, probing classifiers) in the three profiles.
+
+One ``register_chapter`` call; parameters are grouped by section (keep the groups when adding keys).
+See :mod:`attnbook.studies.clark.syntax` and :mod:`attnbook.studies.clark.probes` for what each parameter means.
+
+Quick-profile cost, measured on the embedded model with one torch thread (CPU seconds):
+§4.2 on all 2001 UD dev sentences ≈ 12 s; §4.3 on the 277 windows of the 30 GUM dev documents ≈ 10 s; §5 probes (maps of 2000 train + 2001 dev sentences
+for the model and its random-init copy ≈ 65 s, five probes x 8 epochs ≈ 25 s) ≈ 90 s.
+Peak resident memory of the whole run ≈ 1.9 GB (train maps 170 MB + dev 77 MB float16, padded batches, model).
+"""
+from __future__ import annotations
+
+from attnbook.chapters.params import register_chapter
+
+from attnbook.chapters.profiles import PAPER_MODEL
+
+register_chapter(
+    "02_clark_probing",
+    {
+        "smoke": dict(
+            # --- shared ---
+            model="embedded", seed=0, max_tokens=64, batch_size=8, use_cache=True,
+            # --- §4.2 dependency syntax (Table 1): UD EWT split, sentences (first n), punctuation ---
+            syntax_split="dev", syntax_sentences=40, exclude_punct=False,
+            # --- §4.3 coreference (Table 2): GUM/OntoGUM split, documents, windows ---
+            coref_split="dev", coref_max_docs=2, coref_first_only=False, coref_max_tokens=64, coref_batch_size=8,
+            # --- §5 probing classifiers (Table 3) ---
+            probe_train_sentences=60, probe_dev_sentences=40, probe_epochs=2, probe_batch_size=16,
+            probe_hidden=16, word_vectors="glove", probe_random_init=True,
+        ),
+        "quick": dict(
+            # --- shared ---
+            model="embedded", seed=0, max_tokens=128, batch_size=32, use_cache=True,
+            # --- §4.2 dependency syntax (Table 1): all 2001 UD dev sentences ---
+            syntax_split="dev", syntax_sentences=2001, exclude_punct=False,
+            # --- §4.3 coreference (Table 2): all 30 GUM dev documents, every 128-piece window ---
+            coref_split="dev", coref_max_docs=None, coref_first_only=False, coref_max_tokens=128,
+            coref_batch_size=16,
+            # --- §5 probing classifiers (Table 3): train maps ~200 MB float16 for 2000 sentences x 72 heads ---
+            probe_train_sentences=2000, probe_dev_sentences=2001, probe_epochs=8, probe_batch_size=32,
+            probe_hidden=64, word_vectors="glove", probe_random_init=True,
+        ),
+        "paper": dict(
+            # --- shared ---
+            model=PAPER_MODEL, seed=0, max_tokens=128, batch_size=32, use_cache=True,
+            # --- §4.2 dependency syntax (Table 1) ---
+            syntax_split="dev", syntax_sentences=2001, exclude_punct=False,
+            # --- §4.3 coreference (Table 2): first 128-piece window of each document (Clark footnote 3) ---
+            coref_split="dev", coref_max_docs=None, coref_first_only=True, coref_max_tokens=128,
+            coref_batch_size=16,
+            # --- §5 probing classifiers (Table 3): all of UD train (~2.5 GB float16 maps for 144 heads) ---
+            probe_train_sentences=12544, probe_dev_sentences=2001, probe_epochs=20, probe_batch_size=32,
+            probe_hidden=64, word_vectors="glove", probe_random_init=True,
+        ),
+    },
+)

@@ -1,0 +1,50 @@
+"""Chapter 5 (Kovaleva et al. §4.6 and §5: disabling heads and layers) in the three profiles.
+
+Fine-tuned classifiers come from :func:`attnbook.engine.finetune.get_finetuned` with
+``FINETUNE_PROFILES[profile]`` (:mod:`attnbook.chapters.profiles.glue`), so chapters 4-6 share the cached
+checkpoints. ``seeds``: the fine-tuning seeds whose classifiers are swept (issue 18: head findings over at least
+3 seeds in the quick profile, compared across seeds); every classifier is first scored on its whole dev set,
+and a (task, seed) whose classifier is no better than its constant predictor is not swept
+(``analyse_unlearned=True`` sweeps it anyway, for the smoke profile whose classifiers learn nothing; its rows
+stay not comparable). ``dev_caps``: dev examples the sweeps score per task. ``eval_caps``: dev examples the
+classifiers are scored on to decide whether they learned (None: the whole dev set, as in the quick and paper
+profiles; the smoke profile scores chapter 4's smoke sample, so the logits are cached once for both).
+
+Cost: a single-head sweep of the 6x12 embedded model costs about 48 forward passes' worth of compute per
+example (the fast sweep reuses the hidden states below the disabled head). The one-seed quick profile used to
+sweep 160 + 96 + 64 + 128 = 448 dev examples (about 3 minutes on 2 cores). With 3 seeds the caps are cut to
+96 + 96 + 64 + 96 = 352 per seed, 3 x 352 = 1,056 example-sweeps at most, about 2.4 x the old cost (about
+7 minutes); a task/seed that did not learn is not swept (RTE, per the measured recipe, saves 3 x 64), which
+leaves 3 x 288 = 864, about 1.9 x (about 6 minutes). The paper profile sweeps the full dev sets.
+"""
+from __future__ import annotations
+
+from attnbook.chapters.params import register_chapter
+from attnbook.chapters.profiles import PAPER_MODEL
+
+register_chapter(
+    "05_kovaleva_disabling",
+    {
+        "smoke": dict(
+            model="embedded", recipe_overrides={},
+            tasks=["SST-2", "STS-B"], seeds=[0], analyse_unlearned=True, dev_caps={"default": 8},
+            eval_caps={"default": 32},
+            batch_size=8, n_resamples=500, alpha=0.05, match_tasks=["STS-B"], top_k=3, bench_examples=2, seed=0,
+            use_cache=True,
+        ),
+        "quick": dict(
+            model="embedded", recipe_overrides={},
+            tasks=["SST-2", "MRPC", "RTE", "STS-B"], seeds=[0, 1, 2], analyse_unlearned=False,
+            eval_caps=None, dev_caps={"SST-2": 96, "MRPC": 96, "RTE": 64, "STS-B": 96, "default": 96}, batch_size=32,
+            n_resamples=2000, alpha=0.05, match_tasks=["STS-B", "RTE"], top_k=3, bench_examples=4, seed=0,
+            use_cache=True,
+        ),
+        "paper": dict(
+            model=PAPER_MODEL, recipe_overrides={},
+            tasks=["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"], seeds=[0, 1, 2],
+            analyse_unlearned=False, dev_caps={"default": None}, eval_caps=None, batch_size=32,
+            n_resamples=2000, alpha=0.05, match_tasks=["STS-B", "RTE"], top_k=3, bench_examples=16, seed=0,
+            use_cache=True,
+        ),
+    },
+)

@@ -1,0 +1,54 @@
+"""Chapter 6 (Michel et al.: head ablation, importance and pruning) in the three profiles.
+
+``task`` is the main task (paper: MNLI-matched, with MNLI-mismatched as ``ood_task`` for §3.4;
+quick: SST-2, with "across datasets" done across tasks fine-tuned from the same model and across
+two disjoint halves of the dev data). ``seeds``: the fine-tuning seeds whose classifiers are analysed
+(issue 18: the head findings are computed for each, seeds whose classifier has not learned the task are
+skipped, and the verdicts hold only when they hold for every analysed seed); the single-seed analyses
+(§3.3, §6, disabling vs masking, speed) use the first analysed seed. ``dev_cap`` examples are scored after
+every intervention; ``importance_cap`` training examples give the importance scores (Michel §4.1 use the
+training set). ``checkpoints``: the shares of fine-tuning whose intermediate checkpoints are analysed (§6);
+they must be among ``FINETUNE_PROFILES[profile]["save_at"]``. ``n_resamples``: bootstrap draws of the
+dev examples for every interval. ``random_seeds``: random pruning orders per fine-tuning seed.
+
+Cost of the quick profile (measured on this machine: a 72-head masking sweep over 128 SST-2 dev examples
+takes 45 CPU s, i.e. ~0.35 CPU s per example; one pruning curve of 11 steps ~0.08 CPU s per example; an
+importance pass over 128 training examples 2.3 CPU s). Per seed: one 72-head sweep + 4 curves (I_h, the
+oracle, 2 random orders) ~0.67 s per dev example; first seed only: the all-but-one sweep (0.35), the
+disabling sweep (0.35, shared with chapter 5 when its SST-2 dev cap is the same 160 examples, as in
+quick) and 2 checkpoint curves (0.16). With 3 seeds and ``dev_cap=160``: 160 x (3 x 0.67 + 0.86) ~ 460 CPU s
+(~ 400 s when chapter 5's disabling sweep is cached), plus fine-tuning of the seeds (shared with chapters
+4-5). The full SST-2 dev set (872) would cost ~2,500 CPU s: too much for the quick budget, so single-head
+"no effect" verdicts, which need about 500 examples to resolve ±1 point, come out inconclusive in quick.
+"""
+from __future__ import annotations
+
+from attnbook.chapters.params import register_chapter
+from attnbook.chapters.profiles import PAPER_MODEL
+
+register_chapter(
+    "06_michel_pruning",
+    {
+        "smoke": dict(
+            model="embedded", recipe_overrides={},
+            task="SST-2", ood_task=None, agreement_tasks=["SST-2", "STS-B"], seeds=[0],
+            dev_cap=16, importance_cap=16, batch_size=16, step=0.25, random_seeds=[0], tolerance=1.0, alpha=0.01,
+            n_resamples=200, checkpoints=[0.5], speed_batch_sizes=[1, 4], speed_examples=8, speed_repeats=3, seed=0,
+            use_cache=True,
+        ),
+        "quick": dict(
+            model="embedded", recipe_overrides={},
+            task="SST-2", ood_task=None, agreement_tasks=["SST-2", "MRPC", "RTE"], seeds=[0, 1, 2],
+            dev_cap=160, importance_cap=128, batch_size=32, step=0.1, random_seeds=[0, 1], tolerance=1.0, alpha=0.01,
+            n_resamples=1000, checkpoints=[0.1, 0.5], speed_batch_sizes=[1, 4, 16, 64], speed_examples=128,
+            speed_repeats=3, seed=0, use_cache=True,
+        ),
+        "paper": dict(
+            model=PAPER_MODEL, recipe_overrides={},
+            task="MNLI-m", ood_task="MNLI-mm", agreement_tasks=["MNLI-m", "SST-2", "MRPC"],
+            seeds=[0, 1, 2], dev_cap=None, importance_cap=None, batch_size=32, step=0.1, random_seeds=[0, 1, 2, 3, 4],
+            tolerance=1.0, alpha=0.01, n_resamples=1000, checkpoints=[0.1, 0.25, 0.5], speed_batch_sizes=[1, 4, 16, 64],
+            speed_examples=512, speed_repeats=3, seed=0, use_cache=True,
+        ),
+    },
+)

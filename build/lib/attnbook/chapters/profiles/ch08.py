@@ -1,0 +1,31 @@
+"""Chapter 8 (the head atlas: chapters 1-6 joined head by head) in the three profiles.
+
+The atlas measures nothing of its own: it reads chapters 1-6 through the package, calling their functions with
+their own parameters for the same profile (:func:`attnbook.atlas.sources.gather`), so with their caches in place
+it costs reading them (the one uncached measurement, chapter 4's FrameNet link scores, is cached by the atlas
+the first time). ``model``: must be the model chapters 1-6 ran with (their caches are keyed by it); ``None``
+keeps the profile's. ``chapter_overrides``: ``{chapter id: {parameter: value}}``, the overrides chapters 1-6
+ran with (e.g. smaller sizes, or chapter 4-6's ``recipe_overrides``), so the atlas reads the same measurements
+(an override the chapters did not use makes the atlas compute them). ``nearest``: how many nearest heads (chapter 3's distances) a card lists.
+``n_permutations`` / ``n_resamples``: shuffles of the permutation tests and bootstrap draws over heads in the
+cross-paper questions; ``seed`` seeds both.
+
+Cost of the quick profile given chapters 1-6's caches: reading them plus the tests (10,000 shuffles x 72 heads per
+test, a few CPU seconds in all), well under the 3-minute budget.
+"""
+from __future__ import annotations
+
+from attnbook.chapters.params import register_chapter
+from attnbook.chapters.profiles import PAPER_MODEL
+
+register_chapter(
+    "08_head_atlas",
+    {
+        "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0, use_cache=True,
+                      chapter_overrides={}),
+        "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True,
+                      chapter_overrides={}),
+        "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True,
+                      chapter_overrides={}),
+    },
+)

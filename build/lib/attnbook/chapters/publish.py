@@ -1,0 +1,173 @@
+"""What happens to an executed chapter between papermill and the page: one parameters cell, no kernel noise.
+
+* :func:`merge_parameters` — papermill runs the notebook's ``parameters`` cell and then an injected cell
+  with the values it was given; a reader should see one cell. The injected values are written into the
+  original cell's assignments (keeping each line's comment), and the injected cell is dropped. The page
+  then shows every parameter with the value the chapter ran with.
+* :func:`take_stderr` — warnings and other text the kernel wrote to stderr are removed from the page and
+  returned, so the runner can keep them in a log file (``_build/logs/<chapter>.stderr.txt``) and say how
+  many there were: nothing is hidden, it is moved out of the reader's way.
+* :class:`Progress` — while a chapter runs, a line every ``every`` seconds with the cell being executed
+  (papermill saves the output notebook after each cell; the watcher only reads it).
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+PARAMETERS_TAG = "parameters"
+INJECTED_TAG = "injected-parameters"
+
+_ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>.*)$")
+
+
+def _tags(cell: dict) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _split_comment(value: str) -> tuple[str, str]:
+    """``'None   # a comment'`` -> ``('None', '# a comment')``; a ``#`` inside a string literal is not a comment."""
+    quote = None
+    for i, ch in enumerate(value):
+        if quote:
+            if ch == quote and value[i - 1] != "\\":
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            return value[:i].rstrip(), value[i:]
+    return value.rstrip(), ""
+
+
+def merge_parameters(nb: dict) -> dict[str, str]:
+    """Write the injected parameters into the ``parameters`` cell and drop the injected cell (in place).
+
+    Returns the merged assignments (name -> source text). A notebook without an injected cell is left as it is.
+    """
+    cells = nb.get("cells", [])
+    injected = [i for i, c in enumerate(cells) if INJECTED_TAG in _tags(c)]
+    original = [i for i, c in enumerate(cells) if PARAMETERS_TAG in _tags(c)]
+    if not injected:
+        return {}
+    values: dict[str, str] = {}
+    for line in _source(cells[injected[0]]).splitlines():
+        m = _ASSIGNMENT.match(line.strip())
+        if m:
+            values[m["name"]] = _split_comment(m["value"])[0]
+    if original:
+        cell = cells[original[0]]
+        lines = _source(cell).splitlines()
+        seen = set()
+        for k, line in enumerate(lines):
+            m = _ASSIGNMENT.match(line)
+            if m and m["name"] in values:
+                old_value, comment = _split_comment(m["value"])
+                new = f"{m['name']} = {values[m['name']]}"
+                if comment:  # keep the comment in its column when the new value leaves room
+                    column = len(line) - len(comment)
+                    new = (new + " ").ljust(column) + comment if len(new) + 1 < column else f"{new}  {comment}"
+                lines[k] = new
+                seen.add(m["name"])
+        lines += [f"{name} = {value}" for name, value in values.items() if name not in seen]
+        cell["source"] = "\n".join(lines)
+    del cells[injected[0]]
+    return values
+
+
+def take_stderr(nb: dict) -> list[str]:
+    """Remove every stderr stream output from the notebook (in place); returns their texts, cell by cell."""
+    taken: list[str] = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        keep = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                text = out.get("text", "")
+                taken.append(f"--- cell {i}\n" + ("".join(text) if isinstance(text, list) else text))
+            else:
+                keep.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = keep
+    return taken
+
+
+def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float | None = None) -> dict[str, Any]:
+    """:func:`merge_parameters` and :func:`take_stderr` on an executed notebook file; the stderr texts go to ``log``
+    (removed when there are none). With the chapter's ``results`` file (its provenance file beside it), the summary
+    box goes under the title (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). Returns
+    ``{"parameters": {...}, "stderr": n, "summary": bool}``."""
+    from attnbook.chapters.summary import insert_summary
+
+    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    params = merge_parameters(nb)
+    stderr = take_stderr(nb)
+    summary = False
+    if results is not None and Path(results).exists():
+        prov = Path(results).with_name(Path(results).name.replace(".json", ".provenance.json"))
+        insert_summary(nb, json.loads(Path(results).read_text(encoding="utf-8")),
+                       json.loads(prov.read_text(encoding="utf-8")) if prov.exists() else {}, seconds)
+        summary = True
+    Path(notebook).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    log = Path(log)
+    if stderr:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("\n".join(stderr) + "\n", encoding="utf-8")
+    elif log.exists():
+        log.unlink()
+    return {"parameters": params, "stderr": len(stderr), "summary": summary}
+
+
+def cells_done(notebook: Path) -> tuple[int, int, str] | None:
+    """``(cells completed, cells, current section)`` of a notebook papermill is writing (the section: the last
+    heading above the first cell not yet completed), or ``None`` while it cannot be read."""
+    try:
+        nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cells = nb.get("cells", [])
+    status = [c.get("metadata", {}).get("papermill", {}).get("status") for c in cells]
+    done = sum(1 for st in status if st == "completed")
+    current = next((i for i, st in enumerate(status) if st != "completed" and cells[i].get("cell_type") == "code"),
+                   len(cells))
+    section = ""
+    for cell in cells[:current]:
+        if cell.get("cell_type") == "markdown":
+            for line in _source(cell).splitlines():
+                if line.startswith("#"):
+                    section = line.lstrip("#").strip()
+    return done, len(cells), section
+
+
+class Progress:
+    """Print ``[attnbook] <chapter>: cell k of n (section), m min s`` every ``every`` seconds while a chapter runs."""
+
+    def __init__(self, chapter: str, notebook: Path, every: float = 30.0, write: Callable[[str], None] | None = None):
+        self.chapter, self.notebook, self.every = chapter, Path(notebook), float(every)
+        self.write = write or (lambda line: print(line, flush=True))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._start = time.time()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            state = cells_done(self.notebook)
+            elapsed = int(time.time() - self._start)
+            where = (f"cell {min(state[0] + 1, state[1])} of {state[1]}" + (f" ({state[2]})" if state[2] else "")
+                     if state else "starting")
+            self.write(f"[attnbook] {self.chapter}: {where}, {elapsed // 60} min {elapsed % 60:02d} s")
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

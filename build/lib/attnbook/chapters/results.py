@@ -1,0 +1,244 @@
+"""Each chapter's machine-readable results, its "paper vs this run" table and provenance.
+
+A chapter collects its key numbers and its comparisons with the paper in a
+:class:`ChapterResults`, shows the comparison table at the end of the page and
+saves two files into :func:`attnbook.core.paths.results_dir`:
+
+* ``<chapter>.json`` - the numbers and the comparison rows. Only things that are
+  a function of (profile, parameters, seed, model, data), so two runs with the
+  same inputs write byte-identical files.
+* ``<chapter>.provenance.json`` - model name/revision/fingerprint, data files
+  and their checksums, package versions, seed, run time and date.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from attnbook.core.errors import MissingDataError
+from attnbook.core.io import atomic_write_json, sha256_file
+from attnbook.verdict import OUTCOMES
+from attnbook.core.paths import data_dir, results_dir
+
+#: Agreement verdicts used in the comparison tables (:mod:`attnbook.verdict`, the one rule).
+VERDICTS = OUTCOMES
+
+PACKAGES = (
+    "torch", "transformers", "numpy", "scipy", "scikit-learn", "altair", "papermill", "jupyter-book", "attnbook",
+)
+
+
+def _round(value: Any, digits: int = 6) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return round(value, digits)
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return _round(value.item(), digits)
+    if isinstance(value, dict):
+        return {str(k): _round(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_round(v, digits) for v in value]
+    return value
+
+
+@dataclass
+class Comparison:
+    """One row of "paper vs this run": what the paper says, this run's number (with its 95% interval when it is
+    a sample estimate: ``low``/``high`` over ``n`` resampled ``unit``), the outcome of the rule (``verdict``, one
+    of :data:`attnbook.verdict.OUTCOMES`), and that rule in words. Rows are made by :func:`attnbook.verdict.row`."""
+
+    experiment: str
+    quantity: str
+    paper: Any
+    ours: Any
+    verdict: str
+    note: str = ""
+    rule: str = ""
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if not self.rule:
+            raise ValueError(f"{self.experiment}: {self.quantity}: a comparison states its rule "
+                             "(make rows with attnbook.verdict.row)")
+
+    @property
+    def interval(self) -> str:
+        """``"[low, high]"`` or ``""``."""
+        if self.low is None or self.high is None:
+            return ""
+        return f"[{self.low:.4g}, {self.high:.4g}]"
+
+
+@dataclass
+class ChapterResults:
+    """Collects a chapter's numbers and comparisons, then writes them."""
+
+    chapter: str
+    params: dict
+    model: dict
+    numbers: dict = field(default_factory=dict)
+    comparisons: list[Comparison] = field(default_factory=list)
+    data_files: list[Path] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+    timings: dict = field(default_factory=dict)
+
+    def add(self, key: str, value: Any) -> None:
+        """Record a key number (JSON-able: floats, ints, strings, lists, dicts of those)."""
+        self.numbers[key] = _round(value)
+
+    def add_all(self, numbers: Mapping[str, Any]) -> None:
+        """Record several key numbers at once (a study's ``*_numbers`` function gives them)."""
+        for key, value in numbers.items():
+            self.add(key, value)
+
+    def add_timing(self, key: str, seconds: float) -> None:
+        """Record how long a step took. Timings go into the provenance file, not the results file, so the
+        results of two runs with the same profile and seed stay identical (a cold and a warm cache differ)."""
+        self.timings[key] = round(float(seconds), 1)
+
+    def compare(self, experiment: str, quantity: str, paper: Any, ours: Any, verdict: str, note: str = "", *,
+                rule: str = "", low: float | None = None, high: float | None = None, n: int | None = None,
+                unit: str = "") -> None:
+        """Add a "paper vs this run" row: ``res.compare(**attnbook.verdict.row(...))``."""
+        self.comparisons.append(Comparison(experiment, quantity, _round(paper, 4), _round(ours, 4), verdict, note,
+                                           rule, _round(low, 4), _round(high, 4), n, unit))
+
+    def use_data(self, *paths: Path) -> None:
+        """Record data files the chapter read (their checksums go into the provenance)."""
+        for p in paths:
+            p = Path(p)
+            if p.is_dir():
+                self.data_files.extend(sorted(q for q in p.rglob("*") if q.is_file()))
+            else:
+                self.data_files.append(p)
+
+    # ---- output -------------------------------------------------------------------------------
+    def table(self):
+        """The "paper vs this run" table as a pandas DataFrame (model and profile in the columns)."""
+        import pandas as pd
+
+        label = f"this run ({self.model.get('name', '?')}, {self.params.get('profile', '?')})"
+        return pd.DataFrame(
+            [
+                {"experiment": c.experiment, "quantity": c.quantity, "paper": c.paper,
+                 label: f"{c.ours} {c.interval}".strip() if c.interval and c.interval not in str(c.ours) else c.ours,
+                 "outcome": c.verdict, "rule": c.rule, "note": c.note}
+                for c in self.comparisons
+            ]
+        )
+
+    def outcome_counts(self) -> dict[str, int]:
+        """How many rows have each outcome, in the order of :data:`attnbook.verdict.OUTCOMES` (zeros left out)."""
+        counts = {o: sum(c.verdict == o for c in self.comparisons) for o in VERDICTS}
+        return {o: n for o, n in counts.items() if n}
+
+    def payload(self) -> dict:
+        return {
+            "chapter": self.chapter,
+            "profile": self.params.get("profile"),
+            "params": _round(dict(self.params)),
+            "model": {k: self.model.get(k) for k in ("name", "revision", "fingerprint", "n_layers", "n_heads", "device")},
+            "numbers": self.numbers,
+            "comparisons": [c.__dict__ for c in self.comparisons],
+        }
+
+    def provenance(self) -> dict:
+        files = []
+        for p in sorted(set(self.data_files)):
+            if not p.is_file():
+                raise MissingDataError(p, _dataset_of(p), data_dir())
+            files.append({"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size})
+        return {
+            "chapter": self.chapter,
+            "profile": self.params.get("profile"),
+            "seed": self.params.get("seed"),
+            "model": self.model,
+            "data_files": files,
+            "packages": package_versions(),
+            "python": platform.python_version(),
+            "machine": machine_description(),
+            "run_seconds": round(time.time() - self.started, 1),
+            "timings": dict(self.timings),
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        }
+
+    def save(self, folder: Path | None = None) -> Path:
+        """Write ``<chapter>.json`` and ``<chapter>.provenance.json``; returns the results path.
+
+        Run by the book's runner, the files go to a staging folder (``$ATTNBOOK_RESULTS_STAGING``) that the
+        runner moves into the results folder only when every cell of the chapter succeeded
+        (:func:`attnbook.chapters.runner.run_chapter`); a chapter that fails later leaves the previous
+        results in place, with its page.
+        """
+        staging = os.environ.get("ATTNBOOK_RESULTS_STAGING")
+        folder = Path(folder) if folder else (Path(staging) if staging else results_dir())
+        path = folder / f"{self.chapter}.json"
+        atomic_write_json(path, self.payload())
+        atomic_write_json(folder / f"{self.chapter}.provenance.json", self.provenance())
+        return path
+
+    def provenance_markdown(self) -> str:
+        """Provenance as a Markdown block for the end of the page."""
+        prov = self.provenance()
+        lines = [
+            f"- **profile**: `{prov['profile']}`, **seed**: `{prov['seed']}`",
+            f"- **model**: {prov['model'].get('name')} (revision `{prov['model'].get('revision') or 'n/a'}`, "
+            f"weights sha256 `{prov['model'].get('fingerprint')}`), run on `{prov['model'].get('device') or 'cpu'}`",
+            f"- **run time**: {prov['run_seconds']} s on {prov['machine']}, finished {prov['finished']}",
+            "- **packages**: " + ", ".join(f"{k} {v}" for k, v in prov["packages"].items()),
+            "- **data files**:",
+        ]
+        if prov["model"].get("shape_note"):
+            lines.insert(2, f"- **caution**: {prov['model']['shape_note']}")
+        for f in prov["data_files"]:
+            lines.append(f"  - `{Path(f['path']).name}` sha256 `{(f['sha256'] or 'missing')[:16]}…` ({f['bytes']} bytes)")
+        return "\n".join(lines)
+
+
+def _dataset_of(path: Path) -> str:
+    """The dataset folder of a data file (its first folder under the data directory), for the error message."""
+    try:
+        return Path(path).resolve().relative_to(data_dir()).parts[0]
+    except (ValueError, IndexError):
+        return "?"
+
+
+def package_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def machine_description() -> str:
+    import os
+
+    return f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores"
+
+
+def load_results(folder: Path | None = None) -> dict[str, dict]:
+    """Every ``<chapter>.json`` in the results folder, by chapter."""
+    folder = Path(folder) if folder else results_dir()
+    out = {}
+    for p in sorted(folder.glob("*.json")):
+        if p.name.endswith(".provenance.json"):
+            continue
+        out[p.stem] = json.loads(p.read_text())
+    return out

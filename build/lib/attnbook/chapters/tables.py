@@ -1,0 +1,79 @@
+"""How a chapter's tables read on the page (issue 21): rounded, no ``nan``, no 0-based index column.
+
+:func:`enable` (called by :func:`attnbook.chapters.chapter.setup`) sets pandas' Styler defaults (3 significant
+decimals instead of 6, "—" for a missing value) and makes a plain ``DataFrame`` shown by a cell render through
+:func:`book_table`: without its index when that is the default 0, 1, 2, ... (a meaningful index, e.g. task names,
+stays), numbers rounded by their size, missing values as "—". A table's numbers are unchanged in the results
+files; only their display is.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+MISSING = "—"
+PRECISION = 3
+
+
+def number_text(value: Any) -> str:
+    """A number as a reader wants it: integers as integers, others with 3 decimals, small ones with 3 significant
+    digits, missing ones as "—"; anything else as ``str``."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu"):
+        return f"{int(value):,}" if abs(int(value)) >= 10000 else str(int(value))
+    if isinstance(value, float) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "f"):
+        v = float(value)
+        if math.isnan(v):
+            return MISSING
+        if v == int(v) and abs(v) < 1e6:
+            return str(int(v))
+        if abs(v) < 0.01:
+            return f"{v:.3g}"
+        return f"{v:.{PRECISION}f}"
+    if isinstance(value, str) and value.strip().lower() in ("nan", "none"):
+        return MISSING
+    return str(value)
+
+
+def book_table(df) -> Any:
+    """A DataFrame as a Styler formatted for the page (see the module docstring)."""
+    import pandas as pd
+
+    styler = df.style.format(number_text)
+    if isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1:
+        styler = styler.hide(axis="index")
+    return styler
+
+
+_MISSING_CELL = re.compile(r">\s*(?:nan|NaN|None|<NA>|&lt;NA&gt;)\s*</td>")
+
+
+def missing_as_dash(html: str) -> str:
+    """A rendered table with every cell that shows a missing value ("nan", "None", "<NA>") showing "—" instead
+    (pandas 3's ``Styler.format`` ignores the ``styler.format.na_rep`` option)."""
+    return _MISSING_CELL.sub(f">{MISSING}</td>", html)
+
+
+def enable() -> None:
+    """Styler defaults and the DataFrame display of the book (outside IPython only the defaults are set)."""
+    import pandas as pd
+
+    pd.set_option("styler.format.precision", PRECISION)
+    pd.set_option("styler.format.na_rep", MISSING)
+    pd.set_option("display.precision", PRECISION)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    html = shell.display_formatter.formatters["text/html"]
+    html.for_type(pd.DataFrame, lambda df: missing_as_dash(book_table(df).to_html()))
+    from pandas.io.formats.style import Styler
+
+    html.for_type(Styler, lambda styler: missing_as_dash(styler.to_html()))

@@ -1,0 +1,316 @@
+"""Altair charts for the book's recurring figures, rendered so they work offline.
+
+Altair's default renderer loads Vega from a CDN, which leaves charts blank
+offline (seminars run offline). :func:`enable` registers the ``attnbook``
+renderer: every chart becomes
+
+* ``text/html`` - a static SVG (made by vl-convert) inside a container, plus a
+  script that swaps in the interactive Vega view when the book's bundled
+  ``vegaEmbed`` (``book/_static/attnbook-vega.js``) is present; without it (no
+  JavaScript, print, an untrusted notebook) the SVG stays;
+* ``image/svg+xml`` - the same SVG, for viewers that prefer images;
+* the Vega-Lite JSON, for JupyterLab's own renderer.
+
+Charts are pure functions of arrays/DataFrames; labels use the papers' 1-based
+``layer-head`` names.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from attnbook.core.heads import head_label
+
+BUNDLE_NAME = "attnbook-vega.js"
+LAYER_SCHEME = "viridis"
+#: the drawn width (px) a chart may take in the book's text column (sphinx-book-theme at 1280 px: ~690 px of
+#: content); wider charts are scaled down by the page's CSS, so charts are laid out to stay within it
+COLUMN_WIDTH = 680
+
+
+def panels_per_row(panel_width: float, n_panels: int, *, extra: float = 150, spacing: float = 20) -> int:
+    """How many panels ``panel_width`` px wide fit side by side in :data:`COLUMN_WIDTH` (``extra``: the axis
+    titles and the legend beside them); at least one, at most ``n_panels``."""
+    fit = int((COLUMN_WIDTH - extra + spacing) // (panel_width + spacing))
+    return max(1, min(int(n_panels), fit))
+
+
+def stagger(x: Sequence[float], gap: float) -> list[int]:
+    """A text level for each label at position ``x`` so that labels on one level are at least ``gap`` apart
+    (greedy, by increasing ``x``): 0 for the first level, 1 for the next one up, ... Labels drawn at
+    ``dy = -(base + level * line)`` then never overlap."""
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    last: list[float] = []  # the last x placed on each level
+    levels = [0] * len(x)
+    for i in order:
+        level = next((k for k, lx in enumerate(last) if x[i] - lx >= gap), len(last))
+        if level == len(last):
+            last.append(x[i])
+        else:
+            last[level] = x[i]
+        levels[i] = level
+    return levels
+
+
+def wrap(charts: Sequence[alt.TopLevelMixin], per_row: int) -> alt.VConcatChart:
+    """Charts laid out ``per_row`` to a row (a row per ``hconcat``), in order."""
+    rows = [alt.hconcat(*charts[i:i + per_row]) for i in range(0, len(charts), max(1, per_row))]
+    return alt.vconcat(*rows)
+
+
+def write_vega_bundle(static_dir: Path) -> Path:
+    """Write the Vega + Vega-Lite + vega-embed bundle (from vl-convert) to ``static_dir``, once."""
+    import vl_convert as vlc
+
+    from attnbook.core.io import atomic_write_text
+
+    path = Path(static_dir) / BUNDLE_NAME
+    bundle = vlc.javascript_bundle(snippet="window.vegaEmbed = vegaEmbed;")
+    # A classic script (ES modules are blocked on file:// pages), wrapped so its names stay private.
+    text = "/* Vega, Vega-Lite and vega-embed, bundled by vl-convert */\n(function(){\n" + bundle + "\n})();\n"
+    if not path.exists() or path.read_text() != text:
+        atomic_write_text(path, text)
+    return path
+
+
+def chart_to_svg(spec: dict) -> str:
+    """Static SVG of a Vega-Lite spec (no browser, no network)."""
+    import vl_convert as vlc
+
+    return vlc.vegalite_to_svg(spec)
+
+
+def _scope_svg_ids(svg: str, prefix: str) -> str:
+    """Make the SVG's internal ids (gradients, clip paths) unique to this chart and independent of how
+    many charts were converted before, so a page with several charts has no clashing ids and the
+    output is the same on every run."""
+    import re
+
+    ids = list(dict.fromkeys(re.findall(r'id="([^"]+)"', svg)))
+    names = {old: f"{prefix}-{k}" for k, old in enumerate(ids)}
+    if not names:
+        return svg
+    pattern = re.compile(r'(id="|url\(#)(' + "|".join(map(re.escape, sorted(ids, key=len, reverse=True))) + r')(["\)])')
+    return pattern.sub(lambda m: f"{m.group(1)}{names[m.group(2)]}{m.group(3)}", svg)
+
+
+def _chart_html(spec: dict, svg: str) -> str:
+    blob = json.dumps(spec, sort_keys=True)
+    chart_id = "attnbook-chart-" + hashlib.sha1(blob.encode()).hexdigest()[:12]
+    return (
+        f'<div class="attnbook-chart" id="{chart_id}">'
+        f'<div class="attnbook-static">{svg}</div><div class="attnbook-live"></div></div>\n'
+        "<script>(function(){var spec=" + blob + ";var root=document.getElementById('" + chart_id + "');"
+        "var tries=0;function go(){if(window.vegaEmbed){"
+        "window.vegaEmbed(root.querySelector('.attnbook-live'),spec,{renderer:'svg',actions:false})"
+        ".then(function(){root.querySelector('.attnbook-static').style.display='none';})"
+        ".catch(function(e){console.warn('attnbook chart stays static:',e);});}"
+        "else if(++tries<100){setTimeout(go,50);}}"
+        "if(document.readyState==='loading'){document.addEventListener('DOMContentLoaded',go);}else{go();}})();"
+        "</script>"
+    )
+
+
+def attnbook_renderer(spec: dict, **metadata) -> dict:
+    """Altair renderer: interactive HTML with a static SVG inside, plus SVG and Vega-Lite JSON."""
+    digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+    svg = _scope_svg_ids(chart_to_svg(spec), f"attnbook-svg-{digest}")
+    mime = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.split('.')[0].lstrip('v')}+json"
+    return {"text/html": _chart_html(spec, svg), "image/svg+xml": svg, mime: spec}
+
+
+def enable() -> None:
+    """Use the offline ``attnbook`` renderer for every chart (call once per notebook)."""
+    if "attnbook" not in alt.renderers.names():
+        alt.renderers.register("attnbook", attnbook_renderer)
+    alt.renderers.enable("attnbook")
+    alt.data_transformers.disable_max_rows()
+
+
+# ---- recurring figures -------------------------------------------------------------------------
+
+def heads_frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Long table of several ``values[layer, head]`` arrays: layer, head (1-based), label, one column each."""
+    first = next(iter(values.values()))
+    n_layers, n_heads = np.asarray(first).shape
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            row = {"layer": layer + 1, "head": head + 1, "label": head_label(layer, head)}
+            row.update({k: float(np.asarray(v)[layer, head]) for k, v in values.items()})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def layer_scatter(
+    values: dict[str, np.ndarray],
+    y_title: str,
+    title: str = "",
+    reference: float | None = None,
+    reference_label: str = "",
+    width: int = 420,
+    height: int = 240,
+) -> alt.Chart:
+    """One point per head and series, x = layer (jittered per series), y = value (Clark Fig. 2-4 style).
+
+    ``values`` maps a series name (e.g. ``"[CLS]"``) to ``values[layer, head]``.
+    """
+    df = heads_frame(values).melt(id_vars=["layer", "head", "label"], var_name="series", value_name="value")
+    names = list(values)
+    offsets = {name: (i - (len(names) - 1) / 2) * 0.18 for i, name in enumerate(names)}
+    df["x"] = df["layer"] + df["series"].map(offsets)
+    n_layers = int(df["layer"].max())
+    points = (
+        alt.Chart(df)
+        .mark_circle(size=36, opacity=0.75)
+        .encode(
+            x=alt.X("x:Q", title="layer", scale=alt.Scale(domain=[0.5, n_layers + 0.5]),
+                    axis=alt.Axis(values=list(range(1, n_layers + 1)), format="d")),
+            y=alt.Y("value:Q", title=y_title),
+            color=alt.Color("series:N", title=None, sort=names),
+            tooltip=[alt.Tooltip("label:N", title="head"), "series:N", alt.Tooltip("value:Q", format=".3f")],
+        )
+    )
+    chart = points
+    if reference is not None:
+        rule = alt.Chart(pd.DataFrame({"y": [reference], "what": [reference_label]})).mark_rule(
+            strokeDash=[4, 4], color="gray").encode(y="y:Q", tooltip=["what:N", alt.Tooltip("y:Q", format=".3f")])
+        chart = rule + points
+    return chart.properties(title=title, width=width, height=height)
+
+
+def layer_lines(values: dict[str, np.ndarray], y_title: str, title: str = "", width: int = 420,
+                height: int = 220) -> alt.Chart:
+    """Per-layer series (``values[name] = array[layer]``) as lines with points (Clark Fig. 3 style)."""
+    rows = [{"layer": i + 1, "series": name, "value": float(v)} for name, arr in values.items()
+            for i, v in enumerate(np.asarray(arr))]
+    df = pd.DataFrame(rows)
+    return (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:O", title="layer"),
+            y=alt.Y("value:Q", title=y_title),
+            color=alt.Color("series:N", title=None, sort=list(values)),
+            tooltip=["layer:O", "series:N", alt.Tooltip("value:Q", format=".4g")],
+        )
+        .properties(title=title, width=width, height=height)
+    )
+
+
+def head_heatmap(values: np.ndarray, title: str = "", value_title: str = "value", scheme: str = "blues",
+                 domain_mid: float | None = None, fmt: str = ".3f", cell: int = 22) -> alt.Chart:
+    """Layer x head heatmap of ``values[layer, head]`` with 1-based labels and hover values."""
+    df = heads_frame({"value": values})
+    scale = alt.Scale(scheme=scheme, domainMid=domain_mid) if domain_mid is not None else alt.Scale(scheme=scheme)
+    n_layers, n_heads = np.asarray(values).shape
+    return (
+        alt.Chart(df)
+        .mark_rect()
+        .encode(
+            x=alt.X("head:O", title="head"),
+            y=alt.Y("layer:O", title="layer"),
+            color=alt.Color("value:Q", title=value_title, scale=scale),
+            tooltip=[alt.Tooltip("label:N", title="head"), alt.Tooltip("value:Q", format=fmt, title=value_title)],
+        )
+        .properties(title=title, width=cell * n_heads, height=cell * n_layers)
+    )
+
+
+def line_view_frame(tokens: Sequence[str], attn: np.ndarray, threshold: float = 0.02) -> pd.DataFrame:
+    """Edges of a line view from ``attn[layer, head, query, key]`` (or ``attn[query, key]``), weights >= threshold."""
+    a = np.asarray(attn)
+    if a.ndim == 2:
+        a = a[None, None]
+    rows = []
+    for layer in range(a.shape[0]):
+        for head in range(a.shape[1]):
+            q_idx, k_idx = np.nonzero(a[layer, head] >= threshold)
+            for q, k in zip(q_idx, k_idx):
+                rows.append({"layer": layer + 1, "head": head + 1, "label": head_label(layer, head),
+                             "q": int(q), "k": int(k), "from": tokens[q], "to": tokens[k],
+                             "weight": float(a[layer, head, q, k])})
+    return pd.DataFrame(rows)
+
+
+def line_view(
+    tokens: Sequence[str],
+    attn: np.ndarray,
+    title: str = "",
+    layer_head: tuple[int, int] | None = None,
+    threshold: float = 0.02,
+    interactive: bool = True,
+    height_per_token: int = 13,
+    width: int = 230,
+) -> alt.Chart:
+    """Clark Fig. 1/5 line view: tokens in two columns, a line from each query (left) to each key (right),
+    darker for more weight.
+
+    With ``attn[layer, head, query, key]`` and ``interactive``, dropdowns choose the layer and head
+    (starting at ``layer_head``, 0-based); the static fallback shows that starting head.
+    With ``attn[query, key]``, one fixed head is drawn.
+    """
+    a = np.asarray(attn)
+    single = a.ndim == 2
+    if single:
+        a = a[None, None]
+    start = layer_head or (0, 0)
+    edges = line_view_frame(tokens, a, threshold)
+    tok_df = pd.DataFrame({"i": range(len(tokens)), "token": list(tokens)})
+    y = alt.Y("i:O", axis=None)
+    height = height_per_token * len(tokens)
+    left = alt.Chart(tok_df).mark_text(align="right", dx=-4).encode(x=alt.datum(0), y=y, text="token:N")
+    right = alt.Chart(tok_df).mark_text(align="left", dx=4).encode(x=alt.datum(1), y=y, text="token:N")
+    base = alt.Chart(edges)
+    if interactive and not single:
+        suffix = hashlib.sha1(f"{title}|{len(tokens)}".encode()).hexdigest()[:6]
+        layer_p = alt.param(name=f"layer_{suffix}", value=start[0] + 1,
+                            bind=alt.binding_select(options=list(range(1, a.shape[0] + 1)), name="layer "))
+        head_p = alt.param(name=f"head_{suffix}", value=start[1] + 1,
+                           bind=alt.binding_select(options=list(range(1, a.shape[1] + 1)), name="head "))
+        base = base.add_params(layer_p, head_p).transform_filter(
+            (alt.datum.layer == layer_p) & (alt.datum.head == head_p))
+    else:
+        base = base.transform_filter((alt.datum.layer == start[0] + 1) & (alt.datum.head == start[1] + 1))
+    lines = (
+        base.transform_calculate(x0="0", x1="1")
+        .transform_fold(["q", "k"], as_=["end", "pos"])
+        .transform_calculate(xx="datum.end === 'q' ? 0 : 1", edge="datum.q + '-' + datum.k")
+        .mark_line(color="#1f4e9c")
+        .encode(
+            x=alt.X("xx:Q", axis=None, scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("pos:O", axis=None, scale=alt.Scale(domain=list(range(len(tokens))))),
+            detail="edge:N",
+            opacity=alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None),
+            tooltip=["label:N", "from:N", "to:N", alt.Tooltip("weight:Q", format=".3f")],
+        )
+    )
+    left = left.encode(y=alt.Y("i:O", axis=None, scale=alt.Scale(domain=list(range(len(tokens))))))
+    right = right.encode(y=alt.Y("i:O", axis=None, scale=alt.Scale(domain=list(range(len(tokens))))))
+    return (lines + left + right).properties(title=title, width=width, height=height)
+
+
+def map_heatmap(tokens: Sequence[str], attn: np.ndarray, title: str = "", cell: int = 12) -> alt.Chart:
+    """Heatmap of one head's map ``attn[query, key]`` with the tokens on both axes."""
+    a = np.asarray(attn)
+    n = a.shape[0]
+    labels = [f"{i}:{t}" for i, t in enumerate(tokens)]
+    df = pd.DataFrame([{"query": labels[q], "key": labels[k], "weight": float(a[q, k])}
+                       for q in range(n) for k in range(n)])
+    return (
+        alt.Chart(df)
+        .mark_rect()
+        .encode(
+            x=alt.X("key:N", sort=labels, title="key"),
+            y=alt.Y("query:N", sort=labels, title="query"),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="greys", domain=[0, 1])),
+            tooltip=["query:N", "key:N", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .properties(title=title, width=cell * n, height=cell * n)
+    )

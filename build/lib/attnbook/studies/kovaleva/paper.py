@@ -1,0 +1,859 @@
+"""Kovaleva et al.'s numbers and the "paper vs this run" comparisons of chapters 4 and 5.
+
+Every number of the paper the book compares with lives here, cited by section, figure or table:
+:data:`PAPER` (§4.1-4.5), :data:`PAPER_TABLE1` (Table 1) and :data:`PAPER_DISABLING` (§4.6, §5). The
+measurements are elsewhere (:mod:`~attnbook.studies.kovaleva.table1`, :mod:`~attnbook.studies.kovaleva.taxonomy`,
+:mod:`~attnbook.studies.kovaleva.framenet`, :mod:`~attnbook.studies.kovaleva.features`,
+:mod:`~attnbook.studies.kovaleva.disabling`, :mod:`~attnbook.studies.kovaleva.word_match`); this module
+turns their results into rows made by :func:`attnbook.verdict.row`, each with its rule from :mod:`attnbook.verdict`
+stated in words and this run's number as an :class:`~attnbook.stats.Estimate` with its 95% interval where it is a
+sample estimate (:func:`table1_comparisons`, :func:`taxonomy_comparisons`, :func:`fig2_comparisons`,
+:func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_comparisons`,
+:func:`disabling_comparisons`), and into the paragraphs that count them (:func:`agreement_markdown`,
+:func:`disabling_findings`).
+
+Two kinds of row cannot fail and are ``not comparable`` with the reason: a quantity that is fixed by construction
+(the heads above the 99th percentile of 72 per-head means), and a row scored on a classifier no better than its
+constant predictor (majority class, always "paraphrase" for F1, Pearson 0) - ours or, in Table 1, the paper's.
+
+Layers are compared by *relative depth* when the model is shallower than bert-base: "the
+last two layers" of a 6-layer model are its layers 5-6.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from attnbook import verdict
+from attnbook.core.errors import EmptyDataError
+from attnbook.stats import Estimate, percentile_interval
+from attnbook.studies.kovaleva.features import CLS_FEATURES, LINGUISTIC
+
+#: Kovaleva et al.'s numbers used by the comparisons (section or figure in the comment).
+PAPER: dict[str, Any] = {
+    "cnn_f1": 0.86,  # §4.1, F1 of the 8-layer CNN on ~400 annotated maps
+    "heterogeneous": (0.32, 0.61),  # §4.1 / Fig. 2: MRPC 32% ... QQP 61%
+    "vertical_min": 1 / 3,  # Fig. 2: Vertical is at least about a third of the maps on every task
+    "annotated_vertical": 0.30,  # §4.1: "Vertical" is 30% of the annotated maps
+    "framenet_sentences": 473,  # §4.2
+    "framenet_top": (0.209, 0.201),  # §4.2: the two heads above the 99th percentile
+    "framenet_n_heads": 2,
+    "finetune_gain": 35.9,  # §4.3: mean gain of fine-tuning over pre-trained BERT, 7 tasks
+    # §4.5 / Fig. 7: what the last layer's [CLS] attends to most
+    "cls_top": {"MRPC": "[SEP]", "SST-2": "[SEP]", "QQP": "[SEP]", "MNLI-m": "[SEP]",
+                "STS-B": "punctuation", "RTE": "punctuation", "QNLI": "punctuation"},
+    "changed_last_two_except": ("QQP",),  # §4.3 / Fig. 5: the last two layers change most, except on QQP
+}
+
+
+#: Kovaleva et al., Table 1 (GLUE dev sets, bert-base-uncased): task -> init -> (score, accuracy or None).
+#: The score is F1 for MRPC and QQP (accuracy second), Pearson x 100 for STS-B (labelled "Acc" in the paper,
+#: see :mod:`attnbook.data.glue_metrics`), accuracy elsewhere.
+PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
+    "MRPC": {"pretrained": (0.0, 31.6), "random_ft": (81.2, 68.3), "pretrained_ft": (87.9, 82.3)},
+    "STS-B": {"pretrained": (33.1, None), "random_ft": (2.9, None), "pretrained_ft": (82.7, None)},
+    "SST-2": {"pretrained": (49.1, None), "random_ft": (80.5, None), "pretrained_ft": (92.0, None)},
+    "QQP": {"pretrained": (0.0, 60.9), "random_ft": (0.0, 63.2), "pretrained_ft": (65.2, 78.6)},
+    "RTE": {"pretrained": (52.7, None), "random_ft": (52.7, None), "pretrained_ft": (64.6, None)},
+    "QNLI": {"pretrained": (52.8, None), "random_ft": (49.5, None), "pretrained_ft": (84.4, None)},
+    "MNLI-m": {"pretrained": (31.7, None), "random_ft": (61.0, None), "pretrained_ft": (78.6, None)},
+}
+
+#: Kovaleva et al. §4.6 (Fig. 8-9) and §5: disabling heads and layers of fine-tuned bert-base (chapter 5).
+PAPER_DISABLING: dict[str, Any] = {
+    "tasks_improved": "7 of 7",  # §4.6 / Fig. 8: on every task some head's removal raises the score
+    "best_gain": {"MRPC": 1.2, "STS-B": 0.1},  # §4.6: the best single-head gains quoted (points; others in Fig. 8)
+    "random_head_tasks": ("MRPC", "RTE"),  # §4.6: disabling a random head helps on average
+    "rte_layer1": 3.2,  # §4.6 / Fig. 9: disabling layer 1 on RTE (points)
+    "layer_gain": "some (e.g. RTE)",  # Fig. 9: tasks where disabling a layer helps
+    "largest_layer_drop": "-0.2 (QNLI, MNLI)",  # Fig. 9: the largest drop from disabling a layer
+    "match_heads": ("4-1", "2-12"),  # §5: heads STS-B and RTE depend on most; they match words across sentences
+}
+
+# ---------------------------------------------------------------------------------------------
+# the rules (stated in words in every row, see attnbook.verdict)
+# ---------------------------------------------------------------------------------------------
+#: a Table 1 cell (points)
+CELL_RULE = verdict.Within(5, 15, unit="points")
+#: the mean gain of fine-tuning over the tasks run (points)
+GAIN_RULE = verdict.Within(10, 25, unit="points")
+#: a share or an F1 in [0, 1]
+SHARE_RULE = verdict.Within(0.05, 0.15)
+#: §4.2: the top head's mean score
+FRAME_RULE = verdict.Within(0.05, 0.15)
+#: a gain the paper says is positive (points)
+GAIN_POSITIVE = verdict.Beyond(0.0, above=True, what="change (points)")
+#: §4.1 / Fig. 2: the Vertical share per task, at least about a third (3 points of slack)
+VERTICAL_RULE = verdict.Beyond(PAPER["vertical_min"] - 0.03, above=True, what="Vertical share")
+#: §5: the hurting heads' mean percentile of word-matching share is "high": above 0.5, fully above 0.75
+MATCH_RULE = verdict.Beyond(0.5, above=True, strong=0.75, what="mean percentile")
+#: the slack (share) around the paper's Heterogeneous range of Fig. 2
+HETEROGENEOUS_SLACK = 0.05
+#: A classifier that gives one answer to at least this share of dev examples is a constant predictor.
+CONSTANT_PREDICTOR_SHARE = 0.95
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def in_range(value: float, low: float, high: float, slack: float = 0.0) -> bool:
+    """Whether ``value`` lies in ``[low - slack, high + slack]``."""
+    return low - slack <= value <= high + slack
+
+
+def last_layers(n_layers: int, k: int = 2) -> set[int]:
+    """0-based indices of the last ``k`` layers."""
+    return set(range(max(0, n_layers - k), n_layers))
+
+
+def most_changed_layers(cosine: np.ndarray, k: int = 2) -> list[int]:
+    """0-based layers with the ``k`` largest changes ``1 - mean cosine`` (Kovaleva Fig. 5), most changed first."""
+    change = 1.0 - np.asarray(cosine, dtype=np.float64).mean(1)
+    return [int(i) for i in np.argsort(-change, kind="stable")[:k]]
+
+
+def holds_estimate(claims: np.ndarray, n_units: int, unit: str) -> Estimate:
+    """What :class:`attnbook.verdict.Holds` judges: the share of bootstrap resamples (``claims[resample]``, bool)
+    in which a claim holds, over ``n_units`` resampled ``unit``."""
+    c = np.asarray(claims, dtype=bool)
+    if c.size == 0:
+        raise EmptyDataError("no bootstrap resamples")
+    return Estimate(float(c.mean()), None, None, int(n_units), f"{unit} (share of bootstrap resamples)")
+
+
+def not_run_row(experiment: str, quantity: str, paper: Any, reason: str) -> dict:
+    """A row for a measurement that was not made here: ``not comparable`` with the reason."""
+    return verdict.row(experiment, quantity, paper=paper, ours="n/a", estimate=Estimate(float("nan")),
+                       rule=verdict.NotComparable(reason))
+
+
+# ---------------------------------------------------------------------------------------------
+# constant predictors
+# ---------------------------------------------------------------------------------------------
+def is_constant_predictor(row) -> bool:
+    """Whether a row of :func:`attnbook.studies.kovaleva.table1.table1` gives one class to at least
+    :data:`CONSTANT_PREDICTOR_SHARE` of the dev examples (regression rows have no share and never are)."""
+    share = row.get("top_class_share", float("nan"))
+    return share == share and share >= CONSTANT_PREDICTOR_SHARE
+
+
+def constant_reason(row) -> str:
+    """Why the classifier of a Table 1 row is no better than its constant predictor, or ``""`` when it is better:
+    it gives one class to nearly every dev example, or the paired 95% interval of its score minus the constant
+    predictor's (``vs_constant_low``/``_high``) reaches 0."""
+    if is_constant_predictor(row):
+        return (f"our classifier gives one class to {row['top_class_share']:.0%} of dev examples: a constant "
+                "predictor, so the cell is the dev set's class balance, not what was learned")
+    low = row.get("vs_constant_low", float("nan"))
+    if low == low and low <= 0:
+        what = "Pearson 0" if row.get("metric") == "Pearson r" else f"its constant predictor ({row['constant']:.1f})"
+        return (f"our classifier is no better than {what}: ours minus it "
+                f"[{low:+.1f}, {row['vs_constant_high']:+.1f}] points, paired over dev examples")
+    return ""
+
+
+def row_reason(row) -> str:
+    """Why a Table 1 row's cell is not comparable because of our classifier, or ``""``: with per-seed flags
+    (``row["learned"]``, seed -> reason) only when no seed's classifier beats its constant predictor; else
+    :func:`constant_reason` of the row."""
+    learned = row.get("learned") or {}
+    if learned:
+        bad = {s: why for s, why in learned.items() if why}
+        if len(bad) < len(learned):
+            return ""
+        if len(bad) == 1:
+            return next(iter(bad.values()))
+        return f"no seed's classifier beats its constant predictor (seeds {', '.join(map(str, bad))}): " + \
+            next(iter(bad.values()))
+    return constant_reason(row)
+
+
+def not_learned_seeds(row) -> list[int]:
+    """The seeds of a Table 1 row whose classifier is no better than its constant predictor."""
+    return [int(s) for s, why in (row.get("learned") or {}).items() if why]
+
+
+def paper_constant_reason(row) -> str:
+    """Why the paper's Table 1 cell is a constant predictor's score, or ``""``: it equals (within 0.05) the score
+    of always answering one class on this dev set (needs the whole dev set scored here: ``n_dev == n_dev_total``)."""
+    from attnbook.data.glue_metrics import constant_baselines
+
+    outputs = row.get("outputs")
+    if not outputs or _nan(row.get("paper")) or row.get("n_dev") != row.get("n_dev_total"):
+        return ""
+    labels = outputs[0][1]
+    for name, score in constant_baselines(row["task"], labels).items():
+        if abs(score - float(row["paper"])) <= 0.05:
+            return f"the paper's cell is the score of always answering '{name}' on this dev set: a constant predictor"
+    return ""
+
+
+def learned_tasks(df, init: str = "pretrained_ft", seed: int | None = None) -> dict[str, str]:
+    """Task -> ``""`` when its ``init`` classifier of :func:`~attnbook.studies.kovaleva.table1.table1` is better
+    than its constant predictor, else the reason (``"not run"`` when it was not run). With ``seed``: that seed's
+    classifier (the one a chapter analyses); without: the row as a whole (:func:`row_reason`)."""
+    out = {}
+    for _, r in df[df["init"] == init].iterrows():
+        if _nan(r["ours"]):
+            out[r["task"]] = "not run"
+        elif seed is not None and int(seed) in (r.get("learned") or {}):
+            why = r["learned"][int(seed)]
+            out[r["task"]] = f"seed {seed}: {why}" if why else ""
+        else:
+            out[r["task"]] = row_reason(r)
+    return out
+
+
+def constant_predictors(df) -> list[str]:
+    """``"task (init)"`` of the fine-tuned rows of :func:`attnbook.studies.kovaleva.table1.table1` that are no better
+    than their constant predictor (:func:`constant_reason`)."""
+    out = []
+    for _, r in df.iterrows():
+        if r["init"] == "pretrained" or _nan(r["ours"]):
+            continue
+        bad, seeds = not_learned_seeds(r), r.get("learned") or {}
+        if row_reason(r):
+            out.append(f"{r['task']} ({r['init']})")
+        elif bad:
+            out.append(f"{r['task']} ({r['init']}, seed{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} "
+                       f"of {len(seeds)})")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 1
+# ---------------------------------------------------------------------------------------------
+def _cell_estimate(r) -> Estimate:
+    low = r.get("ours_low", float("nan"))
+    if _nan(low):
+        return Estimate(float(r["ours"]))
+    return Estimate(float(r["ours"]), float(low), float(r["ours_high"]), int(r["n_dev"]),
+                    r.get("unit") or "dev examples")
+
+
+def _paired(task: str, a, b, n_resamples: int, seed: int) -> tuple[Estimate, np.ndarray] | None:
+    """Mean score over the seeds of row ``a`` minus that of row ``b`` of the same task, paired over the dev examples
+    (:func:`attnbook.studies.kovaleva.table1.paired_mean_difference`); ``None`` without outputs."""
+    from attnbook.studies.kovaleva.table1 import paired_mean_difference
+
+    oa, ob = a.get("outputs"), b.get("outputs")
+    if not oa or not ob:
+        return None
+    return paired_mean_difference(task, oa, ob, n_resamples=n_resamples, seed=seed)
+
+
+def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
+
+    * each cell: ours (95% interval over dev examples) against the paper's, :data:`CELL_RULE`; ``not comparable``
+      when our classifier is no better than its constant predictor (:func:`constant_reason`), when the paper's cell
+      is a constant predictor's score (:func:`paper_constant_reason`), or when the task was not run;
+    * per task, pre-trained + fine-tuning minus random init + fine-tuning, paired over the dev examples: the paper
+      finds it positive on every task (:data:`GAIN_POSITIVE`); not comparable when our pre-trained + fine-tuning
+      classifier is no better than its constant predictor;
+    * the mean gain of fine-tuning (pre-trained + fine-tuning minus pre-trained) over the tasks whose fine-tuned
+      classifier learned, against the paper's mean over the same tasks (:data:`GAIN_RULE`; each task resampled
+      on its own dev examples).
+    """
+    rows = []
+    by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
+    for _, r in df.iterrows():
+        q = f"{r['task']}, {r['init']}"
+        if _nan(r["ours"]):
+            rows.append(not_run_row("Table 1", q, float(r["paper"]), r["note"] or "not run"))
+            continue
+        note = f"{r['metric']}; {int(r['n_dev'])} dev examples" + (
+            f" of {int(r['n_dev_total'])}" if r.get("n_dev_total") and r["n_dev_total"] != r["n_dev"] else "") + (
+            f", {int(r['n_train'])} training examples" if r["n_train"] else "")
+        reason = row_reason(r) or paper_constant_reason(r)
+        rule = verdict.NotComparable(reason) if reason else CELL_RULE
+        if not reason and not_learned_seeds(r):
+            note += "; seeds no better than their constant predictor: " + ", ".join(map(str, not_learned_seeds(r)))
+        rows.append(verdict.row("Table 1", q, paper=float(r["paper"]), ours=_cell_estimate(r), rule=rule, note=note,
+                                fmt=".1f"))
+    tasks = list(dict.fromkeys(df["task"]))
+    learned = learned_tasks(df)
+    for t in tasks:
+        a, b = by.get((t, "pretrained_ft")), by.get((t, "random_ft"))
+        if a is None or b is None:
+            continue
+        q = f"{t}: pre-trained + FT minus random init + FT (points)"
+        paper = round(float(a["paper"] - b["paper"]), 1)
+        if _nan(a["ours"]) or _nan(b["ours"]):
+            rows.append(not_run_row("Table 1", q, paper, "not run"))
+            continue
+        est = _paired(t, a, b, n_resamples, seed)
+        if est is None:
+            est = (Estimate(float(a["ours"] - b["ours"])), None)
+        rule = verdict.NotComparable(learned[t]) if learned.get(t) else GAIN_POSITIVE
+        rows.append(verdict.row("Table 1", q, paper=paper, ours=est[0], rule=rule, fmt=".1f",
+                                note="paper: positive on every task; ours paired over the same dev examples, "
+                                     "seed-to-seed spread not included"))
+    gains, names, paper_gain, draws = [], [], [], []
+    for t in tasks:
+        a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
+        if a is None or b is None or _nan(a["ours"]) or _nan(b["ours"]) or learned.get(t):
+            continue
+        est = _paired(t, a, b, n_resamples, seed)
+        gains.append(float(a["ours"] - b["ours"]))
+        names.append(t)
+        paper_gain.append(float(a["paper"] - b["paper"]))
+        draws.append(None if est is None else est[1])
+    if names:
+        value = float(np.mean(gains))
+        if all(d is not None and d.size for d in draws):
+            lo, hi = percentile_interval(np.mean(np.stack(draws), axis=0))
+            ours = Estimate(value, float(lo), float(hi), int(sum(by[(t, "pretrained_ft")]["n_dev"] for t in names)),
+                            "dev examples (each task resampled on its own)")
+        else:
+            ours = Estimate(value)
+        rows.append(verdict.row(
+            "Table 1", "mean gain of fine-tuning (points)", paper=round(float(np.mean(paper_gain)), 1), ours=ours,
+            rule=GAIN_RULE, fmt=".1f",
+            note=f"over {', '.join(names)} (paper, all 7 tasks: {PAPER['finetune_gain']}); the untrained classifier "
+                 "is the baseline in both"))
+    elif tasks:
+        rows.append(not_run_row("Table 1", "mean gain of fine-tuning (points)", PAPER["finetune_gain"],
+                                "no fine-tuned classifier here is better than its constant predictor"))
+    return rows
+
+
+def table1_note(df, cpu_seconds: float) -> str:
+    """The paragraph under Table 1: how to read a cell, the CPU time of fine-tuning and scoring, the tasks not
+    run, and a warning naming the fine-tuned classifiers no better than their constant predictor."""
+    notes = df[df["note"] != ""][["task", "init", "note"]].drop_duplicates("task")
+    constant = constant_predictors(df)
+    return (f"Cells read *ours [95% interval over dev examples] (paper)*; MRPC/QQP cells are F1/accuracy. "
+            f"Fine-tuning and scoring took {cpu_seconds:.0f} CPU seconds in this run (near 0 when every checkpoint "
+            "was cached). "
+            + ("Not run: " + "; ".join(f"{r.task} ({r.note.replace('not run: ', '')})" for r in notes.itertuples())
+               + ". " if len(notes) else "")
+            + ("**Warning:** " + ", ".join(constant) + " are no better than a constant predictor (majority class; "
+               "always 'paraphrase' for F1; Pearson 0): their cells are not comparable, and the fine-tuned maps "
+               "below carry little of such a task." if constant else ""))
+
+
+def _per_task(value: Any, tasks: Sequence[str], fmt: str = "g", none: str = "all") -> str:
+    """A recipe value as text: one value, or ``task value`` per task when it is a per-task mapping."""
+    one = lambda v: none if v is None else format(v, fmt)  # noqa: E731
+    if isinstance(value, Mapping):
+        vals = {t: value.get(t, value.get("default")) for t in tasks}
+        if len(set(map(str, vals.values()))) == 1:
+            return one(next(iter(vals.values())))
+        return ", ".join(f"{t} {one(v)}" for t, v in vals.items())
+    return one(value)
+
+
+def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
+    """How the classifiers of this run were fine-tuned (from the recipe, so it holds in every profile) and how
+    much fine-tuning moved each task's score over the untrained classifier (from the Table 1 rows, with the paired
+    interval; a task whose fine-tuned classifier is no better than its constant predictor is named as such)."""
+    tasks = [t for t in dict.fromkeys(df["task"])
+             if not _nan(df[(df["task"] == t) & (df["init"] == "pretrained_ft")]["ours"].max())]
+    seeds = recipe.get("seeds") or [0]
+    rseeds = recipe.get("random_seeds") or seeds
+    text = (f"The classifiers were fine-tuned with the `{finetune}` recipe: "
+            f"{_per_task(recipe.get('epochs'), tasks)} epoch(s), training examples {_per_task(recipe.get('train_cap'), tasks, ',')}, "
+            f"learning rate {_per_task(recipe.get('lr'), tasks)}; pre-trained + fine-tuning over seed(s) "
+            f"{', '.join(map(str, seeds))}, random init + fine-tuning over seed(s) {', '.join(map(str, rseeds))}. ")
+    moved, flat = [], []
+    by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
+    for t in tasks:
+        a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
+        if b is None or _nan(b["ours"]):
+            continue
+        if row_reason(a):
+            flat.append(t)
+            continue
+        est = _paired(t, a, b, 1000, 0)
+        d = est[0] if est is not None else Estimate(float(a["ours"] - b["ours"]))
+        moved.append(f"{t} {d.text('+.1f')}")
+    if moved:
+        text += ("Pre-trained + fine-tuning minus the untrained classifier (points, mean over seeds, 95% interval "
+                 "over dev examples): " + ", ".join(moved) + ". ")
+    if flat:
+        text += ("On " + ", ".join(flat) + " the fine-tuned classifier is no better than a constant predictor: "
+                 "for those tasks there is little that fine-tuning could have changed in the maps.")
+    return text.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.1 taxonomy
+# ---------------------------------------------------------------------------------------------
+#: why §4.1's rows are not comparable when the pattern labels describe another model's maps
+TRANSFER_REASON = ("the pattern labels describe another model's maps: the classifier learned from them is applied to "
+                   "this model's maps untested")
+
+
+def taxonomy_comparisons(cnn_f1: Estimate, vertical_share: Estimate, *, reviewed: bool, n_maps: int,
+                         classes_note: str = "", transfer: str = "") -> list[dict]:
+    """Rows for §4.1 on the labelled maps.
+
+    * the CNN's cross-validated macro F1 (interval: bootstrap over maps of the pooled out-of-fold predictions)
+      against 0.86 (:data:`SHARE_RULE`) when the labels come from a blind review (``reviewed``); without one the
+      labels are the rule set's output, the CNN reproduces a rule and the row is ``not comparable``;
+    * the share of Vertical among the reviewed maps (exact interval) against 30 %.
+
+    With ``transfer`` (:func:`attnbook.studies.kovaleva.labels.label_model`'s note: the labels describe another
+    model's maps than the one analysed) both rows are ``not comparable``.
+    """
+    f1_rule = SHARE_RULE if reviewed else verdict.NotComparable(
+        "the labels are the rule set's proposals, so the CNN is scored on reproducing a rule, not an annotator")
+    share_rule = SHARE_RULE if reviewed else verdict.NotComparable("the labels are the rule set's proposals")
+    if transfer:
+        f1_rule = share_rule = verdict.NotComparable(TRANSFER_REASON)
+    return [
+        verdict.row("§4.1 taxonomy", "CNN F1 on the labelled maps", paper=PAPER["cnn_f1"], ours=cnn_f1, rule=f1_rule,
+                    note=f"macro F1 of stratified cross-validation on {n_maps} blindly reviewed maps "
+                         + ("of the model the labels describe, not the analysed one" if transfer else "of this model")
+                         + (f"; {classes_note}" if classes_note else "") + "; the paper does not say which F1"),
+        verdict.row("§4.1 taxonomy", "Vertical share of the labelled maps", paper=PAPER["annotated_vertical"],
+                    ours=vertical_share, rule=share_rule,
+                    note="the paper's annotated maps are bert-base's; ours the embedded model's"),
+    ]
+
+
+def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapping[str, str] | None = None,
+                     transfer: str = "") -> list[dict]:
+    """Rows for §4.1 / Fig. 2 from ``shares[task][class]`` (the fine-tuned models' maps, CNN classes, each an
+    :class:`~attnbook.stats.Estimate` over inputs):
+
+    * Heterogeneous share per task within the paper's range (32 % on MRPC to 61 % on QQP) widened by
+      :data:`HETEROGENEOUS_SLACK`: a :class:`~attnbook.verdict.Within` rule around the range's midpoint (for
+      MRPC and QQP around their own value);
+    * Vertical share per task at least about a third (:data:`VERTICAL_RULE`).
+
+    A task whose fine-tuned classifier learned nothing (``learned[task]`` non-empty) is ``not comparable``; so is
+    every row when the CNN learned its classes from another model's labelled maps (``transfer``).
+    """
+    low, high = PAPER["heterogeneous"]
+    mid, half = (low + high) / 2, (high - low) / 2 + HETEROGENEOUS_SLACK
+    own = {"MRPC": low, "QQP": high}
+    rows = []
+    for t, s in shares.items():
+        reason = TRANSFER_REASON if transfer else (learned or {}).get(t, "")
+        het = own.get(t, mid)
+        rule = verdict.Within(HETEROGENEOUS_SLACK, 3 * HETEROGENEOUS_SLACK) if t in own else verdict.Within(half, half)
+        rows.append(verdict.row(
+            "§4.1 Fig. 2", f"{t}: Heterogeneous share", paper=f"{het:.0%}" if t in own else f"{low:.0%} to {high:.0%}",
+            paper_value=het, ours=s["Heterogeneous"], rule=verdict.NotComparable(reason) if reason else rule,
+            note="fine-tuned model, CNN classes" + ("" if t in own else
+                                                     f"; the paper's range across tasks, {HETEROGENEOUS_SLACK:.0%} slack")))
+        rows.append(verdict.row(
+            "§4.1 Fig. 2", f"{t}: Vertical share", paper="at least about 1/3", ours=s["Vertical"],
+            rule=verdict.NotComparable(reason) if reason else VERTICAL_RULE, note="fine-tuned model, CNN classes"))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.2 FrameNet
+# ---------------------------------------------------------------------------------------------
+def framenet_comparisons(n_kept: int, n_above: int, n_heads_total: int, top: Estimate | None = None,
+                         top_label: str = "", lift: Estimate | None = None) -> list[dict]:
+    """Rows for §4.2 from :func:`attnbook.studies.kovaleva.framenet.frame_heads` /
+    :func:`~attnbook.studies.kovaleva.framenet.top_head_estimates`.
+
+    * instances after the filter: ``not comparable`` (the paper used FrameNet's lexical-unit examples, this book
+      its full-text documents), the count beside the paper's 473;
+    * heads above the 99th percentile: ``not comparable``: with one mean per head, one or two heads lie above the
+      99th percentile of the per-head means whatever the data;
+    * the top head's mean score (interval over instances) against the paper's 0.209 (:data:`FRAME_RULE`);
+    * the top head's score on frame elements minus its score on ordinary words as far from the target, paired
+      over instances: the paper's frame-semantic heads link frame elements, so the difference should be positive
+      (:data:`GAIN_POSITIVE`'s rule with the unit of attention weights).
+    """
+    rows = [
+        verdict.row("§4.2 FrameNet", "annotated instances after the filter", paper=PAPER["framenet_sentences"],
+                    ours=int(n_kept), rule=verdict.NotComparable(
+                        "other data: the paper used FrameNet's lexical-unit example sentences, this book the "
+                        "full-text documents (every instance the filter keeps)")),
+        verdict.row("§4.2 FrameNet", "heads above the 99th percentile", paper=f"{PAPER['framenet_n_heads']} of 144",
+                    ours=f"{n_above} of {n_heads_total}", estimate=Estimate(float(n_above)),
+                    rule=verdict.NotComparable(
+                        f"with one mean per head, 1 or 2 of {n_heads_total} heads lie above the 99th percentile of "
+                        "the per-head means whatever the data")),
+    ]
+    if top is None:
+        rows.append(not_run_row("§4.2 FrameNet", "top head's mean max-attention on a frame link",
+                                PAPER["framenet_top"][0], "no instance was scored"))
+        return rows
+    rows.append(verdict.row("§4.2 FrameNet", "top head's mean max-attention on a frame link",
+                            paper=PAPER["framenet_top"][0], ours=top, rule=FRAME_RULE,
+                            note=f"head {top_label}, chosen on the same instances (biased upwards)"))
+    if lift is not None:
+        rows.append(verdict.row(
+            "§4.2 FrameNet", "top head: frame elements minus equally distant other words",
+            paper="> 0 (frame-semantic heads; no control in the paper)", ours=lift,
+            rule=verdict.Beyond(0.0, above=True, what="difference of attention weights"),
+            note=f"head {top_label}; paired over the instances that have such words"))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.3 what fine-tuning changes
+# ---------------------------------------------------------------------------------------------
+def change_comparisons(changes: Mapping[str, Mapping[str, np.ndarray]], learned: Mapping[str, str] | None = None
+                       ) -> list[dict]:
+    """Rows for §4.3 / Fig. 5 per task, from ``changes[task]`` = ``{"change": [layer], "resampled": [resample,
+    layer], "n": inputs}`` (:func:`attnbook.studies.kovaleva.features.layer_change_estimates`): ``1 - mean cosine``
+    of each layer and its bootstrap resamples over the inputs.
+
+    * the two most changed layers are the last two (the paper: on every task but QQP, where it does not hold);
+    * the most changed layer is one of the last two;
+
+    each judged by :class:`~attnbook.verdict.Holds` on the share of resamples in which it holds. A task whose
+    fine-tuned classifier learned nothing is ``not comparable``.
+    """
+    rows = []
+    for t, c in changes.items():
+        change = np.asarray(c["change"])
+        n_layers = change.shape[0]
+        last = last_layers(n_layers)
+        res = np.asarray(c["resampled"])
+        top2 = np.argsort(-res, axis=1, kind="stable")[:, :2]
+        both = np.array([set(r.tolist()) == last for r in top2])
+        first = np.isin(top2[:, 0], sorted(last))
+        except_ = t in PAPER["changed_last_two_except"]
+        reason = (learned or {}).get(t, "")
+        order = np.argsort(-change, kind="stable")
+        shown = "+".join(str(i + 1) for i in sorted(order[:2].tolist()))
+        for q, claim, words, paper in (
+                (f"{t}: two most changed layers are the last two", ~both if except_ else both,
+                 "the two most changed layers are " + ("not " if except_ else "") + "the last two",
+                 "not on QQP" if except_ else "yes (every task but QQP)"),
+                (f"{t}: most changed layer is one of the last two", ~first if except_ else first,
+                 "the most changed layer is " + ("not " if except_ else "") + "one of the last two",
+                 "not on QQP" if except_ else "yes (every task but QQP)")):
+            rule = verdict.NotComparable(reason) if reason else verdict.Holds(words)
+            est = holds_estimate(claim, int(c["n"]), "inputs")
+            rows.append(verdict.row("§4.3 Fig. 5", q, paper=paper, ours=f"layers {shown} ({est.value:.0%} of resamples)"
+                                    if "two most" in q else f"layer {order[0] + 1} ({est.value:.0%} of resamples)",
+                                    estimate=est, rule=rule,
+                                    note=f"1-based layers; the last two here are {min(last) + 1}-{max(last) + 1}"))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.4-4.5 linguistic features
+# ---------------------------------------------------------------------------------------------
+def top_cls_feature(result: Mapping[str, np.ndarray], features: Sequence[str]) -> str:
+    """The feature the last layer's ``[CLS]`` attends to most (mean over heads of ``cls/<feature>``)."""
+    scores = {f: float(np.mean(result[f"cls/{f}"])) for f in features if f"cls/{f}" in result}
+    if not scores:
+        raise EmptyDataError("no cls/<feature> statistics in the result")
+    return max(scores, key=scores.get)
+
+
+def peak_layer(values: np.ndarray) -> int:
+    """0-based layer with the largest mean over heads of ``values[layer, head]``."""
+    return int(np.argmax(np.asarray(values).mean(1)))
+
+
+def feature_claims(ft: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray], task: str) -> dict[str, np.ndarray]:
+    """The claims of §4.4-4.5 in every resample, from resampled statistics ``ft[key][resample, ...]`` and
+    ``pre[key][resample, ...]`` of the fine-tuned and the pre-trained model (the same draws of inputs; see
+    :func:`attnbook.studies.kovaleva.features.resampled_statistics`). Each value is a bool per resample:
+
+    * ``dominate``: the largest head value of ``[CLS]``/``[SEP]`` received is at least twice the largest of any
+      linguistic feature;
+    * ``order``: the layer where ``[CLS]`` gets most (mean over heads) comes before the one of ``[SEP]``;
+    * ``small_gain``: the largest increase under fine-tuning of any linguistic feature is below half the special
+      tokens' largest value;
+    * ``cls_top``: the last layer's ``[CLS]`` attends most to what the paper found for the task (Fig. 7);
+    * ``diagonal``: the best verb-to-subject head is in the top quarter of heads by prev+next attention.
+    """
+    def peak(r, names):
+        vals = [np.nanmax(r[f"received/{n}"].reshape(len(r[f"received/{n}"]), -1), axis=1)
+                for n in names if f"received/{n}" in r]
+        return np.nanmax(np.stack(vals), axis=0) if vals else None
+
+    out: dict[str, np.ndarray] = {}
+    special, ling = peak(ft, ("[CLS]", "[SEP]")), peak(ft, LINGUISTIC)
+    if special is not None and ling is not None:
+        out["dominate"] = special >= 2 * ling
+    if "received/[CLS]" in ft and "received/[SEP]" in ft:
+        out["order"] = (np.nanmean(ft["received/[CLS]"], axis=2).argmax(1)
+                        < np.nanmean(ft["received/[SEP]"], axis=2).argmax(1))
+    inc = [np.nanmax((ft[f"received/{n}"] - pre[f"received/{n}"]).reshape(len(ft[f"received/{n}"]), -1), axis=1)
+           for n in LINGUISTIC if f"received/{n}" in ft and f"received/{n}" in pre]
+    if inc and special is not None:
+        out["small_gain"] = np.nanmax(np.stack(inc), axis=0) < 0.5 * special
+    if task in PAPER["cls_top"]:
+        names = [f for f in CLS_FEATURES if f"cls/{f}" in ft]
+        if names:
+            means = np.stack([np.nanmean(ft[f"cls/{f}"], axis=1) for f in names], axis=1)
+            means = np.where(np.isnan(means), -np.inf, means)
+            out["cls_top"] = np.array([names[i] == PAPER["cls_top"][task] for i in means.argmax(1)])
+    if "pair/verb_subject" in ft:
+        pair = ft["pair/verb_subject"].reshape(len(ft["pair/verb_subject"]), -1)
+        local = (ft["prev"] + ft["next"]).reshape(len(pair), -1)
+        ok = ~np.all(np.isnan(pair), axis=1)
+        best = np.where(ok[:, None], np.nan_to_num(pair, nan=-np.inf), 0).argmax(1)
+        q75 = np.quantile(local, 0.75, axis=1)
+        out["diagonal"] = ok & (local[np.arange(len(local)), best] > q75)
+    return out
+
+
+#: §4.4-4.5: the quantity, the paper's finding and the claim of each key of :func:`feature_claims`
+FEATURE_ROWS: dict[str, tuple[str, str, str, str]] = {
+    "dominate": ("§4.4 Fig. 6", "[CLS]/[SEP] dominate linguistic features", "linguistic features negligible",
+                 "[CLS]/[SEP]'s largest head value is at least twice any linguistic feature's"),
+    "order": ("§4.4 Fig. 6", "[CLS] peaks in an earlier layer than [SEP]", "every task",
+              "the layer where [CLS] gets most comes before [SEP]'s"),
+    "small_gain": ("§4.4", "fine-tuning gains of linguistic features are small", "small, on some tasks",
+                   "the largest gain of a linguistic feature is below half the special tokens' peak"),
+    "cls_top": ("§4.5 Fig. 7", "last-layer [CLS] attends most to the paper's feature", "see the note",
+                "the last layer's [CLS] attends most to the paper's feature"),
+    "diagonal": ("§4.5", "best verb->subject head is a previous/next-word head",
+                 "candidates coincide with diagonal heads",
+                 "the best verb->subject head is in the top quarter of heads by prev+next attention"),
+}
+
+
+def feature_comparisons(claims: Mapping[str, Mapping[str, np.ndarray]], point: Mapping[str, Mapping[str, bool]],
+                        n_inputs: Mapping[str, int], learned: Mapping[str, str] | None = None) -> list[dict]:
+    """Rows for §4.4 (Fig. 6) and §4.5 (Fig. 7) per task: ``claims[task][key]`` from :func:`feature_claims` (one
+    bool per bootstrap resample of the task's inputs), ``point[task][key]`` whether the claim holds on all inputs,
+    judged by :class:`~attnbook.verdict.Holds`. A task whose fine-tuned classifier learned nothing is
+    ``not comparable``; a claim the data cannot make (no verb-subject pair) is left out."""
+    rows = []
+    for key, (exp, quantity, paper, words) in FEATURE_ROWS.items():
+        for t, c in claims.items():
+            if key not in c:
+                continue
+            reason = (learned or {}).get(t, "")
+            est = holds_estimate(c[key], n_inputs[t], "inputs")
+            p = f"{PAPER['cls_top'][t]}" if key == "cls_top" else paper
+            shown = f"{'yes' if point[t].get(key) else 'no'} ({est.value:.0%} of resamples)"
+            rows.append(verdict.row(exp, f"{t}: {quantity}", paper=p, ours=shown, estimate=est,
+                                    rule=verdict.NotComparable(reason) if reason else verdict.Holds(words),
+                                    note="fine-tuned model; bootstrap over inputs"))
+    return rows
+
+
+def feature_rows(finetuned: Mapping[str, Mapping[str, np.ndarray]], pretrained: Mapping[str, Mapping[str, np.ndarray]],
+                 learned: Mapping[str, str] | None = None, *, n_resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """:func:`feature_comparisons` from :func:`attnbook.studies.kovaleva.features.feature_statistics` results per
+    task: the claims are checked on all inputs and in every bootstrap resample of them (the fine-tuned and the
+    pre-trained model on the same draws, :func:`attnbook.studies.kovaleva.features.resampled_statistics`)."""
+    from attnbook.studies.kovaleva.features import resampled_statistics
+
+    claims, point, n = {}, {}, {}
+    for t in finetuned:
+        ft = resampled_statistics(finetuned[t], n_resamples=n_resamples, seed=seed)
+        pre = resampled_statistics(pretrained[t], n_resamples=n_resamples, seed=seed)
+        claims[t] = feature_claims(ft, pre, t)
+        whole = lambda r: {k: np.asarray(v, dtype=np.float64)[None] for k, v in r.items()  # noqa: E731
+                           if k.startswith(("received/", "cls/", "pair/")) or k in ("prev", "next")}
+        point[t] = {k: bool(v[0]) for k, v in feature_claims(whole(finetuned[t]), whole(pretrained[t]), t).items()}
+        n[t] = int(finetuned[t]["n_examples"])
+    return feature_comparisons(claims, point, n, learned)
+
+
+# ---------------------------------------------------------------------------------------------
+# the paragraph under the table
+# ---------------------------------------------------------------------------------------------
+def agreement_markdown(rows: Sequence[Mapping[str, Any]], model_name: str) -> str:
+    """A paragraph counting the outcomes of ``rows`` and naming the findings that agree and disagree (only rows
+    whose interval decided; inconclusive and not comparable ones are counted, not listed as findings)."""
+    if not rows:
+        return "*No comparisons were made.*"
+    counts = Counter(r["verdict"] for r in rows)
+    parts = [f"{counts[v]} {v}" for v in verdict.OUTCOMES if counts[v]]
+    cells = [r for r in rows if r["experiment"] == "Table 1" and "," in r["quantity"]]
+    findings = [r for r in rows if r not in cells]
+    name = lambda r: f"{r['experiment']}: {r['quantity']}"  # noqa: E731
+    agree = [name(r) for r in findings if r["verdict"] == verdict.AGREES]
+    partly = [name(r) for r in findings if r["verdict"] == verdict.PARTLY]
+    dis = [name(r) for r in findings if r["verdict"] == verdict.DISAGREES]
+    text = (f"Of {len(rows)} comparisons between Kovaleva et al. (bert-base-uncased) and this run ({model_name}), "
+            f"{', '.join(parts)}. ")
+    if cells:
+        cc = Counter(r["verdict"] for r in cells)
+        judged = len(cells) - cc[verdict.NOT_COMPARABLE]
+        text += (f"Of the {len(cells)} Table 1 cells, {cc[verdict.NOT_COMPARABLE]} are not comparable (not run, or a "
+                 f"constant predictor on either side); of the other {judged}, {cc[verdict.AGREES]} agree with the paper "
+                 f"by the cell rule ({CELL_RULE.words}). ")
+    if agree:
+        text += "Findings that hold here: " + "; ".join(agree) + ". "
+    if partly:
+        text += "Findings that hold in part: " + "; ".join(partly) + ". "
+    if dis:
+        text += "Findings that do not: " + "; ".join(dis) + ". "
+    if counts[verdict.INCONCLUSIVE]:
+        text += (f"{counts[verdict.INCONCLUSIVE]} rows are inconclusive: their 95% interval is too wide to tell, "
+                 "and more data (inputs, dev examples, instances) would decide them.")
+    return text.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# chapter 5: §4.6 disabling heads and layers, §5 word matching
+# ---------------------------------------------------------------------------------------------
+def beside_table1(baselines):
+    """``baselines`` (:func:`attnbook.studies.kovaleva.disabling.baselines`) with a last column ``"Kovaleva Table 1"``:
+    the paper's pre-trained + fine-tuned score of each task (:data:`PAPER_TABLE1`; NaN where it has none)."""
+    out = baselines.copy()
+    out["Kovaleva Table 1"] = [PAPER_TABLE1.get(t, {}).get("pretrained_ft", (float("nan"),))[0] for t in out["task"]]
+    return out
+
+
+def caution_markdown(not_learned: Mapping[str, str]) -> str:
+    """The caution under chapter 5's baseline table naming the classifiers no better than their constant
+    predictor on the whole dev set (``not_learned[task]`` = the reason)."""
+    weak = {t: r for t, r in not_learned.items() if r}
+    if not weak:
+        return ""
+    return ("**Caution.** " + "; ".join(f"{t}: {r}" for t, r in weak.items()) + ". Switching heads off in such a "
+            "classifier has nothing learned to destroy, so its rows below are not comparable with the paper's.")
+
+
+#: Fig. 9: the paper's largest drop from disabling a layer is 0.2 points; a drop of this many points or more
+#: contradicts "disabling a layer costs little" (:class:`~attnbook.verdict.NoEffect`).
+LAYER_DROP_EFFECT = 1.0
+
+
+def _over_seeds(per_seed: Mapping[int, Estimate]) -> Estimate:
+    """What :class:`~attnbook.verdict.Cases` judges for a gain found on several seeds: the seeds whose paired
+    interval lies above 0 (``value``), those whose interval does not lie below 0 (``high``), of ``n`` seeds."""
+    sure = sum(1 for e in per_seed.values() if e.low is not None and e.low > 0)
+    could = sum(1 for e in per_seed.values() if e.high is None or e.high > 0)
+    return Estimate(float(sure), None, float(could), len(per_seed), "seeds")
+
+
+def _seed_note(per_seed: Mapping[int, Estimate], labels: Mapping[int, str] | None = None) -> str:
+    return "; ".join(f"seed {s}" + (f" head {labels[s]}" if labels else "") + f": {e.text('+.2f')}"
+                     for s, e in per_seed.items())
+
+
+def disabling_comparisons(effects: Mapping[str, Mapping[str, Any]], learned: Mapping[str, str],
+                          matches: Mapping[str, Mapping[str, Any]], top_k: int, profile: str,
+                          shared: Estimate | None = None, shared_note: str = "",
+                          seed_effects: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+                          agreement: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
+    """Rows for Kovaleva §4.6 (Fig. 8-9) and §5, from chapter 5's sweeps.
+
+    ``effects[task]`` (:func:`attnbook.studies.kovaleva.disabling.sweep_effects`, the task's first analysed seed):
+    ``best_head`` and ``best`` (its change, paired interval over dev examples), ``mean`` (the mean change of a
+    random head, paired), ``layers`` (one paired estimate per disabled layer), ``survives`` (whether the best
+    head's gain survives Holm); ``learned[task]``: ``""`` or why no fine-tuning seed of the task gave a classifier
+    better than its constant predictor (then every row of the task is ``not comparable``; a task in ``learned``
+    without ``effects`` gets one such row); ``matches[task]``: ``mean_percentile`` (an Estimate) and
+    ``percentiles`` of the ``top_k`` heads that hurt most (§5); ``shared``: the share of resamples in which the two
+    match tasks share at least the paper's two heads among their ``top_k`` most harmful
+    (:class:`~attnbook.verdict.Holds`). ``seed_effects[task][seed]``: the same as ``effects`` for every analysed
+    seed; with two or more, the best-head and random-head rows are judged over the seeds
+    (:class:`~attnbook.verdict.Cases`: a seed agrees when its paired interval lies above 0) and ``agreement[task]``
+    (:func:`attnbook.studies.kovaleva.disabling.agreement_summary`) goes into the note.
+
+    The paper's gains are positive: :data:`GAIN_POSITIVE` on the paired 95% interval; the paper reports no test
+    and its best head is chosen on the same dev set it is scored on (as here).
+    """
+    P = PAPER_DISABLING
+    nc = lambda t: verdict.NotComparable(learned[t])  # noqa: E731
+    seed_effects = seed_effects or {}
+    agreement = agreement or {}
+    rows = []
+    for t in [t for t in learned if t not in effects]:
+        rows.append(not_run_row("§4.6 Fig. 8", f"{t}: best single-head gain (points)",
+                                P["best_gain"].get(t, "> 0 (Fig. 8)"), learned[t] or "not swept"))
+    for t, e in effects.items():
+        per = seed_effects.get(t, {})
+        paper = P["best_gain"].get(t, f"> 0 (Fig. 8; some head on {P['tasks_improved']} tasks)")
+        agr = agreement.get(t)
+        agr_note = (f"; across seeds: Spearman {agr['spearman']:.2f} of the per-head changes, top-{top_k} overlap of "
+                    f"the most harmful heads {agr['overlap']:.2f} (chance {agr['chance']:.2f}), mean of "
+                    f"{agr['pairs']} seed pair(s)") if agr else ""
+        if len(per) > 1:
+            best = {s: x["best"] for s, x in per.items()}
+            heads = {s: x["best_head"] for s, x in per.items()}
+            est = _over_seeds(best)
+            rows.append(verdict.row(
+                "§4.6 Fig. 8", f"{t}: best single-head gain (points)", paper=paper,
+                ours=f"above 0 on {int(est.value)} of {est.n} seeds", estimate=est,
+                rule=nc(t) if learned.get(t) else verdict.Cases(partly=0.5),
+                note="each seed's best head, chosen on the same examples (biased upwards): "
+                     + _seed_note(best, heads) + agr_note))
+        else:
+            rows.append(verdict.row(
+                "§4.6 Fig. 8", f"{t}: best single-head gain (points)", paper=paper,
+                ours=e["best"], rule=nc(t) if learned.get(t) else GAIN_POSITIVE, fmt=".2f",
+                note=f"head {e['best_head']}, chosen on the same examples (biased upwards); "
+                     + ("survives Holm" if e.get("survives") else "not significant after Holm") + agr_note))
+    for t in [t for t in P["random_head_tasks"] if t in effects]:
+        per = seed_effects.get(t, {})
+        if len(per) > 1:
+            means = {s: x["mean"] for s, x in per.items()}
+            est = _over_seeds(means)
+            rows.append(verdict.row("§4.6", f"{t}: mean change from disabling a random head", paper="> 0",
+                                    ours=f"above 0 on {int(est.value)} of {est.n} seeds", estimate=est,
+                                    rule=nc(t) if learned.get(t) else verdict.Cases(partly=0.5),
+                                    note="mean over all heads, paired over dev examples: " + _seed_note(means)))
+        else:
+            rows.append(verdict.row("§4.6", f"{t}: mean change from disabling a random head", paper="> 0",
+                                    ours=effects[t]["mean"], rule=nc(t) if learned.get(t) else GAIN_POSITIVE,
+                                    fmt=".3f", note="mean over all heads, paired over dev examples"))
+    if "RTE" in effects:
+        rows.append(verdict.row("§4.6 Fig. 9", "RTE: disabling layer 1 (points)", paper=P["rte_layer1"],
+                                ours=effects["RTE"]["layers"][0], rule=nc("RTE") if learned.get("RTE") else GAIN_POSITIVE,
+                                fmt=".2f"))
+    judged = [t for t in effects if not learned.get(t)]
+    if judged:
+        t, layer = max(((t, i) for t in judged for i in range(len(effects[t]["layers"]))),
+                       key=lambda x: effects[x[0]]["layers"][x[1]].value)
+        rows.append(verdict.row("§4.6 Fig. 9", "largest gain from disabling a layer (points)", paper=P["layer_gain"],
+                                ours=effects[t]["layers"][layer], rule=GAIN_POSITIVE, fmt=".2f",
+                                note=f"{t}, layer {layer + 1}; chosen among {len(judged)} task(s) x layers"))
+        wt, wl = min(((t, i) for t in judged for i in range(len(effects[t]["layers"]))),
+                     key=lambda x: effects[x[0]]["layers"][x[1]].value)
+        rows.append(verdict.row(
+            "§4.6 Fig. 9", "largest drop from disabling a layer (points)", paper=P["largest_layer_drop"],
+            ours=effects[wt]["layers"][wl], rule=verdict.NoEffect(LAYER_DROP_EFFECT), fmt=".2f",
+            note=f"{wt}, layer {wl + 1}, the worst of {len(judged)} task(s) x layers; the paper's claim that disabling a "
+                 "layer costs little is contradicted by a drop of at least the rule's bound, and only an interval "
+                 "inside it agrees"))
+    heads = P["match_heads"]
+    for t, m in matches.items():
+        rows.append(verdict.row(
+            "§5", f"{t}: word-matching share of the {top_k} most harmful-to-disable heads (mean percentile)",
+            paper=f"high ({', '.join(heads)}, by inspection)", ours=m["mean_percentile"],
+            rule=nc(t) if learned.get(t) else MATCH_RULE, fmt=".2f",
+            note=", ".join(f"{h}: {p:.0%}" for h, p in m["percentiles"].items())
+            + "; interval: heads re-chosen and shares re-measured in every resample of the dev examples"))
+    if shared is not None and len(matches) == 2:
+        ta, tb = list(matches)
+        reason = learned.get(ta) or learned.get(tb)
+        rows.append(verdict.row(
+            "§5", f"{ta} and {tb} share {len(heads)} of their {top_k} most harmful-to-disable heads",
+            paper=f"yes ({', '.join(heads)})", ours=f"{shared_note} ({shared.value:.0%} of resamples)",
+            estimate=shared, rule=verdict.NotComparable(reason) if reason else verdict.Holds(
+                f"at least {len(heads)} heads are among the {top_k} most harmful for both tasks")))
+    return rows
+
+
+def disabling_findings(rows: Sequence[Mapping[str, Any]], surviving: Mapping[str, Sequence[str]], model_name: str,
+                       n_layers: int, n_swept: Mapping[str, int], n_dev: Mapping[str, int]) -> str:
+    """Chapter 5's paragraph under the table, generated from the rows: the outcomes counted, the findings that
+    agree or disagree, the gains that survive Holm, and what differs from the paper's set-up."""
+    counts = Counter(r["verdict"] for r in rows)
+    name = lambda r: r["quantity"]  # noqa: E731
+    agree = [name(r) for r in rows if r["verdict"] == verdict.AGREES]
+    dis = [name(r) for r in rows if r["verdict"] == verdict.DISAGREES]
+    swept = ", ".join(f"{t} {n_swept[t]:,} of {n_dev[t]:,}" for t in n_swept)
+    text = (f"**Agreement.** Of {len(rows)} comparisons, "
+            + ", ".join(f"{counts[v]} {v}" for v in verdict.OUTCOMES if counts[v]) + ". ")
+    if agree:
+        text += "Agreeing: " + "; ".join(agree) + ". "
+    if dis:
+        text += "Disagreeing: " + "; ".join(dis) + ". "
+    if counts[verdict.INCONCLUSIVE]:
+        text += (f"{counts[verdict.INCONCLUSIVE]} inconclusive: the paired 95% interval contains 0, and the sweeps "
+                 "score a sample of each dev set, too few examples to tell a gain of the paper's size from none. ")
+    text += ("Gains that survive the Holm correction: "
+             + ("; ".join(f"{t}: {', '.join(s)}" for t, s in surviving.items() if s) or "none")
+             + f". The model here is {model_name} ({n_layers} layers); the sweeps score dev examples ({swept}); "
+             "the paper's is bert-base-uncased on the full dev sets, and it reports no significance test.")
+    return text

@@ -1,0 +1,441 @@
+"""Michel, Levy & Neubig (2019) beside this run: the paper's numbers, the "paper vs this run" rows of chapter 6
+and the chapter's sentences about its numbers.
+
+The measurements are :mod:`attnbook.studies.michel.importance` (§3.2–§4.1), :mod:`attnbook.studies.michel.pruning`
+(§4.2–§4.3) and :mod:`attnbook.studies.michel.dynamics` (§6). Every row's outcome comes from
+:mod:`attnbook.verdict`; the conditions each rule checks are in the docstring of the function that makes the
+row, their thresholds in :data:`THRESHOLDS`. The paper's model is bert-base fine-tuned on MNLI unless noted.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from attnbook import verdict
+from attnbook.stats import Estimate, percentile_interval
+from attnbook.studies.michel.pruning import (
+    BY_ABLATION,
+    BY_IMPORTANCE,
+    RANDOM,
+    difference,
+)
+from attnbook.studies.michel.seeds import across_seeds
+
+#: Michel et al.'s numbers used by the comparisons (section or table in the comment). Only the BERT half of the paper
+#: is reproduced: its machine-translation half (WMT Tables 1-2, the encoder-decoder attention of Fig. 4, the IWSLT
+#: training dynamics of §6) has no counterpart here (see :data:`NOT_REPRODUCED`).
+PAPER: dict[str, Any] = {
+    "one_head_bert": "most heads: no significant change (BERT on MNLI, §3.2)",
+    "layers_one_head_significant": (0, 12),  # §3.3, Table 3 (BERT): layers where one head alone differs significantly
+    "ablation_pearson_across": 0.68,  # §3.4: Pearson r of the single-head Δ, MNLI-matched vs mismatched
+    "prunable_share": 0.40,  # §4.2, Fig. 3: share of BERT's heads pruned by I_h with little loss
+    "table4_share": 0.50,  # §4.3, Table 4: share of heads removed for the speed test
+    # §4.3, Table 4 (GTX 1080Ti): batch size -> (original ex/s, pruned ex/s, gain %)
+    "table4": {1: (17.0, 17.3, 1.9), 4: (67.3, 69.1, 2.7), 16: (114.0, 134.0, 17.5), 64: (124.7, 146.6, 17.5)},
+}
+
+#: What of Michel et al. is not reproduced here, and why (the chapter prints it).
+NOT_REPRODUCED = ("the machine-translation half of the paper: the WMT single-head and one-head-per-layer "
+                  "ablations (Tables 1-2), the encoder-decoder attention of Fig. 4 and the IWSLT training dynamics of "
+                  "§6; this book has no translation model, so only the BERT experiments are reproduced")
+
+#: The thresholds of the rules (see each ``*_rows`` function for the rule they enter).
+THRESHOLDS: dict[str, Any] = {
+    "most": 0.5,  # "most heads": more than this share
+    "pearson_strong": 0.5,  # §3.4: r at least this to agree fully (above 0: partly)
+    "prunable_share": (0.30, 0.15),  # §4.2: safe share surely at least [0] agrees, surely above [1] partly
+    "one_head_loss": 5.0,  # §3.3/§4.2: a loss beyond this many tolerances agrees fully (beyond one: partly)
+    "speed_gain": 5.0,  # §4.3: gain in % beyond this agrees fully (above 0: partly)
+    "top_k": 10,  # heads counted as "the top heads" when seeds are compared
+}
+
+
+def _est(delta: float, low: float, high: float, n: int, unit: str = "dev examples (paired)") -> Estimate:
+    return Estimate(float(delta), float(low), float(high), int(n), unit)
+
+
+def _not_learned(analysable: bool) -> str | None:
+    return None if analysable else "no fine-tuning seed learned the task (dev score not above its constant predictor)"
+
+
+# ---------------------------------------------------------------------------------------------
+# rows
+# ---------------------------------------------------------------------------------------------
+def no_effect_counts(effects: pd.DataFrame, effect: float) -> tuple[int, int, int]:
+    """How many rows of an :func:`~attnbook.studies.heads_off.effects.effect_intervals` table
+    :class:`~attnbook.verdict.NoEffect` (``effect`` points) judges ``agrees`` and ``inconclusive``, of how many."""
+    rule = verdict.NoEffect(effect)
+    out = [verdict.judge(rule, 0.0, _est(r.delta, r.low, r.high, r.n)) for r in effects.itertuples()]
+    return out.count(verdict.AGREES), out.count(verdict.INCONCLUSIVE), len(out)
+
+
+def mean_head_effect(run: Any) -> Estimate:
+    """The change from removing one head drawn at random (the mean Δ over heads), paired over the dev examples, its
+    interval never narrower than :func:`~attnbook.studies.heads_off.effects.resolution` around it."""
+    from attnbook.studies.heads_off.effects import resolution
+
+    draws = run.effect_draws.reshape(len(run.effect_draws), -1).mean(1)
+    value = float(np.mean(run.ablation.delta))
+    lo, hi = percentile_interval(draws)
+    n = len(run.ablation.gold)
+    floor = resolution(n)
+    return _est(value, min(lo, value - floor), max(hi, value + floor), n)
+
+
+def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[dict]:
+    """§3.2, one head removed (BERT), judged over every analysed fine-tuning seed:
+
+    * a head drawn at random changes the score by less than ``tolerance`` points: :class:`~attnbook.verdict.
+      NoEffect` on the mean Δ over heads (paired interval over the dev examples, joined over seeds);
+    * "most heads" change nothing: each head is judged by :class:`~attnbook.verdict.NoEffect` on its own paired
+      interval; the share of heads that surely have no effect (lowest over seeds) and the share that may have none
+      (sure + undecided, highest over seeds) bound the share, and :class:`~attnbook.verdict.Beyond` asks whether
+      it is above ``THRESHOLDS["most"]``. On a small dev sample every head is undecided and the row is
+      inconclusive, whatever the point estimates.
+    * heads whose removal raises the score: stated by the paper for its WMT model (Table 1), not comparable.
+    """
+    reason = _not_learned(analysable)
+    sure, could, raises = [], [], []
+    for r in runs:
+        a, u, n = no_effect_counts(r.effects, tolerance)
+        sure.append(a / n)
+        could.append((a + u) / n)
+        raises.append(int((r.effects["low"] > 0).sum()))
+    n_heads = int(runs[0].ablation.scores.size)
+    share = Estimate(min(sure), min(sure), max(could), n_heads,
+                     "heads judged one by one (sure share, lowest over seeds; possible share, highest)")
+    mean = across_seeds([mean_head_effect(r) for r in runs])
+    seeds = ", ".join(str(r.seed) for r in runs)
+    return [
+        verdict.row("§3.2", "mean change when one head (any) is masked, points", paper=PAPER["one_head_bert"],
+                    ours=mean, rule=verdict.NotComparable(reason) if reason else verdict.NoEffect(tolerance),
+                    note=f"no effect: within ±{tolerance:g} point(s) (the chapter's tolerance); seeds {seeds}"),
+        verdict.row("§3.2", "share of heads whose removal surely changes the score by less than the tolerance",
+                    paper=PAPER["one_head_bert"], ours=f"{min(sure):.0%} sure, up to {max(could):.0%}", estimate=share,
+                    rule=verdict.NotComparable(reason) if reason else
+                    verdict.Beyond(THRESHOLDS["most"], above=True, what="share of heads without effect"),
+                    note=f"each head: no effect within ±{tolerance:g} point(s) by its paired interval (NoEffect); "
+                         f"undecided heads widen the range; seeds {seeds}"),
+        verdict.row("§3.2 (WMT)", "heads whose removal surely raises the score, per seed",
+                    paper="some (WMT model, Table 1)", ours=", ".join(map(str, raises)),
+                    estimate=Estimate(float(min(raises))),
+                    rule=verdict.NotComparable("stated for the WMT translation model, which is not reproduced"),
+                    note="paired interval above 0, no correction over heads"),
+    ]
+
+
+def one_head_rows(chosen: pd.DataFrame, tolerance: float, seed: int, analysable: bool = True) -> list[dict]:
+    """§3.3 with Table 3 (BERT) and App. A: no layer changes significantly when reduced to its best head. Each layer
+    (best head chosen on dev half A) is judged on half B by :class:`~attnbook.verdict.NoEffect` (``tolerance``
+    points); :class:`~attnbook.verdict.Cases` counts the layers (undecided layers make it inconclusive)."""
+    reason = _not_learned(analysable)
+    a, u, n = no_effect_counts(chosen, tolerance)
+    return [verdict.row("§3.3, Table 3", "layers reduced to one head (chosen on other data) with no effect",
+                        paper=f"no layer changes significantly ({PAPER['layers_one_head_significant'][1]} layers)",
+                        ours=f"{a} of {n} surely, {u} undecided",
+                        estimate=Estimate(float(a), float(a), float(a + u), n, "layers (each by its paired interval)"),
+                        rule=verdict.NotComparable(reason) if reason else verdict.Cases(partly=0.5),
+                        note=f"chosen on dev half A, judged on half B (NoEffect ±{tolerance:g} point(s)); seed {seed}")]
+
+
+def one_head_all_rows(effect: Estimate, tolerance: float, seed: int, analysable: bool = True) -> list[dict]:
+    """§3.3/§4.2: one head per layer in every layer at once loses much: :class:`~attnbook.verdict.Beyond` below
+    ``-tolerance`` (partly) and below ``-THRESHOLDS["one_head_loss"] x tolerance`` (fully), paired interval."""
+    reason = _not_learned(analysable)
+    big = THRESHOLDS["one_head_loss"] * tolerance
+    return [verdict.row("§3.3/§4.2", "one head per layer everywhere at once: change, points",
+                        paper="large loss (Fig. 3: accuracy collapses as the last heads go)", ours=effect,
+                        rule=verdict.NotComparable(reason) if reason else
+                        verdict.Beyond(-tolerance, above=False, strong=-big, what="change"),
+                        note=f"seed {seed}")]
+
+
+def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
+                task_pairs: Sequence[tuple[str, str, float]], analysable: bool = True) -> list[dict]:
+    """§3.4: the single-head Δ on two datasets correlate (Pearson r with its bootstrap interval, joined over seeds;
+    :class:`~attnbook.verdict.Beyond` 0, fully at ``THRESHOLDS["pearson_strong"]``); ``between`` names the two
+    sets (the paper's out-of-domain set when ``out_of_domain``, else two halves of one dev sample). The book's extra
+    row, ρ of I_h across tasks (``task_pairs`` from :func:`attnbook.studies.michel.importance.task_agreement`),
+    is not comparable."""
+    reason = _not_learned(analysable)
+    mean_rho = float(np.mean([rho for _, _, rho in task_pairs])) if task_pairs else float("nan")
+    return [
+        verdict.row("§3.4", "Pearson r of single-head Δ across datasets", paper=PAPER["ablation_pearson_across"],
+                    ours=across_seeds(list(across)), fmt=".2f",
+                    rule=verdict.NotComparable(reason) if reason else
+                    verdict.Beyond(0.0, above=True, strong=THRESHOLDS["pearson_strong"], what="Pearson r"),
+                    note=between if out_of_domain else f"{between}: two halves of one dev sample, not an "
+                                                       "out-of-domain set"),
+        verdict.row("§3.4 (book)", "Spearman ρ of I_h across tasks (mean over pairs)", paper="not reported",
+                    ours=round(mean_rho, 2) if task_pairs else "n/a", estimate=Estimate(mean_rho),
+                    rule=verdict.NotComparable("the paper compares datasets of one task, not tasks"),
+                    note=", ".join(f"{a}/{b} {rho:.2f}" for a, b, rho in task_pairs)),
+    ]
+
+
+def pruning_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[dict]:
+    """§4.2, Fig. 3, over every analysed seed (intervals over the dev examples, joined over seeds):
+
+    * about 40% of the heads go with little loss: the safe share by I_h (within ``tolerance`` points), agrees when
+      surely at least ``THRESHOLDS["prunable_share"][0]``, partly when surely above ``[1]`` (:class:`Beyond`);
+    * I_h orders heads about as well as the single-head Δ (the oracle): I_h's mean accuracy up to 90% pruned is not
+      more than ``tolerance`` points below the oracle's (paired);
+    * I_h orders heads better than random orders (paired difference of mean accuracy above 0).
+    """
+    reason = _not_learned(analysable)
+    agree, partly = THRESHOLDS["prunable_share"]
+    safe = across_seeds([r.curve_stats[BY_IMPORTANCE]["safe"] for r in runs])
+    vs_oracle = across_seeds([difference(r.curve_stats, BY_IMPORTANCE, BY_ABLATION) for r in runs])
+    vs_random = across_seeds([difference(r.curve_stats, BY_IMPORTANCE, RANDOM) for r in runs])
+    nc = verdict.NotComparable(reason) if reason else None
+    return [
+        verdict.row("§4.2", "share of heads prunable by I_h with little loss", paper=f"{PAPER['prunable_share']:.0%}",
+                    ours=safe, fmt=".0%",
+                    rule=nc or verdict.Beyond(partly, above=True, strong=agree, what="safe share"),
+                    note=f"little loss: within {tolerance:g} point(s) of the unpruned score at every step"),
+        verdict.row("§4.2 Fig. 3", "I_h minus ablation-Δ ordering, mean accuracy up to 90% pruned (points)",
+                    paper="about as good", ours=vs_oracle, fmt=".2f",
+                    rule=nc or verdict.Beyond(-tolerance, above=True, what="difference"),
+                    note="the oracle's Δ was measured on the same dev examples (optimistic)"),
+        verdict.row("§4.2 Fig. 3", "I_h minus random orderings, mean accuracy up to 90% pruned (points)",
+                    paper="better (implied)", ours=vs_random, fmt=".2f",
+                    rule=nc or verdict.Beyond(0.0, above=True, what="difference")),
+    ]
+
+
+def seed_rows(agreement: Mapping[str, Any]) -> list[dict]:
+    """The book's cross-seed rows (the paper reports one fine-tuning run): Spearman ρ of I_h and of the single-head
+    Δ between seeds, and the overlap of their top heads; not comparable."""
+    if agreement.get("rho_importance") is None:
+        return []
+    k, chance = agreement["k"], agreement["chance"]
+    nc = verdict.NotComparable("the paper reports one fine-tuning run")
+    rows = []
+    for key, what in (("rho_importance", "Spearman ρ of I_h between fine-tuning seeds"),
+                      ("rho_ablation", "Spearman ρ of single-head Δ between fine-tuning seeds"),
+                      ("top_importance", f"top-{k} heads by I_h shared between seeds"),
+                      ("top_ablation", f"top-{k} heads by cost of removal shared between seeds")):
+        est = agreement[key] if agreement[key] is not None else Estimate(float("nan"))
+        rows.append(verdict.row("book (seeds)", what, paper="not reported", ours=est, rule=nc, fmt=".2f",
+                                note=f"mean over {len(agreement['pairs'])} seed pair(s)"
+                                     + (f"; chance overlap {chance:.2f}" if key.startswith("top") else "")))
+    return rows
+
+
+def speed_share(safe_share: float) -> float:
+    """The share of heads removed for the speed test: the largest share found safe, else the paper's half."""
+    return safe_share if safe_share > 0 else PAPER["table4_share"]
+
+
+def speed_rows(summary: pd.DataFrame, share: float) -> list[dict]:
+    """§4.3, Table 4: removing heads speeds up inference. The gain at the largest batch size with a t-interval over
+    timing repeats: :class:`~attnbook.verdict.Beyond` 0, fully beyond ``THRESHOLDS["speed_gain"]`` %. The paper's
+    is a GPU, this run's a CPU."""
+    last = summary.iloc[-1]
+    best = max(g for _, _, g in PAPER["table4"].values())
+    return [verdict.row("§4.3 Table 4", f"speed gain at batch {int(last['batch_size'])}, % ({share:.0%} pruned, CPU)",
+                        paper=f"{best:+.1f}% ({PAPER['table4_share']:.0%} pruned, GPU)", ours=last["gain"], fmt=".1f",
+                        rule=verdict.Beyond(0.0, above=True, strong=THRESHOLDS["speed_gain"], what="gain"),
+                        note="one interval over timing repeats; a shared machine's timings are noisy")]
+
+
+def dynamics_rows(stats_: Mapping[str, dict], constant: float) -> list[dict]:
+    """§6, Fig. 5 asked of fine-tuning checkpoints: is the safe share lower early than at the end? The paper's §6
+    trains an IWSLT translation model from scratch, which is not reproduced, so the row is not comparable; it
+    reports the paired difference (end minus the first checkpoint whose unpruned score is surely above the
+    constant predictor's ``constant``)."""
+    names = list(stats_)
+    learned = [c for c in names if stats_[c]["unpruned"].low is not None and stats_[c]["unpruned"].low > constant]
+    quantity = "safe share at the end minus early in fine-tuning"
+    nc = verdict.NotComparable("the paper's §6 trains an IWSLT translation model from scratch; here a pre-trained "
+                               "encoder is fine-tuned")
+    if len(learned) < 2 or learned[-1] != names[-1]:
+        return [verdict.row("§6 Fig. 5", quantity, paper="lower early (IWSLT)", ours="n/a",
+                            estimate=Estimate(float("nan")),
+                            rule=nc, note="fewer than two checkpoints above the constant predictor")]
+    d = difference(stats_, learned[-1], learned[0], "safe")
+    left = [c for c in names if c not in learned]
+    return [verdict.row("§6 Fig. 5", quantity, paper="lower early (IWSLT)", ours=d, fmt=".2f", rule=nc,
+                        note=f"{learned[0]} vs the end" + (f"; left out, not above the constant predictor: "
+                                                           f"{', '.join(left)}" if left else ""))]
+
+
+def masking_rows(disable_vs_mask: Mapping[str, float]) -> list[dict]:
+    """The book's question, not the paper's: do Kovaleva's disabling and Michel's masking rank heads alike
+    (Spearman ρ of their Δ)? Not comparable."""
+    rho = float(disable_vs_mask["spearman"])
+    return [verdict.row("book", "Spearman ρ of disabling Δ vs masking Δ (same heads)", paper="not reported",
+                        ours=round(rho, 2) if np.isfinite(rho) else "n/a", estimate=Estimate(rho),
+                        rule=verdict.NotComparable("Kovaleva's uniform attention vs Michel's zero gate; not in the "
+                                                   "paper"))]
+
+
+def comparisons(*, runs: Sequence[Any], analysable: bool, chosen: pd.DataFrame, one_head: Estimate,
+                across: Sequence[Estimate], between: str, out_of_domain: bool,
+                task_pairs: Sequence[tuple[str, str, float]], agreement: Mapping[str, Any], speed: pd.DataFrame,
+                share: float, dynamics: Mapping[str, dict], constant: float, disable_vs_mask: Mapping[str, float],
+                tolerance: float) -> list[dict]:
+    """Chapter 6's "paper vs this run" rows, in the order of the paper: :func:`ablation_rows`, :func:`one_head_rows`,
+    :func:`one_head_all_rows`, :func:`across_rows`, :func:`pruning_rows`, :func:`seed_rows`, :func:`speed_rows`,
+    :func:`dynamics_rows`, :func:`masking_rows`. Each row is a dict for
+    :meth:`attnbook.chapters.results.ChapterResults.compare` made by :func:`attnbook.verdict.row`. ``runs`` are the
+    analysed seeds (:func:`attnbook.studies.michel.seeds.analysed`); the single-seed rows use the first."""
+    seed = runs[0].seed
+    return [*ablation_rows(runs, tolerance, analysable), *one_head_rows(chosen, tolerance, seed, analysable),
+            *one_head_all_rows(one_head, tolerance, seed, analysable),
+            *across_rows(across, between, out_of_domain, task_pairs, analysable),
+            *pruning_rows(runs, tolerance, analysable), *seed_rows(agreement), *speed_rows(speed, share),
+            *dynamics_rows(dynamics, constant), *masking_rows(disable_vs_mask)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 4 beside this run's speeds
+# ---------------------------------------------------------------------------------------------
+def table4(speed: pd.DataFrame, share: float) -> pd.DataFrame:
+    """This run's examples per second (mean ± sd over repeats) of the original and the pruned model per batch size
+    (:func:`attnbook.studies.michel.pruning.speed_summary`), the gain with its interval over repeats, and the paper's
+    Table 4 beside (— where it has no row)."""
+    paper = PAPER["table4"]
+    gains = speed["gain"] if "gain" in speed else [Estimate(g) for g in speed["gain_pct"]]
+    return pd.DataFrame({
+        "batch size": speed["batch_size"],
+        "original (ex/s)": [f"{m:.1f} ± {s:.1f}" for m, s in zip(speed["original_mean"], speed["original_std"])],
+        f"pruned {share:.0%} (ex/s)": [f"{m:.1f} ± {s:.1f}" for m, s in zip(speed["pruned_mean"], speed["pruned_std"])],
+        "gain % (95% interval)": [g.text("+.1f") for g in gains],
+        "paper original": [f"{paper[int(b)][0]:.1f}" if int(b) in paper else "—" for b in speed["batch_size"]],
+        f"paper pruned {PAPER['table4_share']:.0%}": [
+            f"{paper[int(b)][1]:.1f} ({paper[int(b)][2]:+.1f}%)" if int(b) in paper else "—" for b in speed["batch_size"]],
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's sentences
+# ---------------------------------------------------------------------------------------------
+def not_reproduced_markdown() -> str:
+    """What of the paper this chapter does not reproduce (:data:`NOT_REPRODUCED`)."""
+    return f"**Not reproduced here:** {NOT_REPRODUCED}."
+
+
+def seeds_markdown(runs: Sequence[Any], task: str, analysable: bool) -> str:
+    """Which fine-tuning seeds are analysed, and which are skipped because their classifier did not learn the task
+    (with the numbers: the dev score's interval against the constant predictor's score)."""
+    from attnbook.studies.michel.seeds import status_text
+
+    good = [r for r in runs if r.learned]
+    bad = [r for r in runs if not r.learned]
+    parts = []
+    if good:
+        parts.append(f"Analysed: {'; '.join(status_text(r, task) for r in good)}.")
+    if bad and analysable:
+        parts.append("Skipped, not better than always giving one answer: "
+                     f"{'; '.join(status_text(r, task) for r in bad)}.")
+    if not analysable:
+        parts.append(f"**No seed learned {task}** ({'; '.join(status_text(r, task) for r in bad)}): the analyses below "
+                     "run on these classifiers to show the method, but no finding is compared with the paper "
+                     "(every row is marked not comparable).")
+    return " ".join(parts)
+
+
+def ablation_markdown(run: Any, tolerance: float) -> str:
+    """§3.2 in words for one seed: the baseline, how many heads surely change the score by less than ``tolerance``
+    points, how many surely change it (up or down), how many the data cannot decide, the range of Δ."""
+    a, u, n = no_effect_counts(run.effects, tolerance)
+    e = run.effects
+    down, up = int((e["high"] < 0).sum()), int((e["low"] > 0).sum())
+    d = run.ablation.delta
+    return (f"Seed {run.seed}: baseline {run.ablation.baseline_score:.1f} on {len(run.ablation.gold)} dev examples. "
+            f"Of {n} heads, **{a}** surely change the score by less than {tolerance:g} point(s) (paired interval), "
+            f"**{u}** cannot be decided on this sample; {down} surely lower it and {up} surely raise it. "
+            f"Δ ranges from {d.min():+.2f} to {d.max():+.2f} points.")
+
+
+def one_head_markdown(chosen: pd.DataFrame, one_head: Estimate, tolerance: float) -> str:
+    """§3.3 in words: layers where keeping only the chosen head surely changes nothing / is undecided, and one head
+    per layer everywhere at once."""
+    a, u, n = no_effect_counts(chosen, tolerance)
+    return (f"Layers where keeping only the chosen head surely changes the score by less than {tolerance:g} point(s) "
+            f"on the other half: **{a} of {n}** ({u} undecided). Keeping only those heads in *every* layer at once "
+            f"({n} heads in all) changes the score by **{one_head.text('+.1f')}** points.")
+
+
+def seeds_agreement_markdown(agreement: Mapping[str, Any], band: pd.DataFrame) -> str:
+    """The cross-seed agreement in words: ρ of I_h and of Δ between seeds, top-k overlap, the spread of the I_h
+    pruning curves over seeds."""
+    if agreement.get("rho_importance") is None:
+        return "Only one fine-tuning seed was analysed: no agreement across seeds to report."
+    k = agreement["k"]
+    f = lambda e: "n/a" if e is None else e.text(".2f")  # noqa: E731
+    worst = band.loc[band["spread"].idxmax()]
+    return (f"Across fine-tuning seeds (mean over {len(agreement['pairs'])} pair(s)): Spearman ρ of I_h "
+            f"{f(agreement['rho_importance'])}, of the single-head Δ {f(agreement['rho_ablation'])}; of the top {k} "
+            f"heads, {f(agreement['top_importance'])} are shared by I_h and {f(agreement['top_ablation'])} by cost "
+            f"of removal (chance {agreement['chance']:.2f}). The I_h pruning curves of the seeds differ by up to "
+            f"{worst['spread']:.1f} points (at {worst['share_pruned']:.0%} pruned).")
+
+
+def findings_markdown(rows: Sequence[dict]) -> str:
+    """The chapter's findings, computed from its rows: counts per outcome, then the rows that agree, differ or
+    cannot be decided, each with its numbers."""
+    count = {o: sum(r["verdict"] == o for r in rows) for o in verdict.OUTCOMES}
+    parts = ["**Findings.** Of " + f"{len(rows)} comparisons: "
+             + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."]
+    for outcome, head in ((verdict.AGREES, "Hold here"), (verdict.PARTLY, "Hold in part"),
+                          (verdict.DISAGREES, "Do not hold here"), (verdict.INCONCLUSIVE, "The data cannot tell")):
+        these = [r for r in rows if r["verdict"] == outcome]
+        if these:
+            parts.append(f"{head}: " + "; ".join(f"{r['quantity']} (paper {r['paper']}, here {r['ours']})"
+                                                for r in these) + ".")
+    return " ".join(parts)
+
+
+def agreement_markdown(table: pd.DataFrame, model_name: str, task: str, n_dev: int, n_seeds: int,
+                       analysable: bool) -> str:
+    """The paragraph under the comparison table (``table``: :meth:`ChapterResults.table`): the outcomes counted and
+    the classifiers compared with the paper's."""
+    counts = table["outcome"].value_counts().to_dict()
+    return (
+        f"**Agreement.** Of {len(table)} comparisons, " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+        + f". The classifiers here are {model_name} fine-tuned on {task} ({n_seeds} analysed seed(s), {n_dev} dev "
+        "examples scored after each intervention); the paper's is bert-base fine-tuned on MNLI."
+        + ("" if analysable else " None of them is better than its constant predictor, so no row is compared.")
+    )
+
+
+def pruning_summary(runs: Sequence[Any], tolerance: float) -> pd.DataFrame:
+    """Per analysed seed and ordering: the largest share pruned within ``tolerance`` points and the mean score up to
+    90% pruned, each with its 95% interval over the dev examples."""
+    rows = []
+    for r in runs:
+        for name, st in r.curve_stats.items():
+            rows.append({"seed": r.seed, "ordering": name,
+                         f"safe share ({tolerance:g} pt)": st["safe"].text(".0%"),
+                         "mean score to 90% pruned": st["area"].text(".1f")})
+    return pd.DataFrame(rows)
+
+
+def across_markdown(between: str, runs: Sequence[Any], across: Sequence[Estimate]) -> str:
+    """The correlation of single-head Δ across two sets of data, per seed (§3.4)."""
+    return (f"{between}, Pearson r (95% interval over the dev examples): "
+            + "; ".join(f"seed {r.seed} {e.text('.2f')}" for r, e in zip(runs, across)) + ".")
+
+
+def importance_markdown(seed: int, vs_ablation: Mapping[str, float]) -> str:
+    return (f"Seed {seed}: importance against the single-head ablation (−Δ, how much removing the head costs): "
+            f"Spearman ρ = {vs_ablation['spearman']:.2f}.")
+
+
+def halves_markdown(task: str, halves: Mapping[str, float], not_learned: Sequence[str]) -> str:
+    """Importance on two halves of the training sample, and the tasks left out of the comparison across tasks."""
+    return (f"Importance on two disjoint halves of the {task} training sample: Spearman ρ = {halves['spearman']:.2f}; "
+            f"top-10 heads shared: {halves['top_k_overlap']:.0%} (chance {halves['top_k_chance']:.0%}). "
+            + (f"Left out of the comparison across tasks, not learned: {'; '.join(not_learned)}." if not_learned else ""))
+
+
+def disable_vs_mask_markdown(km: Mapping[str, float], disabled_delta, masked_delta) -> str:
+    """Disabling (uniform attention) against masking (a zero gate) of the same heads."""
+    return (f"Spearman ρ = **{km['spearman']:.2f}** (p = {km['spearman_p']:.2g}), Pearson r = {km['pearson']:.2f}; "
+            f"of the 10 heads whose removal costs most, {km['top_k_overlap']:.0%} are shared (chance "
+            f"{km['top_k_chance']:.0%}). Mean Δ: disabled {float(disabled_delta.mean()):+.2f}, masked "
+            f"{float(masked_delta.mean()):+.2f}.")

@@ -1,0 +1,203 @@
+"""Chapter 6's head findings over several fine-tuning seeds (issue 18), with 95% intervals over the dev examples.
+
+For each seed the task's classifier is fine-tuned (shared and cached, :func:`attnbook.studies.heads_off.effects.
+classifier`), checked for having learned the task (:func:`attnbook.studies.heads_off.effects.learned_status`: a
+classifier no better than its constant predictor is skipped, with its numbers), and analysed: every head masked
+alone (Michel §3.2) with paired intervals (:func:`~attnbook.studies.heads_off.effects.effect_intervals`), the
+importance scores ``I_h`` (§4.1), and the pruning curves by ``I_h``, by the single-head Δ (the oracle) and in
+random orders (§4.2, Fig. 3) with their intervals (:func:`~attnbook.studies.michel.pruning.curve_statistics`).
+
+Across seeds: :func:`seed_agreement` (Spearman ρ of the importance scores and of the single-head Δ between seeds,
+overlap of their top heads), :func:`curve_band` (the spread of the pruning curves), and :func:`across_seeds`,
+which joins per-seed estimates so that a rule judging the joint interval agrees (or disagrees) only when it does
+for every seed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from attnbook.core.errors import EmptyDataError
+from attnbook.engine.inputs import Batch
+from attnbook.engine.scores import ScoreFn
+from attnbook.engine.sweeps import SweepResult
+from attnbook.stats import Estimate, mean_interval, rank_agreement
+from attnbook.studies.heads_off import effects as heads_off
+from attnbook.studies.michel import pruning as mp
+from attnbook.studies.michel.importance import importance_of
+
+
+@dataclass
+class SeedRun:
+    """One fine-tuning seed's classifier and what chapter 6 measures on it (see the module's docstring)."""
+
+    seed: int
+    classifier: Any
+    status: dict
+    ablation: SweepResult | None = None
+    effects: pd.DataFrame | None = None
+    effect_draws: np.ndarray | None = None
+    importance: np.ndarray | None = None
+    sweeps: dict = field(default_factory=dict)
+    curves: pd.DataFrame | None = None
+    curve_stats: dict = field(default_factory=dict)
+
+    @property
+    def learned(self) -> bool:
+        return bool(self.status.get("learned"))
+
+
+def status_text(run: SeedRun, task: str) -> str:
+    """``"seed 1: 50.2 [46.8, 53.6] on 872 dev examples, constant predictor 50.9"``: why a seed is (not) analysed."""
+    s = run.status
+    interval = f" [{s['low']:.1f}, {s['high']:.1f}]" if s.get("low") is not None else ""
+    const = f", constant predictor {s['constant']:.1f}" if s.get("constant") is not None else ""
+    return f"seed {run.seed}: {task} {s['score']:.1f}{interval} on {s['n']} dev examples{const}"
+
+
+def classifiers(base: Any, task: str, recipe: Mapping[str, Any], seeds: Sequence[int], *, use_cache: bool = True
+                ) -> list[SeedRun]:
+    """The classifier of every seed with its :func:`~attnbook.studies.heads_off.effects.learned_status`."""
+    runs = []
+    for s in seeds:
+        clf = heads_off.classifier(base, task, dict(recipe), int(s), use_cache=use_cache)
+        runs.append(SeedRun(int(s), clf, heads_off.learned_status(clf, task, dict(recipe), use_cache=use_cache)))
+    return runs
+
+
+def analysed(runs: Sequence[SeedRun]) -> tuple[list[SeedRun], bool]:
+    """The runs to analyse: the learned ones; when none learned, all of them (``False`` as second value: then no
+    finding can be compared with the paper, and the chapter says so)."""
+    good = [r for r in runs if r.learned]
+    return (good, True) if good else (list(runs), False)
+
+
+def analyse(run: SeedRun, task: str, dev_b: Sequence[Batch], imp_b: Sequence[Batch], score_fn: ScoreFn, *,
+            step: float, random_seeds: Sequence[int], tolerance: float, n_resamples: int = 1000, seed: int = 0,
+            use_cache: bool = True) -> SeedRun:
+    """Fill ``run`` with the single-head ablation (paired intervals), ``I_h`` and the pruning curves (by ``I_h``,
+    by the oracle -Δ, one random order per ``random_seeds``) with their :func:`~attnbook.studies.michel.pruning.
+    curve_statistics`. Every seed is scored on the same ``dev_b`` with the same bootstrap draws (``seed``)."""
+    clf = run.classifier
+    run.ablation = heads_off.switched_off(clf, dev_b, "single_heads", "mask", score_fn, use_cache=use_cache)
+    run.effects, run.effect_draws = heads_off.effect_intervals(run.ablation, task, n_resamples=n_resamples, seed=seed)
+    run.importance = importance_of(clf, imp_b, use_cache=use_cache)
+    kw = dict(step=step, use_cache=use_cache)
+    run.sweeps = {mp.BY_IMPORTANCE: [mp.pruning_sweep(clf, dev_b, run.importance, score_fn, **kw)],
+                  mp.BY_ABLATION: [mp.pruning_sweep(clf, dev_b, -run.ablation.delta, score_fn, **kw)],
+                  mp.RANDOM: [mp.pruning_sweep(clf, dev_b, int(r), score_fn, **kw) for r in random_seeds]}
+    frames = [mp.curve_frame(s, name, int(r) if name == mp.RANDOM else None, step=step)
+              for name, group in run.sweeps.items()
+              for r, s in zip(random_seeds if name == mp.RANDOM else [None], group)]
+    run.curves = pd.concat(frames, ignore_index=True).assign(ft_seed=run.seed)
+    run.curve_stats = mp.curve_statistics(run.sweeps, task, tolerance, n_resamples=n_resamples, seed=seed)
+    return run
+
+
+# ----------------------------------------------------------------------------- across seeds
+
+
+def across_seeds(estimates: Sequence[Estimate], unit: str | None = None) -> Estimate:
+    """Per-seed estimates joined: the mean value and the union of the intervals (lowest low, highest high).
+
+    A rule that agrees when the interval lies on the claimed side then agrees only if every seed's interval does,
+    and disagrees only if every seed's does: "a claim holds only if it holds across seeds"."""
+    if not estimates:
+        raise EmptyDataError("no seeds")
+    ests = list(estimates)
+    lows = [e.low for e in ests if e.low is not None]
+    highs = [e.high for e in ests if e.high is not None]
+    low = min(lows + [e.value for e in ests]) if lows else None
+    high = max(highs + [e.value for e in ests]) if highs else None
+    base = unit or ests[0].unit
+    return Estimate(float(np.mean([e.value for e in ests])), low, high, ests[0].n,
+                    f"{base}; every one of {len(ests)} seed(s)" if len(ests) > 1 else base)
+
+
+def seed_agreement(runs: Sequence[SeedRun], k: int = 10) -> dict:
+    """How much the seeds agree on the heads: for every two seeds, Spearman ρ of ``I_h`` and of the single-head Δ
+    (−Δ: cost of removing a head) and the share of the ``k`` most important (most costly) heads they share.
+
+    Returns ``pairs`` (a DataFrame, one row per pair) and the means over pairs as :class:`~attnbook.stats.Estimate`
+    s with a t-interval over the pairs (``rho_importance``, ``rho_ablation``, ``top_importance``, ``top_ablation``;
+    no interval with fewer than two pairs; the pairs share seeds, so the interval is only indicative), and
+    ``chance`` (the overlap expected at random)."""
+    rows = []
+    for a, b in combinations(runs, 2):
+        ri = rank_agreement(a.importance, b.importance, k=k)
+        ra = rank_agreement(-a.ablation.delta, -b.ablation.delta, k=k)
+        rows.append({"seeds": f"{a.seed} vs {b.seed}", "rho_importance": ri["spearman"], "top_importance": ri["top_k_overlap"],
+                     "rho_ablation": ra["spearman"], "top_ablation": ra["top_k_overlap"], "chance": ri["top_k_chance"]})
+    pairs = pd.DataFrame(rows, columns=["seeds", "rho_importance", "top_importance", "rho_ablation", "top_ablation",
+                                        "chance"])
+    out: dict[str, Any] = {"pairs": pairs, "k": k}
+    for col in ("rho_importance", "top_importance", "rho_ablation", "top_ablation"):
+        vals = pairs[col].dropna().to_numpy()
+        out[col] = mean_interval(vals, unit="seed pairs") if len(vals) else None
+    out["chance"] = float(pairs["chance"].iloc[0]) if len(pairs) else None
+    return out
+
+
+def curve_band(runs: Sequence[SeedRun], ordering: str = mp.BY_IMPORTANCE) -> pd.DataFrame:
+    """Per pruning share, the mean, min and max over seeds of the ``ordering`` curve (the spread of Fig. 3 across
+    fine-tuning seeds), and the largest spread (max − min) as column ``spread``."""
+    cur = pd.concat([r.curves[r.curves["ordering"] == ordering] for r in runs], ignore_index=True)
+    g = cur.groupby("share_pruned")["score"]
+    band = g.agg(["mean", "min", "max", "count"]).reset_index().rename(columns={"count": "n_seeds"})
+    band["spread"] = band["max"] - band["min"]
+    return band
+
+
+def all_curves(runs: Sequence[SeedRun]) -> pd.DataFrame:
+    """Every seed's curves in one frame; orderings named ``"<ordering>, seed <s>"`` except the random orders,
+    which stay ``"random"`` (so a chart draws them as one band over random orders and seeds)."""
+    frames = []
+    for r in runs:
+        c = r.curves.copy()
+        named = c["ordering"] != mp.RANDOM
+        if len(runs) > 1:
+            c.loc[named, "ordering"] = c.loc[named, "ordering"] + f", seed {r.seed}"
+        frames.append(c)
+    return pd.concat(frames, ignore_index=True)
+
+
+def learned_tasks(base: Any, tasks: Sequence[str], recipe: Mapping[str, Any], seed: int, *, known: Sequence[str] = (),
+                  use_cache: bool = True) -> tuple[list[str], list[str]]:
+    """The ``tasks`` whose classifier (fine-tuning seed ``seed``) has learned its task, and a sentence for each one
+    skipped (with its dev score and the constant predictor's). ``known`` tasks are kept without a check."""
+    kept, skipped = [], []
+    for task in tasks:
+        if task in known:
+            kept.append(task)
+            continue
+        run = classifiers(base, task, recipe, [seed], use_cache=use_cache)[0]
+        (kept if run.learned else skipped).append(task if run.learned else status_text(run, task))
+    return kept, skipped
+
+
+# ---------------------------------------------------------------------------------------------- key numbers
+
+
+def ablation_numbers(runs: Sequence[SeedRun]) -> dict:
+    """Chapter 6's results-file entries of the single-head masking sweeps, per analysed seed: the unpruned
+    accuracy, every head's Δ and its 95% interval."""
+    return {"baseline_accuracy": {str(r.seed): r.ablation.baseline_score for r in runs},
+            "ablation_delta": {str(r.seed): r.ablation.delta.round(4).tolist() for r in runs},
+            "ablation_intervals": {str(r.seed): r.effects[["low", "high"]].round(3).to_numpy().tolist() for r in runs}}
+
+
+def importance_numbers(runs: Sequence[SeedRun], vs_ablation: Mapping[str, Any], agreement: Mapping[str, Any]) -> dict:
+    """The importance scores per seed, their agreement with the ablation (first seed) and across seeds."""
+    return {"importance": {str(r.seed): r.importance.round(5).tolist() for r in runs},
+            "importance_vs_ablation": dict(vs_ablation),
+            "seed_agreement": agreement["pairs"].to_dict("records")}
+
+
+def pruning_numbers(curves: pd.DataFrame, band: pd.DataFrame, summary: pd.DataFrame) -> dict:
+    """The pruning curves of every seed and ordering, their band over seeds and the per-seed summary."""
+    return {"pruning_curves": curves[["ordering", "ft_seed", "seed", "share_pruned", "score"]].to_dict("records"),
+            "pruning_band_over_seeds": band.to_dict("records"), "pruning_intervals": summary.to_dict("records")}

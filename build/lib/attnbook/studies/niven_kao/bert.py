@@ -1,0 +1,591 @@
+"""The pairwise BERT classifier of Niven & Kao (2019) §3, its probes (§5) and adversarial runs (§6).
+
+Every model of the paper (§2–§3) scores each argument–warrant pair on its own,
+with parameters θ shared between the two warrants,
+
+    z_j = θ[c; r; w_j],   p = softmax([z_0, z_1]),   ŷ = argmax_j p_j,
+
+and is trained with cross-entropy over the two logits. :class:`PairwiseScorer` is
+the BERT version: warrant j is read as ``[CLS] claim reason [SEP] w_j [SEP]``
+(claim first, a full stop added to each sentence when missing, segment ids 0/1,
+as in the authors' code), BERT's pooler output (dense + tanh on ``[CLS]``) goes
+through dropout and a linear layer to give z_j. The bag-of-vectors (BoV) and
+BiLSTM baselines are in :mod:`attnbook.studies.niven_kao.words`.
+
+The **probes** of §5 change only what the model sees (:data:`INPUTS`): the
+warrant alone (``W``: ``[CLS] w_j [SEP]``), reason and warrant (``RW``) or claim
+and warrant (``CW``); ``full`` is the whole argument. The **adversarial** runs of
+§6 train on ``train-swapped`` and test on ``test-adv-negated``
+(:func:`run_seeds` with those item lists).
+
+**Partial fine-tuning** (a compute knob, not in the paper). ``trainable_layers=None``
+fine-tunes the whole encoder as the paper does (the quick and paper profiles). ``trainable_layers=k`` freezes
+the embeddings and the lower ``n_layers - k`` layers: their output for every
+distinct input is computed once (no dropout) and shared by all seeds and
+epochs, and only the top ``k`` layers, the pooler and the classifier are
+trained. ``k=0`` trains the pooler and classifier on a frozen encoder. In every
+setting the last layer is computed for the ``[CLS]`` position only
+(:func:`attnbook.engine.layers.first_query_only`): the pooler reads nothing else, so this is exact and
+saves most of that layer's cost. The smoke profile uses it to stay within seconds.
+
+**Lower precision** (``bf16``): the training forward and backward passes run under bfloat16 autocast on
+the CPU (the parameters, the optimiser and every evaluation stay in float32); on GLUE it trained 1.7x faster
+with the same dev results. Every run records its training seconds (``train_seconds``).
+
+A remark on the adversarial training file: the scorer treats the two warrants
+symmetrically, so an item with its warrants swapped and its label flipped has
+exactly the same loss as the original. Training on ``train-swapped`` is training
+on the original items twice per epoch (up to dropout and batching).
+
+Training follows the paper's BERT recipe (code: AdamW, weight decay 0.01 except
+on biases and LayerNorm, linear warm-up over the first 10% of steps then linear
+decay, effective batch of 8 items, the epoch with the best dev accuracy kept)
+through the one training loop (:func:`attnbook.engine.train.fit`); the plateau
+learning-rate schedule of the code (patience 10) is left out. Seeds are reported
+as the paper does: mean ± std, median and max over seeds (Table 1, :func:`summarize`).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from attnbook.core import cache
+from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
+from attnbook.data.arct import ArctItem, labels_of
+from attnbook.engine.inputs import pad_rows
+from attnbook.engine.layers import first_query_only
+from attnbook.engine.train import Recipe, epochs_of, fit
+from attnbook.stats import accuracy
+
+#: Input variants of the probing experiments (Niven & Kao §5) and their labels in the paper's tables.
+INPUTS: dict[str, str] = {"full": "C, R, W", "W": "W", "RW": "R, W", "CW": "C, W"}
+
+#: max_seq_length of the authors' code per input variant (WordPiece tokens, specials included).
+PAPER_MAX_LENGTH: dict[str, int] = {"full": 80, "W": 36, "RW": 60, "CW": 60}
+
+
+# ---- inputs ------------------------------------------------------------------------------------
+
+
+def _sentence(text: str) -> str:
+    """``text`` stripped, with a full stop added unless it already ends in . ! or ?"""
+    text = text.strip()
+    return text if not text or text[-1] in ".!?" else text + "."
+
+
+def first_segment(item: ArctItem, inputs: str = "full") -> str | None:
+    """The first segment the model reads for ``item`` under an input variant (§5), or ``None`` for ``W``.
+
+    ``full``: claim then reason (the authors' code puts the claim first); ``RW``: the
+    reason; ``CW``: the claim; ``W``: nothing (the input is ``[CLS] w_j [SEP]``).
+    """
+    if inputs not in INPUTS:
+        raise ParameterError(f"unknown input variant {inputs!r}; choose one of: {', '.join(INPUTS)}")
+    if inputs == "full":
+        return f"{_sentence(item.claim)} {_sentence(item.reason)}"
+    if inputs == "RW":
+        return _sentence(item.reason)
+    if inputs == "CW":
+        return _sentence(item.claim)
+    return None
+
+
+@dataclass
+class PairEncoding:
+    """WordPiece inputs of ``n`` items × 2 warrants: sequence ``2*i + j`` is item i with warrant j."""
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]]
+    labels: np.ndarray  # [n] int64
+    inputs: str
+    max_length: int
+    n_truncated: int = 0
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def lengths(self) -> np.ndarray:
+        """Token count of every sequence ``[2n]``."""
+        return np.array([len(x) for x in self.input_ids], dtype=np.int64)
+
+
+def encode_pairs(tokenizer: Any, items: Sequence[ArctItem], inputs: str = "full", max_length: int = 80) -> PairEncoding:
+    """Encode every (argument, warrant_j) pair as ``[CLS] first [SEP] w_j [SEP]`` (or ``[CLS] w_j [SEP]`` for ``W``).
+
+    Over-long pairs lose tokens from the end of the longer segment first (the
+    authors' truncation); ``n_truncated`` counts the sequences that lost any.
+    """
+    if not items:
+        raise EmptyDataError("no ARCT items to encode")
+    if max_length < 8:
+        raise ParameterError(f"max_length={max_length} is too short for a pair input")
+    ids: list[list[int]] = []
+    types: list[list[int]] = []
+    truncated = 0
+    for item in items:
+        a = first_segment(item, inputs)
+        for w in item.warrants:
+            w = _sentence(w)
+            if a is None:
+                enc = tokenizer(w, truncation=True, max_length=max_length)
+                full = len(tokenizer(w)["input_ids"])
+            else:
+                enc = tokenizer(a, w, truncation="longest_first", max_length=max_length)
+                full = len(tokenizer(a, w)["input_ids"])
+            truncated += full > len(enc["input_ids"])
+            ids.append(list(enc["input_ids"]))
+            types.append(list(enc.get("token_type_ids", [0] * len(enc["input_ids"]))))
+    return PairEncoding(ids, types, labels_of(items), inputs, max_length, truncated)
+
+
+# ---- the BERT scorer ---------------------------------------------------------------------------
+
+
+@dataclass
+class CachedStates:
+    """Frozen lower-layer outputs of every sequence of a :class:`PairEncoding` (see module doc).
+
+    ``states[2*i + j]`` is ``[len, hidden]`` (float16): the hidden states after layer
+    ``start`` (0-based count of frozen layers), or only the ``[CLS]`` row when no layer is left to run.
+    """
+
+    states: list[torch.Tensor]
+    labels: np.ndarray
+    start: int
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+class PairwiseScorer(nn.Module):
+    """BERT scores each argument–warrant pair: ``z_j = Linear(dropout(pooler(BERT(pair_j))))`` (Niven & Kao §3).
+
+    ``forward`` takes ``[batch, 2, seq]`` inputs and returns logits ``[batch, 2]``; the
+    warrant probabilities are their softmax over the last axis (:meth:`probabilities`).
+    ``trainable_layers`` (``None`` = all) sets how many top layers are fine-tuned.
+    """
+
+    def __init__(self, encoder: nn.Module, *, dropout: float = 0.1, trainable_layers: int | None = None,
+                 freeze_embeddings: bool = False):
+        super().__init__()
+        self.encoder = encoder
+        n = int(encoder.config.num_hidden_layers)
+        k = n if trainable_layers is None else int(trainable_layers)
+        if not 0 <= k <= n:
+            raise ParameterError(f"trainable_layers must be in 0..{n}, got {trainable_layers}")
+        self.start = n - k  # layers below this index are frozen
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(int(encoder.config.hidden_size), 1)
+        frozen_embeddings = freeze_embeddings or self.start > 0
+        for p in encoder.embeddings.parameters():
+            p.requires_grad_(not frozen_embeddings)
+        for i, layer in enumerate(encoder.encoder.layer):
+            for p in layer.parameters():
+                p.requires_grad_(i >= self.start)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.encoder.encoder.layer)
+
+    def _attention_mask(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
+        """The encoder's own attention mask for ``mask[n, seq]`` (1 = real token), as its layers expect it."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        return create_bidirectional_mask(config=self.encoder.config, inputs_embeds=hidden, attention_mask=mask)
+
+    def _layers(self, hidden: torch.Tensor, mask: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        if start >= stop:
+            return hidden
+        attn_mask = self._attention_mask(hidden, mask)
+        for layer in self.encoder.encoder.layer[start:stop]:
+            hidden = layer(hidden, attn_mask)
+        return hidden
+
+    def _pool(self, hidden: torch.Tensor) -> torch.Tensor:
+        pooler = getattr(self.encoder, "pooler", None)
+        return pooler(hidden) if pooler is not None else hidden[:, 0]
+
+    def lower(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
+              stop: int | None = None) -> torch.Tensor:
+        """Hidden states ``[n, seq, hidden]`` after the first ``stop`` layers (default: the frozen ones)."""
+        stop = self.start if stop is None else stop
+        hidden = self.encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        return self._layers(hidden, attention_mask, 0, stop)
+
+    def score_hidden(self, hidden: torch.Tensor, mask: torch.Tensor, start: int | None = None) -> torch.Tensor:
+        """One logit per sequence ``[n]`` from hidden states after layer ``start`` (default: the frozen part).
+
+        The last layer is computed for the ``[CLS]`` position only, the one position the
+        pooler reads: the same numbers as the full layer, for a fraction of the cost.
+        """
+        start = self.start if start is None else start
+        if start < self.n_layers:
+            hidden = self._layers(hidden, mask, start, self.n_layers - 1)
+            hidden = first_query_only(self.encoder.encoder.layer[-1], hidden, self._attention_mask(hidden, mask))
+        return self.classifier(self.dropout(self._pool(hidden))).squeeze(-1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``[batch, 2]`` for inputs ``[batch, 2, seq]`` (item b with warrant j at ``[b, j]``)."""
+        if input_ids.dim() != 3 or input_ids.shape[1] != 2:
+            raise ValueError(f"expected inputs [batch, 2, seq], got {tuple(input_ids.shape)}")
+        b, _, length = input_ids.shape
+        flat = lambda t: t.reshape(b * 2, length)  # noqa: E731
+        types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+        hidden = self.lower(flat(input_ids), flat(attention_mask), flat(types), stop=0)
+        return self.score_hidden(hidden, flat(attention_mask), start=0).reshape(b, 2)
+
+    def probabilities(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                      token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Warrant probabilities ``p = softmax([z_0, z_1])``, ``[batch, 2]``."""
+        return torch.softmax(self.forward(input_ids, attention_mask, token_type_ids), dim=-1)
+
+    # -- batches from either source -----------------------------------------------------------
+    def logits_for(self, data: PairEncoding | CachedStates, items: Sequence[int], pad_id: int = 0) -> torch.Tensor:
+        """Logits ``[len(items), 2]`` for the given item indices of an encoding or of cached states."""
+        seq = [2 * i + j for i in items for j in (0, 1)]
+        if isinstance(data, CachedStates):
+            if data.start != self.start:
+                raise ModelError(f"states cached after layer {data.start}, but the model starts at layer {self.start}")
+            states = [data.states[s] for s in seq]
+            width = max(s.shape[0] for s in states)
+            hidden = torch.zeros(len(states), width, states[0].shape[1])
+            mask = torch.zeros(len(states), width, dtype=torch.long)
+            for r, s in enumerate(states):
+                hidden[r, : s.shape[0]] = s.float()
+                mask[r, : s.shape[0]] = 1
+            return self.score_hidden(hidden, mask).reshape(len(items), 2)
+        ids, mask = pad_rows([data.input_ids[s] for s in seq], pad_id)
+        types, _ = pad_rows([data.token_type_ids[s] for s in seq], 0)
+        shape = (len(items), 2, ids.shape[1])
+        return self.forward(ids.reshape(shape), mask.reshape(shape), types.reshape(shape))
+
+
+@torch.no_grad()
+def cache_lower_states(
+    scorer: PairwiseScorer, enc: PairEncoding, batch_size: int = 64, pad_id: int = 0, memo: dict | None = None
+) -> CachedStates:
+    """Run the frozen part of ``scorer`` once over every sequence of ``enc`` (eval mode, length-sorted batches).
+
+    ``memo`` (a dict the caller keeps for one model) reuses the states of sequences seen before,
+    e.g. the training sequences shared by ``train`` and ``train-swapped``.
+    """
+    was_training = scorer.training
+    scorer.eval()
+    memo = {} if memo is None else memo
+    keys = [(scorer.start, tuple(i), tuple(t)) for i, t in zip(enc.input_ids, enc.token_type_ids)]
+    todo = sorted({k for k in keys if k not in memo}, key=lambda k: (len(k[1]), k[1], k[2]))
+    keep_cls_only = scorer.start == scorer.n_layers
+    for lo in range(0, len(todo), batch_size):
+        chunk = todo[lo : lo + batch_size]
+        ids, mask = pad_rows([k[1] for k in chunk], pad_id)
+        types, _ = pad_rows([k[2] for k in chunk], 0)
+        hidden = scorer.lower(ids, mask, types)
+        for r, key in enumerate(chunk):
+            n = 1 if keep_cls_only else int(mask[r].sum())
+            memo[key] = hidden[r, :n].to(torch.float16).clone()
+    scorer.train(was_training)
+    return CachedStates([memo[k] for k in keys], enc.labels, scorer.start)
+
+
+# ---- training ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to fine-tune a :class:`PairwiseScorer` (defaults: the paper's BERT Large recipe, see module doc)."""
+
+    epochs: int = 20
+    lr: float = 2e-5
+    batch_size: int = 8  # items per step; each item is two sequences
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    trainable_layers: int | None = None  # None: fine-tune every layer (the paper)
+    freeze_embeddings: bool = False
+    attn_implementation: str = "sdpa"  # training needs no attention maps; "eager" also works
+    train_threads: int = 0  # torch threads during the training steps (0: leave torch's setting)
+    eval_batch_size: int = 64
+    select_on_dev: bool = True
+    bf16: bool = False  # training passes under bfloat16 autocast (evaluation stays float32)
+    group_by_length: bool = False  # batches of items of similar length (less padding); False: random batches
+
+
+@dataclass
+class TrainedRun:
+    """One seed's run: the model at its best dev epoch, and the per-epoch history."""
+
+    seed: int
+    model: PairwiseScorer
+    best_epoch: int
+    dev_accuracy: float
+    train_accuracy: float  # running accuracy during the best epoch (dropout on)
+    history: list[dict] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)  # the learning rate of every update
+    seconds: float = 0.0  # wall-clock seconds of the training loop (evaluation on dev included)
+
+
+def item_lengths(data: PairEncoding | CachedStates) -> np.ndarray:
+    """The padded length of each item ``[n]``: the longer of its two sequences (tokens, or cached state rows)."""
+    n = len(data)
+    if isinstance(data, PairEncoding):
+        return data.lengths().reshape(n, 2).max(1)
+    return np.array([max(data.states[2 * i].shape[0], data.states[2 * i + 1].shape[0]) for i in range(n)])
+
+
+@torch.no_grad()
+def predict_proba(
+    model: PairwiseScorer, data: PairEncoding | CachedStates, batch_size: int = 32, pad_id: int = 0
+) -> np.ndarray:
+    """Warrant probabilities ``[n, 2]`` of every item (eval mode)."""
+    was_training = model.training
+    model.eval()
+    n = len(data)
+    order = np.argsort(item_lengths(data), kind="stable")
+    out = np.zeros((n, 2), dtype=np.float64)
+    for lo in range(0, n, batch_size):
+        idx = order[lo : lo + batch_size].tolist()
+        out[idx] = torch.softmax(model.logits_for(data, idx, pad_id), dim=-1).double().numpy()
+    model.train(was_training)
+    return out
+
+
+def accuracy_of(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Share of items whose more probable warrant is the labelled one (ties count as warrant 0)."""
+    return accuracy(np.asarray(probs).argmax(1), np.asarray(labels))
+
+
+def build_scorer(encoder: nn.Module, cfg: TrainConfig, seed: int) -> PairwiseScorer:
+    """A fresh scorer for one seed: a copy of the pretrained encoder and a seeded classifier."""
+    torch.manual_seed(seed)
+    enc = copy.deepcopy(encoder)
+    if cfg.attn_implementation and hasattr(enc, "set_attn_implementation"):
+        try:
+            enc.set_attn_implementation(cfg.attn_implementation)
+        except (ValueError, ImportError) as exc:  # pragma: no cover - depends on the installed kernels
+            raise ModelError(f"cannot switch the encoder to {cfg.attn_implementation!r} attention: {exc}") from exc
+    return PairwiseScorer(enc, dropout=cfg.dropout, trainable_layers=cfg.trainable_layers,
+                          freeze_embeddings=cfg.freeze_embeddings)
+
+
+def train_pairwise(
+    encoder: nn.Module,
+    train: PairEncoding | CachedStates,
+    dev: PairEncoding | CachedStates | None,
+    cfg: TrainConfig,
+    seed: int,
+    *,
+    pad_id: int = 0,
+    progress: bool = False,
+    desc: str = "",
+) -> TrainedRun:
+    """Fine-tune a fresh :class:`PairwiseScorer` on ``train`` with one seed; keep the best-dev epoch.
+
+    ``train`` / ``dev`` are encodings (full fine-tuning) or states cached by
+    :func:`cache_lower_states` for the same ``trainable_layers``. AdamW with the
+    paper's warm-up and weight decay (module doc). Without ``dev`` (or with
+    ``select_on_dev=False``) the last epoch is kept.
+    """
+    model = build_scorer(encoder, cfg, seed)
+    if isinstance(train, CachedStates) and train.start != model.start:
+        raise ModelError("cached states do not match trainable_layers")
+    rng = np.random.default_rng(seed)
+    items = np.arange(len(train))
+    labels = torch.as_tensor(train.labels, dtype=torch.long)
+
+    if cfg.group_by_length:  # the GLUE fine-tuning's length grouping, on the longer sequence of each item's pair
+        from attnbook.engine.finetune import training_batches
+
+        per_epoch = math.ceil(len(items) / cfg.batch_size)
+        grouped = training_batches(item_lengths(train), cfg.batch_size, per_epoch * cfg.epochs, seed, True)
+
+    def epoch_order(epoch: int) -> list[list[int]]:
+        if cfg.group_by_length:
+            return [b.tolist() for b in grouped[epoch * per_epoch : (epoch + 1) * per_epoch]]
+        order = items[rng.permutation(len(items))]
+        return [order[lo : lo + cfg.batch_size].tolist() for lo in range(0, len(order), cfg.batch_size)]
+
+    def loss_fn(m: PairwiseScorer, idx: list[int]):
+        with torch.autocast(next(m.parameters()).device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+            logits = m.logits_for(train, idx, pad_id).float()
+        return (nn.functional.cross_entropy(logits, labels[idx]),
+                {"n": len(idx), "correct": float((logits.argmax(1) == labels[idx]).sum())})
+
+    select = dev is not None and cfg.select_on_dev
+    evaluate = None if dev is None else (
+        lambda m: accuracy_of(predict_proba(m, dev, cfg.eval_batch_size, pad_id), dev.labels))
+    recipe = Recipe(lr=cfg.lr, weight_decay=cfg.weight_decay, warmup=cfg.warmup, schedule="linear",
+                    select="best" if select else "last")
+    log = fit(model, epochs_of(epoch_order, cfg.epochs), loss_fn, recipe, evaluate=evaluate,
+              threads=cfg.train_threads, progress=progress, desc=desc or f"seed {seed}")
+    history = [{"epoch": h["epoch"], "loss": h["loss"], "train_accuracy": h["correct"] / h["n"],
+                "dev_accuracy": h.get("metric", float("nan"))} for h in log.history]
+    best = history[log.best_epoch - 1]
+    return TrainedRun(seed, model, log.best_epoch, best["dev_accuracy"], best["train_accuracy"], history, log.lrs,
+                      log.seconds)
+
+
+def summarize(values: Iterable[float]) -> dict:
+    """Mean, standard deviation (population, as numpy), median and max over seeds (the paper's columns)."""
+    v = np.asarray(list(values), dtype=float)
+    if v.size == 0:
+        raise EmptyDataError("no runs to summarise")
+    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(np.median(v)), "max": float(v.max()),
+            "n": int(v.size)}
+
+
+def run_seeds(
+    loaded: Any,
+    train: Sequence[ArctItem],
+    dev: Sequence[ArctItem],
+    tests: Mapping[str, Sequence[ArctItem]],
+    *,
+    inputs: str = "full",
+    seeds: Sequence[int] = (0,),
+    cfg: TrainConfig = TrainConfig(),
+    max_length: int = 80,
+    progress: bool = False,
+    memo: dict | None = None,
+    workers: int = 1,
+) -> "Any":
+    """Train one :class:`PairwiseScorer` per seed and test it; returns one row per seed (pandas DataFrame).
+
+    ``loaded`` is an :class:`attnbook.engine.models.LoadedModel` (its encoder is copied per
+    seed). ``tests`` maps a name to items (e.g. ``{"test": ..., "test_adv": ...}``);
+    each gets a column ``<name>_accuracy``. Other columns: ``seed``, ``inputs``,
+    ``dev_accuracy``, ``best_epoch``, ``train_accuracy``, ``train_seconds``. With partial fine-tuning the
+    frozen part runs once for all seeds (see module doc); pass the same ``memo`` dict to
+    several calls with the same ``loaded`` model to share it between them too. ``workers > 1`` trains that many
+    seeds at a time, each in its own process on one thread (the same models as one after the other; falls back to
+    that when processes cannot start).
+    """
+    import pandas as pd
+
+    tok = loaded.tokenizer
+    pad_id = int(tok.pad_token_id or 0)
+    length = min(max_length, PAPER_MAX_LENGTH[inputs])
+    enc = {"train": encode_pairs(tok, train, inputs, length), "dev": encode_pairs(tok, dev, inputs, length)}
+    for name, items in tests.items():
+        enc[name] = encode_pairs(tok, items, inputs, length)
+    data: dict[str, PairEncoding | CachedStates] = dict(enc)
+    if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers:
+        frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
+        memo = {} if memo is None else memo.setdefault((loaded.key, frozen.start), {})
+        data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, memo) for k, v in enc.items()}
+        del frozen
+    tasks = [dict(encoder=loaded.model, data=data, labels={k: enc[k].labels for k in tests}, cfg=cfg, seed=int(seed),
+                  pad_id=pad_id, inputs=inputs, progress=progress) for seed in seeds]
+    rows = _in_workers(tasks, workers) if workers > 1 and len(tasks) > 1 else None
+    if rows is None:
+        rows = [_seed_row(**task) for task in tasks]
+    return pd.DataFrame(rows)
+
+
+def _seed_row(encoder: nn.Module, data: Mapping[str, PairEncoding | CachedStates], labels: Mapping[str, np.ndarray],
+              cfg: TrainConfig, seed: int, pad_id: int, inputs: str, progress: bool = False) -> dict:
+    """Train one seed (:func:`train_pairwise`) and test it on every test set of ``labels``: one row of
+    :func:`run_seeds`."""
+    run = train_pairwise(encoder, data["train"], data["dev"], cfg, seed, pad_id=pad_id, progress=progress,
+                         desc=f"{INPUTS[inputs]} seed {seed}")
+    row = {"inputs": inputs, "seed": int(seed), "best_epoch": run.best_epoch, "train_accuracy": run.train_accuracy,
+           "dev_accuracy": run.dev_accuracy, "train_seconds": round(float(run.seconds), 1)}
+    for name, y in labels.items():
+        row[f"{name}_accuracy"] = accuracy_of(predict_proba(run.model, data[name], cfg.eval_batch_size, pad_id), y)
+    return row
+
+
+def _seed_row_in_worker(task: dict) -> dict:
+    torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
+    cls, config, state = task.pop("encoder_spec")
+    encoder = cls(config)  # the model object itself does not pickle (transformers' hooks); its weights do
+    encoder.load_state_dict(state)
+    return _seed_row(encoder=encoder.eval(), **task)
+
+
+def _in_workers(tasks: list[dict], workers: int) -> list[dict] | None:
+    """The rows of ``tasks`` computed in ``workers`` fresh processes (one seed each at a time), or ``None`` when the
+    processes cannot run (the caller then trains the seeds one after the other). Each seed seeds its own
+    generators (:func:`build_scorer`, :func:`train_pairwise`) and trains on one thread either way, so a worker
+    trains the same model as the sequential loop."""
+    import multiprocessing
+    import warnings
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        encoder = tasks[0]["encoder"]
+        spec = (type(encoder), encoder.config, {k: v.detach().clone() for k, v in encoder.state_dict().items()})
+        shipped = [{**{k: v for k, v in t.items() if k != "encoder"}, "encoder_spec": spec} for t in tasks]
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            return list(pool.map(_seed_row_in_worker, shipped))
+    except Exception as exc:  # noqa: BLE001 - any failure to start or feed the workers: train in this process
+        warnings.warn(f"could not train the seeds in {workers} processes ({exc!r}); training them one by one",
+                      RuntimeWarning, stacklevel=3)
+        return None
+
+
+def config_dict(cfg: TrainConfig) -> dict:
+    """A :class:`TrainConfig` as a plain dict (for cache keys and provenance)."""
+    return asdict(cfg)
+
+
+# ---- cached runs ---------------------------------------------------------------------------------
+
+#: bump when a change to this module changes what a run computes (invalidates cached runs)
+CODE_VERSION = "arct_model-2"
+
+
+def run_seeds_cached(
+    loaded: Any,
+    train: Sequence[ArctItem],
+    dev: Sequence[ArctItem],
+    tests: Mapping[str, Sequence[ArctItem]],
+    *,
+    inputs: str = "full",
+    seeds: Sequence[int] = (0,),
+    cfg: TrainConfig = TrainConfig(),
+    max_length: int = 80,
+    use_cache: bool = True,
+    progress: bool = False,
+    memo: dict | None = None,
+    workers: int = 1,
+):
+    """:func:`run_seeds`, cached on disk (key: the model's ``key``, the data, the settings, :data:`CODE_VERSION`; not
+    ``workers``, which does not change the runs)."""
+    columns = (["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds"]
+               + [f"{k}_accuracy" for k in tests])
+    parts = {
+        "code": CODE_VERSION, "model": loaded.key, "inputs": inputs, "seeds": [int(s) for s in seeds],
+        "cfg": config_dict(cfg), "max_length": int(max_length), "columns": columns,
+        "data": cache.digest(train, dev, tests),
+        "torch": torch.__version__,
+    }
+    return cache.cached_frame(
+        "arct_bert_runs", parts,
+        lambda: run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
+                          progress=progress, memo=memo, workers=workers)[columns],
+        enabled=use_cache,
+    )
+
+
+def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of a chapter's parameters (``trainable_layers="all"`` → full fine-tuning).
+
+    ``overrides`` replace single fields, e.g. ``epochs=P.adversarial_epochs``.
+    """
+    k = P["trainable_layers"]
+    fields = dict(
+        epochs=int(P["epochs"]), lr=float(P["lr"]), batch_size=int(P["batch_size"]), warmup=float(P["warmup"]),
+        weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
+        trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
+        train_threads=int(P.get("train_threads") or 0), bf16=bool(P.get("bf16", False)),
+        group_by_length=bool(P.get("group_by_length", False)),
+    )
+    fields.update(overrides)
+    return TrainConfig(**fields)
