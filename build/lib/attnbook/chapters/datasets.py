@@ -57,10 +57,11 @@ def missing_datasets(chapter: str, dest: Path | str | None = None) -> list[str]:
             if any(not e.target(root).is_file() for e in manifest.entries([name]))]
 
 
-def ensure_data(chapter: str, dest: Path | str | None = None, base_url: str | None = None) -> list[str]:
+def ensure_data(chapter: str, dest: Path | str | None = None, base_url: str | None = None) -> None:
     """Fetch the datasets of ``chapter`` that are not complete in ``dest`` (default: the data directory) from their
-    upstream sources, or from ``base_url`` / ``$ATTNBOOK_DATA_MIRROR``; returns the datasets fetched (none: nothing
-    printed, nothing written). A failed download raises :class:`attnbook.data.fetch.FetchError` naming the files."""
+    upstream sources, or from ``base_url`` / ``$ATTNBOOK_DATA_MIRROR``, saying which; with every file present it
+    prints nothing, writes nothing and returns nothing (the set-up cell's last line shows no value). A failed
+    download raises :class:`attnbook.data.fetch.FetchError` naming the files."""
     import os
 
     from attnbook.core.paths import data_dir
@@ -71,4 +72,3 @@ def ensure_data(chapter: str, dest: Path | str | None = None, base_url: str | No
         root = Path(dest) if dest is not None else data_dir()
         print(f"{chapter} reads {', '.join(todo)}: not complete in {root}, fetching")
         fetch(todo, root, base_url or os.environ.get("ATTNBOOK_DATA_MIRROR") or None)
-    return todo
