@@ -104,8 +104,8 @@ class Within(Rule):
     @property
     def words(self) -> str:
         rel = " of the paper's value" if self.relative else (f" {self.unit}" if self.unit else "")
-        a = f"{self.agree:.0%}" if self.relative else f"{self.agree:g}"
-        p = f"{self.partly:.0%}" if self.relative else f"{self.partly:g}"
+        a = f"{self.agree:.0%}" if self.relative else f"{self.agree:.4g}"
+        p = f"{self.partly:.0%}" if self.relative else f"{self.partly:.4g}"
         return f"within {a}{rel} agrees, within {p} partly (95% interval decides)"
 
 
@@ -137,8 +137,8 @@ class Beyond(Rule):
     @property
     def words(self) -> str:
         side = "above" if self.above else "below"
-        extra = f"; beyond {self.strong:g} to agree fully" if self.strong is not None else ""
-        return f"{self.what or 'value'} {side} {self.threshold:g}: the 95% interval must lie {side} it{extra}"
+        extra = f"; beyond {self.strong:.4g} to agree fully" if self.strong is not None else ""
+        return f"{self.what or 'value'} {side} {self.threshold:.4g}: the 95% interval must lie {side} it{extra}"
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ class NoEffect(Rule):
 
     @property
     def words(self) -> str:
-        return f"no effect: the 95% interval must exclude ±{self.effect:g}"
+        return f"no effect: the 95% interval must exclude ±{self.effect:.4g}"
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class Margin(Rule):
 
     @property
     def words(self) -> str:
-        return f"same sign and size class (>= {self.big:g} or less) agrees, same sign partly; 95% interval decides"
+        return f"same sign and size class (>= {self.big:.4g} or less) agrees, same sign partly; 95% interval decides"
 
 
 @dataclass(frozen=True)

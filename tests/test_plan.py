@@ -54,7 +54,7 @@ def test_a_model_with_its_own_mlm_head_is_not_fitted():
 
 
 def test_plan_table_and_accuracy(monkeypatch):
-    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5, model_name="embedded": {**RATES, "startup": 2.0})
+    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5, model_name="embedded", profile="quick": {**RATES, "startup": 2.0})
     plan = P.make_plan("smoke", chapters=["01_clark_surface_patterns", "08_head_atlas"])
     per = plan.chapter_seconds()
     assert per["08_head_atlas"] == pytest.approx(2.0)  # reads the caches: start-up only
@@ -84,3 +84,12 @@ def test_probe_training_counts_the_padded_word_pairs():
     assert len(probe) == 1 and probe[0].amount > 0
     more = P.chapter_work("02_clark_probing", {**p, "probe_epochs": 2 * p["probe_epochs"]}, MINILM)
     assert [w.amount for w in more if w.kind == "probe"][0] == pytest.approx(2 * probe[0].amount)
+
+
+def test_start_up_runs_a_chapters_opening_cells():
+    """The start-up measurement executes what every chapter does before its own work: chapter 1's cells up to its
+    first code cell after the parameters (imports, parameters resolved, model loaded)."""
+    nb = P.startup_notebook("quick")
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    assert any("parameters" in t for t in tags) and nb.cells[-1].cell_type == "code"
+    assert "chapter.setup(" in nb.cells[-1].source and "load_encoder" in nb.cells[-1].source

@@ -64,3 +64,11 @@ def test_cases_with_undecided_cases():
     assert verdict.judge(c, "all", Estimate(2, None, 4, n=4)) == "inconclusive"
     assert verdict.judge(c, "all", Estimate(0, None, 1, n=4)) == "disagrees"
     assert verdict.judge(c, "all", Estimate(4, None, 4, n=4)) == "agrees"
+
+
+def test_rule_words_show_thresholds_rounded_for_reading():
+    """Issue 21: a threshold computed as a fraction (0.91 / 3) read "0.303333" in chapter 4's table."""
+    from attnbook.verdict import Beyond
+
+    words = Beyond(0.91 / 3, above=True, what="Vertical share").words
+    assert "0.3033" in words and "0.303333" not in words

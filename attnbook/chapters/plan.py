@@ -47,7 +47,7 @@ GUM_DOCS = 30
 #: what the estimate does not count (said with every plan)
 LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, XML and data parsing, tokenizing, chapter 7's "
             "word models, chart rendering, and a shared machine's contention; each chapter gets a fixed start-up "
-            "cost measured on the spot (papermill executing a notebook that imports the book's study modules)")
+            "cost measured on the spot (papermill executing chapter 1's opening cells: imports, parameters, model)")
 
 KINDS = ("forward", "train", "train_bf16", "train_bf16_1", "train_1", "backprop", "vocab", "pairs", "probe", "probe_step", "startup")
 
@@ -384,7 +384,8 @@ def _sweep_forwards(s: Shape) -> float:
 # ---------------------------------------------------------------------------------------------- rates on this machine
 
 
-def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_name: str = "embedded") -> dict[str, float]:
+def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_name: str = "embedded",
+                  profile: str = "quick") -> dict[str, float]:
     """FLOP/s of each kind of work on this machine, measured for about ``seconds`` each on a random model of
     shape ``s`` (no weights needed), and the start-up seconds of a chapter's kernel with ``model_name`` loaded."""
     import torch
@@ -458,7 +459,7 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_na
     rates["pairs"] = timed(lambda: pairwise_xlogx_sums(a), heads * (heads - 1) / 2 * 4096)
     rates["probe"], rates["probe_step"] = probe_rate(s, seconds)
     if startup:
-        rates["startup"] = kernel_startup(model_name)
+        rates["startup"] = kernel_startup(model_name, profile)
     return rates
 
 
@@ -500,7 +501,8 @@ def probe_rate(s: Shape, seconds: float = 1.5, batch: int = 32) -> tuple[float, 
     return 1.0 / per_pair, 1.0 / per_step
 
 
-#: what every chapter's first code cell imports, and the study modules behind them (the start-up measurement's)
+#: what every chapter's first code cell imports, and the study modules behind them (the start-up measurement's
+#: fallback when no chapter notebook is at hand)
 STARTUP_IMPORTS = ("import altair, numpy, pandas, torch, transformers\n"
                    "from IPython.display import Markdown, display\n"
                    "import attnbook.chapters.chapter, attnbook.chapters.results, attnbook.charts\n"
@@ -508,17 +510,43 @@ STARTUP_IMPORTS = ("import altair, numpy, pandas, torch, transformers\n"
                    "import attnbook.studies.niven_kao.paper, attnbook.atlas.cards\n"
                    "Markdown('ready')")
 
+#: the chapter whose opening cells the start-up measurement executes
+STARTUP_CHAPTER = "01_clark_surface_patterns"
+
 
 def _load_cell(model: str) -> str:
     return ("from attnbook.engine.models import load_encoder\n"
             f"try:\n    load_encoder({model!r})\nexcept Exception:\n    pass  # not downloaded: counted without it")
 
 
-def kernel_startup(model: str = "embedded") -> float:
+def startup_notebook(profile: str = "quick", model: str | None = None):
+    """The notebook the start-up measurement executes: chapter 1's opening cells (title, set-up, parameters and the
+    first code cell, which imports the book's modules, resolves the parameters and loads the model as every chapter
+    does), or, without the chapter notebooks (an installed package), :data:`STARTUP_IMPORTS` and a model load."""
+    import nbformat
+
+    from attnbook.chapters.runner import notebooks_dir
+
+    path = notebooks_dir() / f"{STARTUP_CHAPTER}.ipynb"
+    if path.exists():
+        nb = nbformat.read(str(path), as_version=4)
+        tags = [c.metadata.get("tags", []) for c in nb.cells]
+        first = next(i for i, t in enumerate(tags) if "parameters" in t) + 1
+        first = next(i for i in range(first, len(nb.cells)) if nb.cells[i].cell_type == "code")
+        nb.cells = nb.cells[: first + 1]
+        return nb
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('profile = "quick"\nmodel = None', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(STARTUP_IMPORTS),
+                nbformat.v4.new_code_cell(_load_cell(model or "embedded"))]
+    return nb
+
+
+def kernel_startup(model: str = "embedded", profile: str = "quick") -> float:
     """Seconds a chapter costs before its own work (its fixed cost), measured once: papermill executing, as the
-    book does, a notebook that takes its parameters, imports :data:`STARTUP_IMPORTS` and loads ``model`` with its
-    attention maps (every chapter does all three), in a fresh kernel, and writing it; a subprocess doing the same
-    when no kernel can start. A model that cannot be loaded here (a paper model not downloaded yet) is left out."""
+    book does, :func:`startup_notebook` (imports, parameters resolved, ``model`` loaded) in a fresh kernel and
+    writing it; a subprocess doing the imports and the model load when no kernel can start. A model that cannot be loaded here (a
+    paper model not downloaded yet) is left out."""
     import tempfile
 
     start = time.perf_counter()
@@ -526,16 +554,15 @@ def kernel_startup(model: str = "embedded") -> float:
         import nbformat
         import papermill as pm
 
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell('profile = "quick"', metadata={"tags": ["parameters"]}),
-                    nbformat.v4.new_code_cell(STARTUP_IMPORTS), nbformat.v4.new_code_cell(_load_cell(model))]
+        nb = startup_notebook(profile, model)
         with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "startup.ipynb"
+            src, out = Path(tmp) / "startup.ipynb", Path(tmp) / "out.ipynb"
             nbformat.write(nb, str(src))
             start = time.perf_counter()
-            pm.execute_notebook(str(src), str(Path(tmp) / "out.ipynb"), parameters={"profile": "quick"},
-                                progress_bar=False, kernel_name="python3", language="python", log_output=False)
-    except Exception:  # noqa: BLE001 - no kernel here: the imports alone
+            params = {"profile": profile, **({"model": model} if model and model != "embedded" else {})}
+            pm.execute_notebook(str(src), str(out), parameters=params, progress_bar=False, kernel_name="python3",
+                                language="python", log_output=False, cwd=tmp)
+    except Exception:  # noqa: BLE001 - no kernel here (or the model is not downloaded): imports and a model load
         start = time.perf_counter()
         code = STARTUP_IMPORTS.replace("\nMarkdown('ready')", "") + "\n" + _load_cell(model)
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
@@ -556,7 +583,7 @@ def make_plan(profile: str, *, model: str | None = None, chapters: list[str] | N
               for c in chapters}
     name = model or next(iter(params.values()))["model"]
     shape = model_shape(name)
-    rates = measure_rates(shape, seconds=seconds, model_name=name)
+    rates = measure_rates(shape, seconds=seconds, model_name=name, profile=profile)
     plan = Plan(profile, name, shape, {k: v for k, v in rates.items() if k != "startup"})
     trained: set = set()
     for c in chapters:
