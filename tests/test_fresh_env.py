@@ -51,6 +51,16 @@ def _fresh_venv(path: Path) -> Path:
     return path / "bin" / "python"
 
 
+def _source_copy(dest: Path) -> Path:
+    """The package's source (what pip builds from) copied out of the checkout, so the build's ``build/`` and
+    ``*.egg-info`` folders land there and not in the working tree."""
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(ROOT / "attnbook", dest / "attnbook", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
 @pytest.mark.integration
 def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment(tmp_path):
     shared = Path(os.environ["ATTNBOOK_DATA"])
@@ -63,7 +73,7 @@ def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNBOOK_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(ATTNBOOK_DATA=str(data), ATTNBOOK_CACHE=str(tmp_path / "cache"), ATTNBOOK_HOME=str(work),
-               ATTNBOOK_RESULTS=str(work / "results"), ATTNBOOK_SOURCE=str(ROOT),
+               ATTNBOOK_RESULTS=str(work / "results"), ATTNBOOK_SOURCE=str(_source_copy(tmp_path / "src")),
                ATTNBOOK_DATA_MIRROR=str(_mirror(tmp_path / "mirror", CHAPTER_DATASETS[CHAPTER], shared)),
                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PIP_DISABLE_PIP_VERSION_CHECK="1",
                PIP_NO_BUILD_ISOLATION="0",  # build with the linked setuptools (2 s) instead of fetching one (10 s)
@@ -85,6 +95,7 @@ def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment
     assert f"{CHAPTER} reads wiki" in said
     results = json.loads((work / "results" / f"{CHAPTER}.json").read_text())
     assert results["profile"] == "smoke" and results["comparisons"]
+    assert not (ROOT / "build").exists()  # nothing of the install was written into the checkout
 
 
 def test_every_chapter_has_its_set_up_cell_before_its_parameters():
