@@ -145,3 +145,84 @@ def benchmark_throughput(
         "bert_base_random": bert_base,
         "bert_base_slowdown": embedded["examples_per_s"] / bert_base["examples_per_s"],
     }
+
+
+# ---- this round's speed-ups, each against the code it replaced -----------------------------------
+def ranks_loop(x: np.ndarray) -> np.ndarray:
+    """The tie-averaged ranks as :func:`attnbook.stats.average_ranks` computed them before (a Python loop over
+    the tie groups): the reference the vectorised version is timed against."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    ranks = np.empty(x.size, dtype=np.float64)
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    ends = np.r_[starts[1:], x.size]
+    for s, e in zip(starts, ends):
+        ranks[order[s:e]] = (s + 1 + e) / 2.0
+    return ranks
+
+
+def benchmark_ranks(n: int = 1500, calls: int = 200, seed: int = 0) -> dict:
+    """Vectorised vs looped tie ranks on bootstrap resamples of ``n`` continuous scores (a regression model's
+    STS-B predictions): a resample repeats about a third of its draws, so it has hundreds of tie groups; same
+    ranks."""
+    from attnbook.stats import average_ranks
+
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(2.5, 1.2, n)
+    samples = [scores[rng.integers(0, n, n)] for _ in range(calls)]
+    assert all(np.array_equal(average_ranks(s), ranks_loop(s)) for s in samples[:5])
+
+    def run(fn):
+        return lambda: [fn(s) for s in samples]
+
+    return {"n": n, "calls": calls, "fn_new": run(average_ranks), "fn_old": run(ranks_loop)}
+
+
+def benchmark_checkpoint_load(folder, key: str) -> dict:
+    """Loading a stored classifier without the throw-away initialisation vs with it (the stored weights replace
+    every parameter either way); the two models' logits are compared."""
+    import contextlib
+
+    from attnbook.engine import checkpoints
+
+    def with_init():
+        original = checkpoints._no_init
+        checkpoints._no_init = contextlib.nullcontext
+        try:
+            return checkpoints.load_checkpoint(key, folder)[0]
+        finally:
+            checkpoints._no_init = original
+
+    a, b = checkpoints.load_checkpoint(key, folder)[0], with_init()
+    ids = torch.randint(1000, 3000, (2, 12))
+    with torch.no_grad():
+        same = bool(torch.equal(a(input_ids=ids).logits, b(input_ids=ids).logits))
+    return {"same_logits": same, "fn_new": lambda: checkpoints.load_checkpoint(key, folder), "fn_old": with_init}
+
+
+def benchmark_arct_grouping(loaded: LoadedModel, n_items: int = 200) -> dict:
+    """One epoch of chapter 7's whole-encoder training (quick recipe: batch 8, bf16, one thread) on ``n_items``
+    ARCT training items, batches grouped by length vs random; and the share of padding in each."""
+    from attnbook.data.arct import load_arct
+    from attnbook.studies.niven_kao import bert
+
+    items = load_arct("train")[:n_items]
+    enc = bert.encode_pairs(loaded.tokenizer, items, "full", 64)
+    lengths = bert.item_lengths(enc)
+
+    def run(group: bool):
+        cfg = bert.TrainConfig(epochs=1, lr=5e-5, batch_size=8, train_threads=1, bf16=True, group_by_length=group,
+                               select_on_dev=False)
+        return lambda: bert.train_pairwise(copy.deepcopy(loaded.model), enc, None, cfg, 0, pad_id=0)
+
+    def padded(group: bool) -> float:
+        if group:
+            batches = finetune.training_batches(lengths, 8, -(-len(lengths) // 8), 0, True)
+        else:
+            order = np.random.default_rng(0).permutation(len(lengths))
+            batches = [order[i : i + 8] for i in range(0, len(order), 8)]
+        return 1 - lengths.sum() / sum(len(b) * lengths[b].max() for b in batches)
+
+    return {"items": n_items, "padding_random": round(float(padded(False)), 3),
+            "padding_grouped": round(float(padded(True)), 3), "fn_new": run(True), "fn_old": run(False)}

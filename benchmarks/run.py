@@ -264,6 +264,27 @@ def bench_training() -> dict:
     return benchmark_throughput()
 
 
+def bench_speedups(loaded) -> dict:
+    """This round's speed-ups, each timed against the code it replaced, alternately in one run (best of 3)."""
+    import tempfile
+
+    from measures import benchmark_arct_grouping, benchmark_checkpoint_load, benchmark_ranks
+
+    from attnbook.engine.checkpoints import save_checkpoint
+    from attnbook.engine.finetune import base_encoder, build_classifier
+
+    def timed(parts: dict, repeats: int = 3) -> dict:
+        new, old = interleaved_best(parts.pop("fn_new"), parts.pop("fn_old"), repeats)
+        return {**parts, "new_s": round(new, 4), "old_s": round(old, 4), "speedup": round(old / new, 2)}
+
+    out = {"ranks": timed(benchmark_ranks()), "arct_grouping": timed(benchmark_arct_grouping(loaded), 2)}
+    with tempfile.TemporaryDirectory() as tmp:
+        save_checkpoint(build_classifier(base_encoder("embedded"), "SST-2", "pretrained_ft", 0), "bench", {},
+                        root=Path(tmp))
+        out["checkpoint_load"] = timed(benchmark_checkpoint_load(Path(tmp), "bench"), 5)
+    return out
+
+
 def bench_plan() -> dict:
     """``attnbook plan``'s estimates (quick and paper) with the rates it measured here, for the comparison with the
     measured book times in the table."""
@@ -333,6 +354,16 @@ def table(report: dict) -> str:
     if bs:
         rows.append(("extraction throughput by batch size (segments/s)",
                      ", ".join(f"{k}: {v}" for k, v in bs.get("segments_per_s_by_batch_size", {}).items()), "(choice)"))
+    sp = report.get("speedups", {})
+    labels = {"ranks": "tie-averaged ranks (STS-B bootstraps): vectorised vs the loop it replaced",
+              "arct_grouping": "chapter 7 training epoch: length-grouped vs random batches",
+              "checkpoint_load": "loading a stored classifier: without vs with the throw-away initialisation"}
+    for key, label in labels.items():
+        m = sp.get(key)
+        if isinstance(m, dict) and "speedup" in m:
+            extra = (f", padding {m['padding_random']:.0%} -> {m['padding_grouped']:.0%}" if "padding_grouped" in m
+                     else ", same logits" if m.get("same_logits") else "")
+            rows.append((label, f"{m['speedup']:.2f}x ({m['old_s']} -> {m['new_s']} s){extra}", "(speed-up)"))
     times = report.get("book_times", {})
     plan = report.get("plan", {})
     for profile, t in times.items():
@@ -396,6 +427,8 @@ def main() -> int:
         report["importance"] = bench_optional("importance", bench_importance)
     if want("training"):
         report["training"] = bench_optional("training", bench_training)
+    if want("speedups"):
+        report["speedups"] = bench_optional("speedups", lambda: bench_speedups(loaded))
     if want("plan"):
         report["plan"] = bench_optional("plan", bench_plan)
     report["book_times"] = book_times(previous_book_times())

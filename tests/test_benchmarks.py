@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import numpy as np
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,3 +68,26 @@ def test_training_throughput_returns_numbers(tokenizer):
     base = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2), tokenizer, "tiny")
     r2 = measures.training_throughput(base, n_steps=1, batch_size=2, seq_len=8)
     assert r2["model"] == "tiny" and r2["seconds"] > 0
+
+
+def test_speedup_rows_and_their_references(tmp_path):
+    """`make bench` times this round's speed-ups against the code they replaced; the references compute the same
+    thing (ranks equal, logits equal) and the report renders one row each."""
+    from attnbook.engine.checkpoints import save_checkpoint
+    from attnbook.engine.finetune import base_encoder, build_classifier
+    from attnbook.stats import average_ranks
+
+    measures = load_measures()
+    x = np.array([3.0, 1.0, 3.0, 2.0, 1.0])
+    assert np.array_equal(measures.ranks_loop(x), average_ranks(x))
+    ranks = measures.benchmark_ranks(n=50, calls=3)
+    assert ranks["n"] == 50 and callable(ranks["fn_new"]) and callable(ranks["fn_old"])
+    save_checkpoint(build_classifier(base_encoder("embedded"), "SST-2", "pretrained_ft", 0), "b", {}, root=tmp_path)
+    load = measures.benchmark_checkpoint_load(tmp_path, "b")
+    assert load["same_logits"] is True
+    md = load_runner().table({"speedups": {
+        "ranks": {"speedup": 20.0, "old_s": 0.2, "new_s": 0.01},
+        "arct_grouping": {"speedup": 1.3, "old_s": 13.0, "new_s": 10.0, "padding_random": 0.29,
+                          "padding_grouped": 0.05},
+        "checkpoint_load": {"speedup": 6.0, "old_s": 0.3, "new_s": 0.05, "same_logits": True}}})
+    assert "20.00x" in md and "padding 29% -> 5%" in md and "same logits" in md

@@ -76,8 +76,8 @@ def test_paper_plan_needs_no_weights(tmp_path, monkeypatch):
 def test_probe_training_counts_the_padded_word_pairs():
     """Chapter 2's plan counts the §5 probes' own training (it was left out, and chapter 2 ran 1.7x its estimate):
     length-sorted batches, each padded to its longest sentence, so the cost follows size x width^2."""
-    steps, pairs = P.probe_batches(100, 32)
-    assert steps == 4 and pairs > 0
+    steps, pairs, measured = P.probe_batches(100, 32)
+    assert steps == 4 and pairs > 0 and measured
     p = chapter_params("02_clark_probing", "quick")
     work = P.chapter_work("02_clark_probing", p, MINILM)
     probe = [w for w in work if w.kind == "probe"]
@@ -93,3 +93,11 @@ def test_start_up_runs_a_chapters_opening_cells():
     tags = [c.metadata.get("tags", []) for c in nb.cells]
     assert any("parameters" in t for t in tags) and nb.cells[-1].cell_type == "code"
     assert "chapter.setup(" in nb.cells[-1].source and "load_encoder" in nb.cells[-1].source
+
+
+def test_probe_lengths_without_the_ud_file_are_an_assumption_the_plan_says(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_DATA", str(tmp_path))
+    steps, pairs, measured = P.probe_batches(64, 32)
+    assert (steps, pairs, measured) == (2, 64 * 15 ** 2, False)
+    work = P.chapter_work("02_clark_probing", chapter_params("02_clark_probing", "quick"), MINILM)
+    assert any("UD lengths assumed" in w.what for w in work if w.kind == "probe")

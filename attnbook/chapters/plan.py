@@ -213,19 +213,21 @@ def _finetune_work(chapter: str, s: Shape, recipe: Mapping[str, Any], tasks, see
     return out
 
 
-def probe_batches(n_sentences: int, batch_size: int) -> tuple[int, float]:
-    """``(batches, word pairs)`` of the §5 probes' training data: the first ``n_sentences`` UD EWT training
-    sentences in length-sorted batches (:func:`attnbook.studies.clark.probe_data.make_probe_batches`), each
-    padded to its longest sentence, so a batch costs its size x width^2 word pairs. Read from the local file (a
-    fraction of a second); without it, every sentence counts as UD EWT's mean of 15 words."""
-    try:
-        from attnbook.data.conllu import load_ud
+def probe_batches(n_sentences: int, batch_size: int) -> tuple[int, float, bool]:
+    """``(batches, word pairs, measured)`` of the §5 probes' training data: the first ``n_sentences`` UD EWT
+    training sentences in length-sorted batches (:func:`attnbook.studies.clark.probe_data.make_probe_batches`),
+    each padded to its longest sentence, so a batch costs its size x width^2 word pairs. Read from the local file
+    (a fraction of a second, ``measured``); without it, every sentence counts as UD EWT's mean of 15 words (an
+    assumption the plan's line says)."""
+    from attnbook.core.errors import MissingDataError
+    from attnbook.data.conllu import load_ud
 
-        words = sorted(len(sent.words) for sent in load_ud("train", n_sentences))
-    except Exception:  # noqa: BLE001 - no UD file here: the mean length
-        words = [15] * n_sentences
+    try:
+        words, measured = sorted(len(sent.words) for sent in load_ud("train", n_sentences)), True
+    except (MissingDataError, OSError):
+        words, measured = [15] * n_sentences, False
     batches = [words[i : i + batch_size] for i in range(0, len(words), batch_size)]
-    return len(batches), float(sum(len(b) * max(b) ** 2 for b in batches if b))
+    return len(batches), float(sum(len(b) * max(b) ** 2 for b in batches if b)), measured
 
 
 def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[str, Any] | None = None,
@@ -266,10 +268,13 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
                  s.forward_flops(ud, n * models)))
         # the probes' own training (§5): Clark's attention-and-words probe (once per model) dominates; the
         # attention-only probe and the distance + words MLP together cost about a quarter of one (chapter 2's
-        # profile on this machine: 27.6 s for the four probes, 22 s of it the two attention-and-words probes)
-        steps, pairs = probe_batches(min(p["probe_train_sentences"], UD_SIZES["train"]), p["probe_batch_size"])
+        # profile on this machine, under cProfile: 27.6 s for the four probes, 22 s of it the two
+        # attention-and-words probes)
+        steps, pairs, measured = probe_batches(min(p["probe_train_sentences"], UD_SIZES["train"]),
+                                               p["probe_batch_size"])
         runs = p["probe_epochs"] * (models + 0.25)
-        add(Work(chapter, f"training the §5 probes ({p['probe_epochs']} epochs, {steps} batches)", "probe",
+        lengths = "" if measured else ", UD lengths assumed: no local file"
+        add(Work(chapter, f"training the §5 probes ({p['probe_epochs']} epochs, {steps} batches{lengths})", "probe",
                  runs * pairs))
         add(Work(chapter, "the probes' updates", "probe_step", runs * steps))
     elif chapter.startswith("03"):

@@ -139,7 +139,7 @@ def read_complete(folder: Path) -> dict | None:
 def _no_init():
     """A context that skips the random initialisation of a model about to receive stored weights (the
     ``load_state_dict(strict=True)`` after it replaces every parameter and persistent buffer, so the model is
-    the same either way): 0.04 instead of ~0.3 s per classifier, and chapters 5, 6 and 8 load dozens."""
+    the same either way): about 3x faster per classifier (``make bench``), and chapters 5, 6 and 8 load dozens."""
     import contextlib
 
     try:

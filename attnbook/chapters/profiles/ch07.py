@@ -15,9 +15,8 @@
 * ``bf16``: training passes under bfloat16 autocast (evaluation in float32).
 * ``group_by_length``: training batches hold items of similar length (each epoch's shuffle cut into chunks of 50
   batches, each sorted by length, the batches then shuffled: the GLUE chapters' grouping), so less of each batch is
-  padding. The paper profile keeps the authors' random batches. Measured on 400 training items, one thread, bf16:
-  one epoch of the full input took 15.5 instead of 20.3 s, the W probe 8.9 instead of 11.0 s (29% and 38% of a
-  random batch's tokens were padding).
+  padding. The paper profile keeps the authors' random batches. ``make bench`` times one epoch of 200 training
+  items both ways (quick recipe, one thread) and reports the ratio and the padding shares (benchmarks/README.md).
 * ``seed_workers``: processes that train the seeds of one experiment side by side (1: one after the other).
 * ``train_threads``: torch threads during the training steps (0: leave the chapter's setting). On two shared
   cores one thread per run trained faster than two.
