@@ -171,6 +171,23 @@ def test_digest_names_content():
         digest(object())
 
 
+def test_digest_of_words_is_the_element_by_element_digest():
+    """The one-update path for lists of strings feeds exactly the bytes of the element-by-element path (so cache
+    keys did not change), and a list mixing strings with anything else still goes element by element."""
+    import hashlib
+
+    from attnbook.core.cache import _feed, digest
+
+    words = ["The", "cat", "'s", 'say "hi"', "naïve", "", "\n"]
+    h = hashlib.sha256()
+    h.update(b"l%d:" % len(words))
+    for w in words:
+        _feed(h, w)
+    assert digest(words) == h.hexdigest()[:24]
+    assert digest(["a", "b"]) != digest(["ab"]) != digest(["a", 1]) and digest(["a", 1]) != digest(["a", "1"])
+    assert digest(["a", "b"]) == "4831b63297b3dd74c2f8bc94"  # before the fast path
+
+
 def test_digest_of_inputs_ignores_what_the_model_does_not_see():
     from dataclasses import replace
 

@@ -15,6 +15,7 @@ from attnbook.data.glue_metrics import (
     constant_baselines,
     glue_metrics,
     predictions_from_logits,
+    table1_scores,
     task_score,
 )
 
@@ -108,3 +109,34 @@ def test_constant_baselines_reproduce_table1_cells():
     rte = np.array([0] * 146 + [1] * 131)
     assert constant_baselines("RTE", rte)["entailment"] == pytest.approx(52.7, abs=0.05)
     assert constant_baselines("STS-B", np.array([1.0, 2.0])) == {}
+
+
+@pytest.mark.parametrize("task", ["SST-2", "MRPC", "STS-B", "RTE"])
+def test_table1_scores_of_many_resamples_are_each_resamples_task_score(task):
+    """The vectorised bootstrap score equals task_score(glue_metrics(...)) row by row, degenerate rows included
+    (no positive predicted: F1 0; a constant row: Pearson undefined)."""
+    from attnbook.data.glue import task_spec
+    from attnbook.stats import bootstrap_indices
+
+    rng = np.random.default_rng(3)
+    n = 40
+    if task_spec(task).is_regression:
+        labels, pred = rng.uniform(0, 5, n), rng.uniform(0, 5, n)
+        pred[:5] = labels[:5]
+    else:
+        labels, pred = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    idx = next(iter(bootstrap_indices(n, 300, seed=1)))
+    P, G = pred[idx], labels[idx]
+    P[0] = 0 if not task_spec(task).is_regression else 1.5  # nothing positive / a constant prediction
+    got = table1_scores(task, P, G)
+    want = []
+    for p_row, g_row in zip(P, G):
+        m = glue_metrics(task, p_row, g_row)
+        want.append(task_score(task, m) if not np.isnan(list(m.values())[0]) else np.nan)
+    np.testing.assert_allclose(got, np.asarray(want, dtype=float), rtol=1e-12, atol=1e-9, equal_nan=True)
+    if task == "STS-B":
+        assert np.isnan(got[0])
+    if task == "MRPC":
+        assert got[0] == 0.0
+    with pytest.raises(ParameterError):
+        table1_scores(task, P[:, :3], G)

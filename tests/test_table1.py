@@ -82,3 +82,26 @@ def test_table1_trains_each_seed_once_for_every_chapter(env, base, monkeypatch):
     for seed in (0, 1):
         classifier(base, "SST-2", recipe, seed)
     assert sorted(trained) == [0, 1], "chapter 5 retrained a classifier Table 1 had trained"
+
+
+def test_a_classifiers_table1_verdict_reads_back_from_the_cache(env, base, monkeypatch):  # noqa: F811
+    """What the head atlas reads of chapter 4 (whether each analysed classifier learned its task) is Table 1's own
+    verdict: the same cached dev outputs (no classifier is run again) judged by the same rule."""
+    import attnbook.engine.finetune as finetune
+    from attnbook.engine.finetune import get_finetuned
+    from attnbook.studies.kovaleva import table1 as t1
+
+    recipe, caps = {**SMALL, "epochs": 1}, {"default": 12}
+    df = table1(base, ["SST-2", "STS-B"], recipe, seeds=(0, 1), inits=["pretrained_ft"], dev_caps=caps, progress=False)
+
+    def no_forward(*a, **k):
+        raise AssertionError("a classifier ran again: Table 1's dev outputs were not read back")
+
+    monkeypatch.setattr(finetune, "predict_logits", no_forward)
+    for task in ("SST-2", "STS-B"):
+        row = df[(df.task == task) & (df.init == "pretrained_ft")].iloc[0]
+        for seed in (0, 1):
+            clf, _ = get_finetuned(base, task, "pretrained_ft", recipe, seed, evaluate_dev=False)
+            out = t1.seed_outputs(clf, task, recipe, caps)
+            assert len(out["labels"]) == 12 == row["n_dev"]
+            assert t1.seed_learned_reason(task, out, n_resamples=t1.N_RESAMPLES) == row["learned"][seed]

@@ -132,14 +132,16 @@ def clark_coref(loaded, p: Mapping[str, Any], use_cache: bool) -> tuple[dict, li
             list(gum.split_files(p["coref_split"], p["coref_max_docs"])))
 
 
-def clark_clusters(loaded, p: Mapping[str, Any], use_cache: bool) -> dict:
-    """Chapter 3's distances, clusters and behaviours (Clark §6), from chapter 3's own calls."""
+def clark_clusters(loaded, p: Mapping[str, Any], use_cache: bool, segments: list | None = None) -> dict:
+    """Chapter 3's distances, clusters and behaviours (Clark §6), from chapter 3's own calls. ``segments``: chapter
+    3's segments when the caller has them already (chapter 1's, drawn with the same size, length and seed)."""
     from attnbook.data.conllu import load_ud
     from attnbook.studies.clark import clusters, distances, surface, syntax
     from attnbook.studies.clark.segments import clark_segments
 
     L, H = loaded.n_layers, loaded.n_heads
-    segments = clark_segments(loaded.tokenizer, p["n_segments"], p["max_tokens"], seed=p["seed"])
+    if segments is None:
+        segments = clark_segments(loaded.tokenizer, p["n_segments"], p["max_tokens"], seed=p["seed"])
     arrays = distances.measure_head_distances(
         loaded, segments, smoothing=p["smoothing"], query_fraction=p["query_fraction"], seed=p["seed"],
         batch_size=p["batch_size"], use_cache=use_cache)
@@ -195,8 +197,8 @@ def kovaleva_patterns(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use
     over the tasks' inputs) and each fine-tuned classifier, its FrameNet heads (§4.2) and whether each task's
     classifier learned it."""
     from attnbook.data import framenet as framenet_data
-    from attnbook.studies.heads_off.effects import classifier, learned_status
-    from attnbook.studies.kovaleva import cnn, framenet, taxonomy
+    from attnbook.studies.heads_off.effects import classifier
+    from attnbook.studies.kovaleva import cnn, framenet, table1, taxonomy
     from attnbook.studies.kovaleva.inputs import dev_inputs
     from attnbook.studies.kovaleva.patterns import CLASSES
 
@@ -208,7 +210,9 @@ def kovaleva_patterns(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use
     learned: dict[str, bool] = {}
     for task in p["tasks"]:
         clf = classifier(base, task, dict(recipe), seed, use_cache=use_cache)
-        learned[task] = bool(learned_status(clf, task, dict(recipe), use_cache=use_cache)["learned"])
+        # chapter 4's verdict: Table 1's cached dev outputs of this classifier, judged by the same rule
+        outputs = table1.seed_outputs(clf, task, recipe, p["dev_caps"], use_cache=use_cache)
+        learned[task] = not table1.seed_learned_reason(task, outputs, n_resamples=p["n_resamples"])
         inputs = dev_inputs(base.tokenizer, task, p["n_examples"], seed=seed, max_tokens=p["max_tokens"],
                             use_cache=use_cache)
         ft = taxonomy.pattern_shares(clf, inputs, pattern_cnn, batch_size=p["batch_size"], use_cache=use_cache)
@@ -306,6 +310,10 @@ def michel_heads(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use_cach
 # --------------------------------------------------------------------------------------------- all of them
 
 
+def _segment_key(p: Mapping[str, Any]) -> tuple:
+    return (p["n_segments"], p["max_tokens"], p["seed"])
+
+
 def source_parameters(chapter_params, profile: str, model: str, use_cache: bool,
                       overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The resolved parameters of every chapter in :data:`SOURCE_CHAPTERS` for ``profile``, as those chapters
@@ -331,15 +339,15 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     (:func:`attnbook.chapters.profiles.glue.recipe`), called with a chapter's parameters as chapters 4-6 call it.
     """
     from attnbook.engine.finetune import base_encoder
-    from attnbook.engine.models import load_encoder
 
     p1 = chapter_params.get("01_clark_surface_patterns")
     model = next(iter(chapter_params.values()))["model"]
-    loaded = load_encoder(model)
+    loaded = base_encoder(model)  # the same handle the GLUE chapters' calls below get: the model is loaded once
     m = Measurements(loaded.n_layers, loaded.n_heads, model=loaded.name)
     notes = m.notes
+    segments: dict[tuple, list] = {}  # chapters 1 and 3 draw the same segments when their sizes and seeds agree
     if p1 is not None:
-        stats, _ = clark_surface(loaded, p1, use_cache)
+        stats, segments[_segment_key(p1)] = clark_surface(loaded, p1, use_cache)
         from attnbook.data.wiki import source_files
 
         m.data_files += list(source_files())
@@ -357,7 +365,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
         notes["syntax"] = notes["coref"] = "chapter 2 is not part of this profile"
     p3 = chapter_params.get("03_clark_clustering")
     if p3 is not None:
-        c = clark_clusters(loaded, p3, use_cache)
+        c = clark_clusters(loaded, p3, use_cache, segments.get(_segment_key(p3)))
         m.distances, m.clusters, m.behaviours = c["distances"], c["clusters"], c["behaviours"]
     else:
         notes["clusters"] = "chapter 3 is not part of this profile"

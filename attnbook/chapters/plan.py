@@ -45,11 +45,13 @@ GUM_WINDOWS_PER_DOC = 9.2  # GUM dev: 277 windows of whole sentences <= 128 piec
 GUM_DOCS = 30
 
 #: what the estimate does not count (said with every plan)
-LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, XML and data parsing, tokenizing, chapter 7's "
-            "word models, chart rendering, and a shared machine's contention; each chapter gets a fixed start-up "
-            "cost measured on the spot (papermill executing chapter 1's opening cells: imports, parameters, model)")
+LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, reading data files other than FrameNet's XML, "
+            "cache keys and cache reads, chapter 7's word models, chart rendering, and a shared machine's "
+            "contention; each chapter gets a fixed start-up cost measured on the spot (papermill executing chapter "
+            "1's opening cells: imports, parameters, model)")
 
-KINDS = ("forward", "train", "train_bf16", "train_bf16_1", "train_1", "backprop", "vocab", "pairs", "probe", "probe_step", "startup")
+KINDS = ("forward", "train", "train_bf16", "train_bf16_1", "train_1", "backprop", "vocab", "pairs", "probe", "probe_step",
+         "encode", "parse", "load", "startup")
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,9 @@ class Shape:
 @dataclass
 class Work:
     """One item of a chapter's work: ``amount`` FLOPs (logarithms for ``pairs``; for Clark's attention-and-words
-    probe, word pairs passed (``probe``) and updates (``probe_step``); seconds for ``startup``)."""
+    probe, word pairs passed (``probe``) and updates (``probe_step``); word pieces of inputs built from text
+    (``encode``); bytes of FrameNet XML (``parse``); fine-tuned checkpoints loaded (``load``); seconds for
+    ``startup``)."""
 
     chapter: str
     what: str
@@ -136,6 +140,12 @@ def _rate_text(kind: str, rate: float) -> str:
         return f"{rate / 1e6:.1f} M probe word pairs/s"
     if kind == "probe_step":
         return f"{rate:,.0f} probe updates/s"
+    if kind == "encode":
+        return f"{rate / 1e3:,.0f} k pieces encoded/s"
+    if kind == "parse":
+        return f"{rate / 1e6:.1f} MB XML/s"
+    if kind == "load":
+        return f"{rate:.1f} checkpoints loaded/s"
     return f"{rate / 1e9:.1f} GFLOP/s"
 
 
@@ -251,6 +261,8 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
             per_step = 0.15 * t * p["mlm_fit_batch"]  # masked pieces per update
             add(Work(chapter, f"fitting the MLM head (at most {p['mlm_fit_steps']} updates)", "vocab",
                      2 * 2 * s.hidden * s.vocab * per_step * p["mlm_fit_steps"]))
+        n_text = p["n_segments"] + ((p["mlm_fit_segments"] + 120) if not s.has_mlm_head and p["mlm_fit_steps"] > 0 else 0)
+        add(Work(chapter, f"encoding {n_text:,} WikiText segments", "encode", t * n_text))
         n = p["grad_segments"]
         add(Work(chapter, f"attention gradients of {n} segments", "backprop", 2 * s.forward_flops(t, n)))
         add(Work(chapter, f"MLM logits at every position of {n} segments", "vocab", 2 * 2 * s.hidden * s.vocab * t * n))
@@ -266,13 +278,16 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
         models = 2 if p.get("probe_random_init") else 1
         add(Work(chapter, f"probe maps of {n:,} sentences x {models} models (§5)", "forward",
                  s.forward_flops(ud, n * models)))
-        # the probes' own training (§5): Clark's attention-and-words probe (once per model) dominates; the
-        # attention-only probe and the distance + words MLP together cost about a quarter of one (chapter 2's
-        # profile on this machine, under cProfile: 27.6 s for the four probes, 22 s of it the two
-        # attention-and-words probes)
+        add(Work(chapter, "encoding the UD sentences and GUM windows", "encode",
+                 ud * (min(p["syntax_sentences"], UD_SIZES["dev"]) + n * models)
+                 + 0.95 * p["coref_max_tokens"] * windows))
+        # the probes' own training (§5): Clark's attention-and-words probe once per model; the attention-only
+        # probe and the distance + words MLP together cost about as much as one more (chapter 2's probes on 1,000
+        # UD sentences on a two-core laptop: 5.5 and 5.2 s for the two attention-and-words probes, 2.3 s for the
+        # attention-only probe, 2.6 s for the MLP)
         steps, pairs, measured = probe_batches(min(p["probe_train_sentences"], UD_SIZES["train"]),
                                                p["probe_batch_size"])
-        runs = p["probe_epochs"] * (models + 0.25)
+        runs = p["probe_epochs"] * (models + 0.9)
         lengths = "" if measured else ", UD lengths assumed: no local file"
         add(Work(chapter, f"training the §5 probes ({p['probe_epochs']} epochs, {steps} batches{lengths})", "probe",
                  runs * pairs))
@@ -280,6 +295,8 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
     elif chapter.startswith("03"):
         t = PIECES["wiki_fill"] * p["max_tokens"]
         add(Work(chapter, f"attention maps of {p['n_segments']:,} segments", "forward", s.forward_flops(t, p["n_segments"])))
+        add(Work(chapter, "encoding the segments and UD sentences", "encode",
+                 t * p["n_segments"] + PIECES["ud"] * min(p["syntax_sentences"], UD_SIZES["dev"])))
         heads = s.n_layers * s.n_heads
         entries = p["query_fraction"] * p["n_segments"] * t * t
         add(Work(chapter, f"Jensen-Shannon terms of {heads * (heads - 1) // 2:,} head pairs", "pairs",
@@ -302,12 +319,14 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
         for task in [t for t in p["tasks"] if _trainable(t, fetched)]:
             add(Work(chapter, f"{task}: patterns, cosines, features (6 passes x {n})", "forward",
                      s.forward_flops(min(PIECES_DEV.get(task, 40.0), p["max_tokens"]), 6 * n)))
+        W += _framenet_work(chapter)
     elif chapter.startswith("05"):
         for task in [t for t in p["tasks"] if _trainable(t, fetched)]:
             todo = [(task, "pretrained_ft", sd) for sd in p["seeds"] if (task, "pretrained_ft", sd) not in trained]
             if todo:
                 trained.update(todo)
                 W += _finetune_work(chapter, s, recipe, [task], todo, [])
+            add(Work(chapter, f"{task}: loading {len(p['seeds'])} classifiers", "load", len(p["seeds"])))
             n = _cap(p["dev_caps"], glue_size(task, "dev"), task)
             configs = _sweep_forwards(s)
             add(Work(chapter, f"{task}: single-head and layer sweeps ({len(p['seeds'])} seeds x {n})", "forward",
@@ -320,6 +339,8 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
             if _trainable(t, fetched) and todo:
                 trained.update(todo)
                 W += _finetune_work(chapter, s, recipe, [t], todo, [])
+        others = [t for t in dict.fromkeys(p["agreement_tasks"]) if t != task and _trainable(t, fetched)]
+        add(Work(chapter, f"loading {len(seeds) + len(others)} classifiers", "load", len(seeds) + len(others)))
         length = min(PIECES_DEV.get(task, 40.0), recipe["max_length"])
         n_dev = _cap(p["dev_cap"], glue_size(task, "dev"))
         n_imp = _cap(p["importance_cap"], glue_size(task, "train"))
@@ -355,9 +376,69 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
                                                             + n_eval))))
         for variant in p["adversarial"]:
             t = min(PIECES[f"arct_{variant}"] * pad, p["max_length"])
-            n_adv = _cap(p["train_cap"], ARCT_SIZES["train_adv"])
+            n_adv = 2 * _cap(p["train_cap"], ARCT_SIZES["train_adv"] // 2)  # originals and their swapped copies
             add(Work(chapter, f"adversarial {variant} ({p['n_seeds']} seeds x {p['adversarial_epochs']} epochs)", train,
                      3 * s.forward_flops(t, 2 * p["n_seeds"] * p["adversarial_epochs"] * n_adv), parallel=workers))
+            # the adversarial dev set after every epoch, then its test set whole and in its two halves
+            n_dev_adv = 2 * _cap(p["eval_cap"], ARCT_SIZES["dev_adv"] // 2)
+            n_test_adv = 2 * 2 * _cap(p["eval_cap"], ARCT_SIZES["test_adv"] // 2)
+            add(Work(chapter, f"evaluating adversarial {variant}", "forward",
+                     s.forward_flops(min(PIECES[f"arct_{variant}"], p["max_length"]),
+                                     2 * p["n_seeds"] * (p["adversarial_epochs"] * n_dev_adv + n_test_adv))))
+    elif chapter.startswith("08"):
+        W += atlas_work(chapter, p, s, fetched)
+    return W
+
+
+def _framenet_bytes() -> int:
+    """Bytes of FrameNet's full-text XML in the data directory (0 without it: the chapters then stop before)."""
+    from attnbook.core.errors import AttnbookError
+    from attnbook.data import framenet
+
+    try:
+        return sum(f.stat().st_size for f in framenet.fulltext_files())
+    except (AttnbookError, OSError):
+        return 0
+
+
+def _framenet_work(chapter: str, what: str = "parsing FrameNet's full-text XML") -> list[Work]:
+    size = _framenet_bytes()
+    return [Work(chapter, f"{what} ({size / 1e6:.0f} MB)", "parse", size)] if size else []
+
+
+def atlas_work(chapter: str, p: Mapping[str, Any], s: Shape, fetched: bool = False) -> list[Work]:
+    """What the head atlas (chapter 8) does with chapters 1-6's caches in place: it calls their functions again
+    (:func:`attnbook.atlas.sources.gather`), so it builds their inputs from text again (the cache keys are digests
+    of them), parses FrameNet's XML again, and loads every fine-tuned classifier it reads (chapter 4's analysed
+    seed per task, chapter 5's tasks x seeds, chapter 6's seeds and agreement tasks); model work is read back
+    from the caches. The parameters are the source chapters' own (``chapter_overrides`` included)."""
+    from attnbook.atlas.sources import source_parameters
+    from attnbook.chapters.params import chapter_params
+
+    sp = source_parameters(chapter_params, p["profile"], p["model"], True, p.get("chapter_overrides"))
+    p1, p2, p3, p4, p5, p6 = (sp[c] for c in sorted(sp))
+    seg = lambda q: PIECES["wiki_fill"] * q["max_tokens"] * q["n_segments"]  # noqa: E731
+    docs = p2["coref_max_docs"] or GUM_DOCS
+    windows = docs * (1 if p2["coref_first_only"] else GUM_WINDOWS_PER_DOC)
+    ud = PIECES["ud"]
+    pieces = (seg(p1) + seg(p3) + ud * min(p2["syntax_sentences"], UD_SIZES["dev"])
+              + ud * min(p3["syntax_sentences"], UD_SIZES["dev"]) + 0.95 * p2["coref_max_tokens"] * windows)
+    glue_pieces = 0.0
+    for task in [t for t in p4["tasks"] if _trainable(t, fetched)]:
+        glue_pieces += min(PIECES_DEV.get(task, 40.0), p4["max_tokens"]) * p4["n_examples"]
+    for task in [t for t in p5["tasks"] if _trainable(t, fetched)]:
+        glue_pieces += PIECES_DEV.get(task, 40.0) * _cap(p5["dev_caps"], glue_size(task, "dev"), task)
+    if _trainable(p6["task"], fetched):
+        glue_pieces += PIECES_DEV.get(p6["task"], 40.0) * (_cap(p6["dev_cap"], glue_size(p6["task"], "dev"))
+                                                            + _cap(p6["importance_cap"], glue_size(p6["task"], "train")))
+    W = [Work(chapter, "encoding chapters 1-6's inputs again (their cache keys)", "encode", pieces + glue_pieces)]
+    W += _framenet_work(chapter, "parsing FrameNet's XML again (chapter 4)")
+    n4 = len([t for t in p4["tasks"] if _trainable(t, fetched)])
+    n5 = len([t for t in p5["tasks"] if _trainable(t, fetched)]) * len(p5["seeds"])
+    others = [t for t in dict.fromkeys(p6["agreement_tasks"]) if t != p6["task"] and _trainable(t, fetched)]
+    n6 = len(p6["seeds"]) + 2 * len(others)  # learned or not, then importance scores of the learned ones
+    W.append(Work(chapter, f"loading up to {n4 + n5 + n6} fine-tuned classifiers (chapters 4-6)", "load",
+                  n4 + n5 + n6))
     return W
 
 
@@ -462,7 +543,12 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_na
     heads = s.n_layers * s.n_heads
     a = torch.rand(heads, 4096)
     rates["pairs"] = timed(lambda: pairwise_xlogx_sums(a), heads * (heads - 1) / 2 * 4096)
-    rates["probe"], rates["probe_step"] = probe_rate(s, seconds)
+    rates["probe"], rates["probe_step"] = fresh_probe_rate(s, seconds)
+    rates["encode"] = encode_rate(model_name, seconds / 2)
+    parse = parse_rate(seconds / 2)
+    if parse:
+        rates["parse"] = parse
+    rates["load"] = load_rate(s)
     if startup:
         rates["startup"] = kernel_startup(model_name, profile)
     return rates
@@ -471,8 +557,9 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_na
 def probe_rate(s: Shape, seconds: float = 1.5, batch: int = 32) -> tuple[float, float]:
     """``(word pairs/s, updates/s)`` of training Clark's attention-and-words probe (forward, backward, AdamW step)
     with every head's word maps of a model of shape ``s`` and 50-dimensional word vectors (GloVe 6B 50d, the quick
-    profile's): an update is timed at two widths (12 and 48 words) and split into a per-update cost and a cost per
-    word pair (the maps grow with the square of a sentence's length)."""
+    profile's). As in training, the batches' widths change from one update to the next (here 16, 32 and 48 words in
+    turn): repeating one width lets the allocator reuse the same blocks, up to three times faster than training is
+    (measured after the plan's other timings). The per-update rest is timed on 8-word batches."""
     import torch
 
     from attnbook.engine.train import Recipe, make_optimizer
@@ -484,26 +571,126 @@ def probe_rate(s: Shape, seconds: float = 1.5, batch: int = 32) -> tuple[float, 
     probe = AttentionWordsProbe(heads, 50)
     opt = make_optimizer(probe, Recipe(lr=1e-2, schedule="constant", fused=False))
 
-    def per_update(words: int) -> float:
-        b = ProbeBatch(alpha=torch.rand(batch, heads, words, words).half(), vectors=torch.randn(batch, words, 50),
-                       mask=torch.ones(batch, words, dtype=torch.bool), gold=torch.randint(0, words, (batch, words)))
+    def make(words: int) -> ProbeBatch:
+        return ProbeBatch(alpha=torch.rand(batch, heads, words, words).half(), vectors=torch.randn(batch, words, 50),
+                          mask=torch.ones(batch, words, dtype=torch.bool), gold=torch.randint(0, words, (batch, words)))
 
-        def step() -> None:
-            opt.zero_grad()
-            probe_loss(probe(b), b).backward()
-            opt.step()
+    def step(b: ProbeBatch) -> None:
+        opt.zero_grad()
+        probe_loss(probe(b), b).backward()
+        opt.step()
 
-        step()
+    def timed(widths: tuple[int, ...], budget: float) -> tuple[float, int]:
+        """(seconds, word pairs) of updates cycling through ``widths`` for about ``budget`` seconds."""
+        batches = [make(w) for w in widths]
+        step(batches[0])
         n, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds / 2:
-            step()
+        while n < 2 * len(widths) or time.perf_counter() - start < budget:
+            step(batches[n % len(batches)])
             n += 1
-        return (time.perf_counter() - start) / n
+        pairs = sum(batch * widths[i % len(widths)] ** 2 for i in range(n))
+        return time.perf_counter() - start, n
 
-    t_small, t_big = per_update(12), per_update(48)
-    per_pair = max((t_big - t_small) / (batch * (48 ** 2 - 12 ** 2)), 1e-12)
-    per_step = max(t_small - per_pair * batch * 12 ** 2, 1e-6)
+    widths = (16, 48, 32)
+    elapsed, n = timed(widths, 0.75 * seconds)
+    pairs = sum(batch * widths[i % len(widths)] ** 2 for i in range(n))
+    per_pair = elapsed / pairs
+    small, m = timed((8, 9), 0.25 * seconds)
+    per_step = max(small / m - per_pair * batch * 8.5 ** 2, 1e-6)
     return 1.0 / per_pair, 1.0 / per_step
+
+
+def fresh_probe_rate(s: Shape, seconds: float = 1.5) -> tuple[float, float]:
+    """:func:`probe_rate` timed in a fresh Python process. In the process that just ran the plan's other timings the
+    same updates run up to three times faster (2.7x here: 3.1 against 1.2 million word pairs/s) than chapter 2's
+    probes train, which a fresh process matches (1.2 million pairs/s timed, 1.16 million in the chapter's probes on
+    1,000 UD sentences). A process that cannot start is an error, never a silent in-process timing."""
+    import dataclasses
+    import json
+
+    code = ("import json\nfrom attnbook.chapters.plan import Shape, probe_rate\n"
+            f"print(json.dumps(probe_rate(Shape(**{dataclasses.asdict(s)!r}), {float(seconds)!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"timing the probes in a fresh process failed:\n{out.stderr[-2000:]}")
+    per_pair, per_step = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(per_pair), float(per_step)
+
+
+def encode_rate(model_name: str = "embedded", seconds: float = 0.75) -> float:
+    """Word pieces per second of building inputs from text as the chapters do (:func:`attnbook.engine.inputs.
+    encode_words`, whose pieces the cache keys digest): UD EWT dev sentences when the file is here, else sentences
+    of vocabulary words, with ``model_name``'s tokenizer (the embedded model's, the same WordPiece vocabulary as
+    bert-base-uncased, when that model is not downloaded)."""
+    from transformers import AutoTokenizer
+
+    from attnbook.core.errors import AttnbookError
+    from attnbook.engine.inputs import encode_words
+    from attnbook.engine.models import resolve_model
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(resolve_model(model_name)[1]))
+    except (AttnbookError, OSError, TypeError):
+        tokenizer = AutoTokenizer.from_pretrained(str(resolve_model("embedded")[1]))
+    try:
+        from attnbook.data.conllu import load_ud
+
+        sentences = [sent.words for sent in load_ud("dev", 400)]
+    except (AttnbookError, OSError):
+        words = sorted(w for w in tokenizer.get_vocab() if w.isalpha() and not w.startswith("##"))[:5000]
+        sentences = [words[i : i + 20] for i in range(0, len(words), 20)]
+    pieces, start = 0, time.perf_counter()
+    while True:
+        for words in sentences:
+            pieces += len(encode_words(tokenizer, words, max_tokens=128))
+        if time.perf_counter() - start >= seconds:
+            return pieces / (time.perf_counter() - start)
+
+
+def parse_rate(seconds: float = 0.75) -> float | None:
+    """Bytes per second of parsing FrameNet's full-text XML into frame instances (:func:`attnbook.data.framenet.
+    load_fulltext`), timed on the documents of the data directory in name order for about ``seconds``; ``None``
+    without FrameNet here (the plan then has no FrameNet work to time)."""
+    from attnbook.core.errors import AttnbookError
+    from attnbook.data import framenet
+
+    try:
+        files = framenet.fulltext_files()
+        lookup = framenet.frame_dir_core_types(framenet.data_path("framenet", framenet.RELEASE, "frame"))
+    except (AttnbookError, OSError):
+        return None
+    done, start = 0, time.perf_counter()
+    for f in files:  # as load_fulltext does: one lookup of the frames' core elements for every document
+        framenet.parse_fulltext(f, lookup)
+        done += f.stat().st_size
+        if time.perf_counter() - start >= seconds:
+            break
+    return done / (time.perf_counter() - start)
+
+
+def load_rate(s: Shape, repeats: int = 3) -> float:
+    """Fine-tuned classifiers loaded per second: a random classifier of shape ``s`` written with
+    :func:`attnbook.engine.checkpoints.save_checkpoint` to a temporary folder and read back ``repeats`` times with
+    :func:`~attnbook.engine.checkpoints.load_checkpoint` (checksums verified, as every load of the book does); the
+    median load."""
+    import tempfile
+
+    import numpy as np
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from attnbook.engine.checkpoints import load_checkpoint, save_checkpoint
+
+    cfg = BertConfig(vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.n_layers,
+                     num_attention_heads=s.n_heads, intermediate_size=s.ffn, num_labels=2)
+    with tempfile.TemporaryDirectory(prefix="attnbook-plan-") as tmp:
+        save_checkpoint(BertForSequenceClassification(cfg), "plan", {"what": "attnbook plan's load timing"}, root=Path(tmp))
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            if load_checkpoint("plan", root=Path(tmp)) is None:
+                raise RuntimeError("the plan's timing checkpoint did not load back")
+            times.append(time.perf_counter() - start)
+    return 1.0 / float(np.median(times))
 
 
 #: what every chapter's first code cell imports, and the study modules behind them (the start-up measurement's

@@ -79,6 +79,9 @@ def _feed(h, obj: Any) -> None:  # noqa: C901 - one branch per kind of content
             h.update(b"i")
             _feed(h, np.asarray(obj, dtype=np.int64))
             return
+        if obj and all(type(x) is str for x in obj):  # words: the bytes the loop below feeds, in one update
+            h.update(b"l%d:" % len(obj) + "".join(f"str:{x!r};" for x in obj).encode())
+            return
         h.update(b"l%d:" % len(obj))
         for x in obj:
             _feed(h, x)

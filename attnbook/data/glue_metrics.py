@@ -94,6 +94,30 @@ def task_score(task: str | TaskSpec, metrics: Mapping[str, float]) -> float:
     return 100.0 * float(metrics[name])
 
 
+def table1_scores(task: str | TaskSpec, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """:func:`task_score` of every row of ``predictions[resample, example]`` against ``labels[resample, example]``
+    at once (x 100; NaN where Pearson r is undefined): what a bootstrap of the Table 1 score needs, without a
+    Python call per resample. Each row's number is the one :func:`glue_metrics` and :func:`task_score` give it."""
+    spec = task_spec(task)
+    pred, gold = np.atleast_2d(np.asarray(predictions)), np.atleast_2d(np.asarray(labels))
+    if pred.shape != gold.shape or pred.shape[1] == 0:
+        raise ParameterError(f"predictions {pred.shape} and labels {gold.shape} must be the same, non-empty shape")
+    name = TABLE1_METRIC[spec.name]
+    if name == "accuracy":
+        return 100.0 * np.mean(pred == gold, axis=1)
+    if name == "f1":
+        tp = np.sum((pred == 1) & (gold == 1), axis=1).astype(np.float64)
+        wrong = np.sum(pred != gold, axis=1).astype(np.float64)  # false positives + false negatives
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(tp == 0, 0.0, 100.0 * 2.0 * tp / (2.0 * tp + wrong))
+    x, y = pred.astype(np.float64), gold.astype(np.float64)
+    xc, yc = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+    denom = np.sqrt(np.sum(xc * xc, axis=1) * np.sum(yc * yc, axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.clip(np.sum(xc * yc, axis=1) / denom, -1.0, 1.0)
+    return 100.0 * np.where((denom == 0) | ~np.isfinite(denom), np.nan, r)
+
+
 def constant_baselines(task: str | TaskSpec, labels: np.ndarray) -> dict[str, float]:
     """Table 1 score (x 100) of a classifier that always predicts the same class, per class label.
 

@@ -697,7 +697,7 @@ def score_interval(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray,
     ``learned``: the interval lies above the constant predictor's score, so the analyses of a
     fine-tuned classifier are about a model that learned something rather than about a constant.
     """
-    from attnbook.data.glue_metrics import TABLE1_METRIC
+    from attnbook.data.glue_metrics import TABLE1_METRIC, table1_scores
     from attnbook.stats import bootstrap_indices, percentile_interval, proportion_interval
 
     spec = task_spec(task)
@@ -707,9 +707,9 @@ def score_interval(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray,
         lo, hi = proportion_interval(int(np.sum(pred == labels)), len(labels))
         lo, hi = 100 * lo, 100 * hi
     else:
-        scores = [task_score(spec, glue_metrics(spec, pred[i], labels[i]))
-                  for chunk in bootstrap_indices(len(labels), n_resamples, seed) for i in chunk]
-        lo, hi = (float(v) for v in percentile_interval(np.nan_to_num(np.asarray(scores))))
+        scores = np.concatenate([table1_scores(spec, pred[idx], labels[idx])  # [resample]
+                                 for idx in bootstrap_indices(len(labels), n_resamples, seed)])
+        lo, hi = (float(v) for v in percentile_interval(np.nan_to_num(scores)))
     floor = constant_score(spec, labels)
     return {"score_low": float(lo), "score_high": float(hi), "constant_score": floor, "learned": bool(lo > floor)}
 

@@ -174,12 +174,32 @@ def make_batches(examples: Sequence[Encoded], batch_size: int, pad_id: int = 0, 
 
 
 def word_pieces(tokenizer: Any, words: Sequence[str]) -> list[list[str]]:
-    """The WordPiece pieces of each word (a word that tokenizes to nothing becomes ``[UNK]``)."""
-    out = []
-    for w in words:
-        pieces = tokenizer.tokenize(w)
-        out.append(pieces if pieces else [tokenizer.unk_token])
-    return out
+    """The WordPiece pieces of each word (a word that tokenizes to nothing becomes ``[UNK]``).
+
+    A fast (Rust) tokenizer encodes the whole sequence in one call, each word pre-tokenized on its own, and the
+    pieces are grouped back by word: the same pieces as ``tokenizer.tokenize(word)`` word by word (a test checks
+    it on the book's corpora), about ten times faster, since a call's Python overhead dominates short words.
+    Other tokenizers go word by word."""
+    words = list(words)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not words:
+        return [tokenizer.tokenize(w) or [tokenizer.unk_token] for w in words]
+    truncation, padding = backend.truncation, backend.padding  # left set by an earlier call with truncation=True
+    if truncation is not None:
+        backend.no_truncation()
+    if padding is not None:
+        backend.no_padding()
+    try:
+        enc = backend.encode(words, is_pretokenized=True, add_special_tokens=False)
+    finally:
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
+    out: list[list[str]] = [[] for _ in words]
+    for piece, word in zip(enc.tokens, enc.word_ids):
+        out[word].append(piece)
+    return [pieces or [tokenizer.unk_token] for pieces in out]
 
 
 def encode_words(

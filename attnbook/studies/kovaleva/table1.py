@@ -183,6 +183,21 @@ def learned_reason(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resam
     return ""
 
 
+def seed_outputs(classifier: LoadedModel, task: str, params: Mapping[str, Any], dev_caps, *, use_cache: bool = True,
+                 progress: bool = False) -> dict[str, np.ndarray]:
+    """:func:`dev_outputs` of one fine-tuned classifier as :func:`table1` scores it (the recipe's ``max_length`` and
+    evaluation batch, ``dev_caps`` as :func:`dev_cap_of` reads them): the cached outputs behind its Table 1 cell."""
+    p = FinetuneParams.from_mapping(params)
+    return dev_outputs(classifier, task, cap=dev_cap_of(dev_caps, task_spec(task).name), max_length=p.max_length,
+                       batch_size=p.eval_batch_size, use_cache=use_cache, progress=progress)
+
+
+def seed_learned_reason(task: str, outputs: Mapping[str, np.ndarray], *, n_resamples: int = N_RESAMPLES) -> str:
+    """Chapter 4's verdict on one classifier from its :func:`seed_outputs` (:func:`learned_reason`; ``""``: it
+    learned its task): what Table 1's ``learned`` column holds, and what the head atlas reads back."""
+    return learned_reason(task, outputs["logits"], outputs["labels"], n_resamples=n_resamples)
+
+
 def jobs(tasks: Sequence[str], recipe: Mapping[str, Any], inits: Sequence[str] = INITS) -> list[tuple[str, str, int]]:
     """The ``(task, init, seed)`` classifiers :func:`table1` fine-tunes for ``tasks`` under ``recipe``: every seed of
     ``pretrained_ft`` and every random seed of ``random_ft``, for the tasks whose training file is in the data
@@ -271,8 +286,7 @@ def table1(
                 # the recipe's snapshots too, so chapters 5-6 (which ask for them) load this run, never retrain it
                 clf, _ = get_finetuned(base, spec, init, p, seed, use_cache=use_cache, progress=progress,
                                        evaluate_dev=False, save_at=save_at)
-                out = dev_outputs(clf, spec.name, cap=dev_cap_of(caps, spec.name), max_length=p.max_length,
-                                  batch_size=p.eval_batch_size, use_cache=use_cache, progress=progress)
+                out = seed_outputs(clf, spec.name, p, caps, use_cache=use_cache, progress=progress)
                 m = metrics_from_logits(spec, out["logits"], out["labels"])
                 outputs.append((out["logits"], out["labels"]))
                 scores.append(m["score"])
@@ -280,7 +294,7 @@ def table1(
                 if "accuracy" in m and spec.name in F1_TASKS:
                     accs.append(100.0 * m["accuracy"])
                 row["n_dev"], row["n_dev_total"] = m["n"], int(out["n_total"])
-                learned[int(seed)] = learned_reason(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
+                learned[int(seed)] = seed_learned_reason(spec.name, out, n_resamples=n_resamples)
                 log = clf.extra.get("train_log") or {}
                 row["n_train"] = int(log.get("n_train", 0))
                 one = score_estimate(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
