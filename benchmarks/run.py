@@ -294,7 +294,8 @@ def bench_plan() -> dict:
     for profile in ("quick", "paper"):
         plan = make_plan(profile)
         out[profile] = {"seconds": {c: round(v, 1) for c, v in plan.chapter_seconds().items()},
-                        "rates": {k: round(v / 1e9, 2) for k, v in plan.rates.items()}, "model": plan.model}
+                        "rates": {k: float(f"{v:.4g}") for k, v in plan.rates.items()},  # in the plan's units
+                        "model": plan.model}
     return out
 
 

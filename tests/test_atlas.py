@@ -248,3 +248,25 @@ def test_the_atlas_reads_chapters_with_the_overrides_they_ran_with():
                for p in params.values())
     with pytest.raises(ParameterError, match="the atlas reads"):
         source_parameters(chapter_params, "paper", "embedded", True, {"07_arct_cues": {"epochs": 1}})
+
+
+def test_the_chapter_and_its_gathering_load_the_model_once(monkeypatch):
+    """Chapter 8's opening cell takes the model with ``base_encoder`` and ``gather`` reuses that handle (it loaded a
+    second copy, 2 s of the chapter, before)."""
+    from attnbook.atlas import sources
+    from attnbook.chapters.params import chapter_params
+    from attnbook.engine import finetune, models
+
+    calls = []
+    real = models.load_encoder
+    counted = lambda *a, **k: calls.append(a) or real(*a, **k)  # noqa: E731
+    monkeypatch.setattr(models, "load_encoder", counted)
+    monkeypatch.setattr(finetune, "load_encoder", counted)
+    finetune._load_base.cache_clear()
+    try:
+        p1 = chapter_params("01_clark_surface_patterns", "smoke", {"n_segments": 2, "use_cache": False})
+        loaded = finetune.base_encoder(p1["model"])  # what the chapter's opening cell does
+        m = sources.gather({"01_clark_surface_patterns": p1}, lambda p: {}, use_cache=False)
+    finally:
+        finetune._load_base.cache_clear()
+    assert len(calls) == 1 and m.model == loaded.name and m.surface is not None

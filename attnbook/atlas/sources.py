@@ -45,7 +45,7 @@ class Measurements:
       layer-major heads.
     * ``patterns``: chapter 4 (Kovaleva §4.1): ``"pre-trained"`` and each fine-tuned task -> ``counts[layer, head,
       class]`` of the maps in each class; ``pattern_classes`` the class names; ``learned[task]`` whether that
-      task's classifier beat its constant predictor.
+      task's analysed classifier learned it, chapter 4's own verdict (Table 1's cached dev outputs, its rule).
     * ``framenet``: chapter 4 (Kovaleva §4.2): ``mean[layer, head]`` and ``heads`` (0-based pairs above the
       percentile).
     * ``disabling``: chapter 5 (Kovaleva §4.6): task -> ``delta``, ``low``, ``high`` (``[layer, head]``, the metric's
