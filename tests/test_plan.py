@@ -144,3 +144,9 @@ def test_rates_of_encoding_parsing_loading_and_the_probes_are_measured_here():
     assert P.load_rate(tiny, repeats=1) > 0.1  # checkpoints per second, checksums verified
     per_pair, per_step = P.fresh_probe_rate(tiny, 0.3)  # in a fresh process (see its docstring)
     assert per_pair > 0 and per_step > 0
+
+
+def test_rates_print_in_their_units_and_a_floor_is_not_shown_as_a_measurement():
+    assert P._rate_text("forward", 1.3e11) == "130.0 GFLOP/s" and P._rate_text("load", 13.0) == "13.0 checkpoints loaded/s"
+    assert P._rate_text("encode", 2.7e5) == "270 k pieces encoded/s" and P._rate_text("probe_step", 900.0) == "900 probe updates/s"
+    assert "too cheap to time" in P._rate_text("probe_step", 1e6)
