@@ -327,7 +327,8 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
             n = _cap(p["dev_caps"], glue_size(task, "dev"), task)
             configs = _sweep_forwards(s)
             # every seed counts: a classifier that learns nothing is not swept (unknown before the run), so this
-            # is an upper bound (the quick book: 4 of 12 classifiers, chapter 5 ran at 0.78-0.83 of its plan)
+            # is an upper bound (the quick book: 4 of 12 classifiers, chapter 5 ran at 0.78-0.84 of its plan
+            # in the plan runs timed at the machine's usual speed)
             add(Work(chapter, f"{task}: single-head and layer sweeps (up to {len(p['seeds'])} seeds x {n})", "forward",
                      s.forward_flops(min(PIECES_DEV.get(task, 40.0), recipe["max_length"]), len(p["seeds"]) * n * configs)))
     elif chapter.startswith("06"):
@@ -580,14 +581,13 @@ def probe_rate(s: Shape, seconds: float = 1.5, batch: int = 32) -> tuple[float, 
         opt.step()
 
     def timed(widths: tuple[int, ...], budget: float) -> tuple[float, int]:
-        """(seconds, word pairs) of updates cycling through ``widths`` for about ``budget`` seconds."""
+        """``(seconds, updates)`` of updates cycling through ``widths`` for about ``budget`` seconds."""
         batches = [make(w) for w in widths]
         step(batches[0])
         n, start = 0, time.perf_counter()
         while n < 2 * len(widths) or time.perf_counter() - start < budget:
             step(batches[n % len(batches)])
             n += 1
-        pairs = sum(batch * widths[i % len(widths)] ** 2 for i in range(n))
         return time.perf_counter() - start, n
 
     widths = (16, 48, 32)
@@ -652,10 +652,11 @@ def parse_rate(seconds: float = 0.75) -> float | None:
     without FrameNet here (the plan then has no FrameNet work to time)."""
     from attnbook.core.errors import AttnbookError
     from attnbook.data import framenet
+    from attnbook.data.registry import data_path
 
     try:
         files = framenet.fulltext_files()
-        lookup = framenet.frame_dir_core_types(framenet.data_path("framenet", framenet.RELEASE, "frame"))
+        lookup = framenet.frame_dir_core_types(data_path("framenet", framenet.RELEASE, "frame"))
     except (AttnbookError, OSError):
         return None
     done, start = 0, time.perf_counter()
