@@ -1,7 +1,9 @@
 """Shared fixtures: a tiny randomly initialised BERT built in the test (no download)."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -12,7 +14,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # Tests never write into the user's cache or the book's results folder.
-_TEST_STATE = tempfile.mkdtemp(prefix="attnbook-tests-")
+# The folder holds the smoke book's and the rehearsal's caches (~0.7 GB a run): it goes when the run ends, however it
+# ends, so repeated runs do not fill the disk. Worker processes the tests start (spawned, so they import this file
+# again, and they leave without running atexit) share the run's folder through the environment instead of making
+# their own.
+_TEST_STATE = os.environ.get("ATTNBOOK_TEST_STATE")
+if not _TEST_STATE:
+    _TEST_STATE = tempfile.mkdtemp(prefix="attnbook-tests-")
+    os.environ["ATTNBOOK_TEST_STATE"] = _TEST_STATE
+    atexit.register(shutil.rmtree, _TEST_STATE, ignore_errors=True)
 os.environ["ATTNBOOK_CACHE"] = os.path.join(_TEST_STATE, "cache")
 os.environ["ATTNBOOK_RESULTS"] = os.path.join(_TEST_STATE, "results")
 
