@@ -27,6 +27,34 @@ os.environ["ATTNBOOK_CACHE"] = os.path.join(_TEST_STATE, "cache")
 os.environ["ATTNBOOK_RESULTS"] = os.path.join(_TEST_STATE, "results")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests that wait for a long run go last (in their own order), so the other tests run while it works."""
+    import longruns
+
+    items.sort(key=lambda item: bool(set(getattr(item, "fixturenames", ())) & set(longruns.RUNS)))
+
+
+def pytest_collection_finish(session):
+    """Start the long runs the selected tests need (the smoke book, the paper rehearsal) now, in the background,
+    so they run beside the other tests instead of one after the other (:mod:`longruns`)."""
+    import longruns
+
+    if session.config.option.collectonly:
+        return
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    runs = {name: fn for name, fn in longruns.RUNS.items() if name in needed}
+    if runs:
+        torch.set_num_threads(1)  # the long runs have the other core
+    longruns.start(runs)
+
+
+def pytest_unconfigure(config):
+    """An interrupted run leaves no long run's subprocess (or its Jupyter kernel) behind."""
+    import longruns
+
+    longruns.stop()
+
+
 def shared_data_dir():
     """The real data directory (CI points ATTNBOOK_DATA at shared/data); tests that read real files need it."""
     path = os.environ.get("ATTNBOOK_DATA")

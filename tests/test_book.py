@@ -9,9 +9,9 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import longruns
 import pytest
 import yaml
 
@@ -31,27 +31,14 @@ def toc_files() -> list[str]:
     return files
 
 
-def _copy_project(home: Path) -> None:
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(ROOT / name, home / name)
-    shutil.copytree(ROOT / "notebooks", home / "notebooks")
-    shutil.copytree(ROOT / "book", home / "book",
-                    ignore=shutil.ignore_patterns("*.ipynb", "results", "_failed", "attnbook-vega.js"))
-
-
 def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "attnbook.chapters.cli", *args], env=env, text=True, capture_output=True)
-    assert proc.returncode == 0, f"attnbook {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    return proc
+    return longruns.cli(args, env)
 
 
 @pytest.fixture(scope="session")
-def smoke_book(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("project")
-    _copy_project(home)
-    env = dict(os.environ, ATTNBOOK_HOME=str(home), ATTNBOOK_RESULTS=str(home / "book" / "results"))
-    _run(["build", "--profile", "smoke", "--times-json", str(home / "times.json")], env)
-    return home
+def smoke_book() -> Path:
+    """The smoke book (:func:`longruns.smoke_book`), started in the background when collection ended."""
+    return longruns.result("smoke_book", longruns.smoke_book)
 
 
 @pytest.mark.integration
@@ -79,7 +66,7 @@ def test_every_chapter_executed_and_rendered(smoke_book):
 @pytest.mark.integration
 def test_same_seed_same_numbers(smoke_book, tmp_path):
     """Determinism: chapter 1 run again with the same profile and seed writes an identical results file."""
-    env = dict(os.environ, ATTNBOOK_HOME=str(smoke_book), ATTNBOOK_RESULTS=str(tmp_path),
+    env = dict(os.environ, **longruns.ONE_THREAD, ATTNBOOK_HOME=str(smoke_book), ATTNBOOK_RESULTS=str(tmp_path),
                ATTNBOOK_CACHE=str(tmp_path / "fresh-cache"))
     _run(["run", "01", "--profile", "smoke"], env)
     first = (smoke_book / "book" / "results" / "01_clark_surface_patterns.json").read_bytes()

@@ -11,47 +11,19 @@ results file records the model and the device. What it cannot check: any number 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+import longruns
 import pytest
-from conftest import shared_data_dir
-from planted import REHEARSAL_SIZES, plant_bert, plant_data
+from planted import REHEARSAL_SIZES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _project(home: Path) -> None:
-    import shutil
-
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(ROOT / name, home / name)
-    shutil.copytree(ROOT / "notebooks", home / "notebooks")
-    (home / "book" / "results").mkdir(parents=True)
-
-
-@pytest.fixture(scope="module")
-def paper_run(tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp("paper")
-    home = tmp / "project"
-    home.mkdir()
-    _project(home)
-    snapshot = plant_bert(tmp / "hub", n_layers=4, n_heads=4, hidden=32)
-    data = plant_data(tmp / "data", Path(shared_data_dir()))
-    env = dict(os.environ, ATTNBOOK_HOME=str(home), ATTNBOOK_RESULTS=str(home / "book" / "results"),
-               ATTNBOOK_DATA=str(data), ATTNBOOK_CACHE=str(tmp / "cache"), HF_HUB_CACHE=str(tmp / "hub"),
-               HF_HUB_OFFLINE="1")
-    times = {}
-    for chapter, sizes in REHEARSAL_SIZES.items():
-        args = [sys.executable, "-m", "attnbook.chapters.cli", "run", chapter[:2], "--profile", "paper"]
-        for key, value in sizes.items():
-            args += ["-p", f"{key}={json.dumps(value)}"]
-        proc = subprocess.run(args, env=env, text=True, capture_output=True)
-        assert proc.returncode == 0, f"{chapter} (paper profile) failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-        times[chapter] = proc
-    return {"home": home, "snapshot": snapshot, "results": home / "book" / "results"}
+@pytest.fixture(scope="session")
+def paper_run() -> dict:
+    """The rehearsal (:func:`longruns.paper_rehearsal`), started in the background when collection ended."""
+    return longruns.result("paper_run", longruns.paper_rehearsal)
 
 
 def _results(run: dict, chapter: str) -> tuple[dict, dict]:

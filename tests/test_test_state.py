@@ -57,3 +57,61 @@ def test_a_spawned_worker_shares_the_runs_state_and_leaves_no_folder(tmp_path):
     state, worker_state = _run(tmp_path, "--spawn")
     assert worker_state == state
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("attnbook-tests-")]
+
+
+def test_a_long_run_keeps_the_environment_of_its_start_and_hands_its_error_to_the_fixture(monkeypatch):
+    import threading
+
+    import longruns
+    import pytest
+
+    seen, gate = {}, threading.Event()
+
+    def run(env):
+        gate.wait(30)
+        seen.update(env)
+        raise RuntimeError("the run failed")
+
+    longruns.start({"probe-run": run})
+    monkeypatch.setenv("ATTNBOOK_SET_BY_A_LATER_TEST", "1")
+    gate.set()
+    with pytest.raises(RuntimeError, match="the run failed"):
+        longruns.result("probe-run", run)
+    assert seen and "ATTNBOOK_SET_BY_A_LATER_TEST" not in seen
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_stop_kills_a_long_runs_subprocess_and_what_it_started(tmp_path):
+    import threading
+    import time
+
+    import longruns
+
+    pids = tmp_path / "pids"
+    script = ("import subprocess, sys, time, os; "
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{c.pid}}'); time.sleep(120)")
+    done = {}
+    thread = threading.Thread(target=lambda: done.update(r=longruns.run([sys.executable, "-c", script])))
+    thread.start()
+    for _ in range(300):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.1)
+    parent, child = map(int, pids.read_text().split())
+    assert _alive(parent) and _alive(child)
+    longruns.stop()
+    thread.join(30)
+    assert done["r"].returncode != 0
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(parent) and not _alive(child)
