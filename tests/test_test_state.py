@@ -88,28 +88,41 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_stop_kills_a_long_runs_subprocess_and_what_it_started(tmp_path):
-    import threading
-    import time
+STOPPER = """
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import longruns
 
-    import longruns
+pids, script = sys.argv[2], sys.argv[3]
+done = {}
+thread = threading.Thread(target=lambda: done.update(r=longruns.run([sys.executable, "-c", script])))
+thread.start()
+for _ in range(300):
+    try:
+        if len(open(pids).read().split()) == 2:
+            break
+    except FileNotFoundError:
+        pass
+    time.sleep(0.1)
+longruns.stop()
+thread.join(30)
+print(done["r"].returncode)
+"""
+
+
+def test_stop_kills_a_long_runs_subprocess_and_what_it_started(tmp_path):
+    """In a process of its own: stop() kills every long run's subprocess, so here it must not meet the suite's."""
+    import time
 
     pids = tmp_path / "pids"
     script = ("import subprocess, sys, time, os; "
               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
               f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{c.pid}}'); time.sleep(120)")
-    done = {}
-    thread = threading.Thread(target=lambda: done.update(r=longruns.run([sys.executable, "-c", script])))
-    thread.start()
-    for _ in range(300):
-        if pids.exists() and len(pids.read_text().split()) == 2:
-            break
-        time.sleep(0.1)
+    done = subprocess.run([sys.executable, "-c", STOPPER, str(CONFTEST.parent), str(pids), script],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) != 0  # the run ended by the kill, not by itself
     parent, child = map(int, pids.read_text().split())
-    assert _alive(parent) and _alive(child)
-    longruns.stop()
-    thread.join(30)
-    assert done["r"].returncode != 0
     for _ in range(100):
         if not _alive(child):
             break
