@@ -150,3 +150,18 @@ def test_rates_print_in_their_units_and_a_floor_is_not_shown_as_a_measurement():
     assert P._rate_text("forward", 1.3e11) == "130.0 GFLOP/s" and P._rate_text("load", 13.0) == "13.0 checkpoints loaded/s"
     assert P._rate_text("encode", 2.7e5) == "270 k pieces encoded/s" and P._rate_text("probe_step", 900.0) == "900 probe updates/s"
     assert "too cheap to time" in P._rate_text("probe_step", 1e6)
+
+
+def test_chapter6s_check_that_each_classifier_learned_is_counted():
+    """Chapter 6 scores every seed's classifier and one classifier per agreement task on the recipe's dev sample
+    before it analyses them (left out before); the count follows the seeds and the recipe's dev cap."""
+    c = "06_michel_pruning"
+    p = chapter_params(c, "quick")
+    recipe = glue.recipe(p)
+    check = [w for w in P.chapter_work(c, p, MINILM, recipe) if "learned" in w.what]
+    assert len(check) == 1 and check[0].kind == "forward"
+    others = [t for t in dict.fromkeys(p["agreement_tasks"]) if t != p["task"] and P._trainable(t)]
+    assert f"checking that {len(p['seeds']) + len(others)} classifiers" in check[0].what
+    one_seed = [w for w in P.chapter_work(c, {**p, "seeds": p["seeds"][:1]}, MINILM, recipe) if "learned" in w.what]
+    capped = [w for w in P.chapter_work(c, p, MINILM, {**recipe, "dev_cap": 8}) if "learned" in w.what]
+    assert one_seed[0].amount < check[0].amount and capped[0].amount < check[0].amount

@@ -341,6 +341,12 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
                 W += _finetune_work(chapter, s, recipe, [t], todo, [])
         others = [t for t in dict.fromkeys(p["agreement_tasks"]) if t != task and _trainable(t, fetched)]
         add(Work(chapter, f"loading {len(seeds) + len(others)} classifiers", "load", len(seeds) + len(others)))
+        # has each classifier learned its task: scored on the recipe's dev sample (seeds.classifiers ->
+        # heads_off.learned_status), the chapter's seeds and one seed of each agreement task
+        checked = [(task, len(seeds))] + [(t, 1) for t in others]
+        add(Work(chapter, f"checking that {sum(k for _, k in checked)} classifiers learned (dev sets)", "forward",
+                 sum(s.forward_flops(min(PIECES_DEV.get(t, 40.0), recipe["max_length"]),
+                                     k * _cap(recipe.get("dev_cap"), glue_size(t, "dev"), t)) for t, k in checked)))
         length = min(PIECES_DEV.get(task, 40.0), recipe["max_length"])
         n_dev = _cap(p["dev_cap"], glue_size(task, "dev"))
         n_imp = _cap(p["importance_cap"], glue_size(task, "train"))
