@@ -39,6 +39,8 @@ _EXPORTS = {
     "parse_head_label": "attnbook.core.heads",
     "data_path": "attnbook.data.registry",
     "ChapterResults": "attnbook.chapters.results",
+    "Comparison": "attnbook.verdict",
+    "memoized": "attnbook.core.cache",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from attnbook.core.heads import head_label
+from attnbook.core.io import atomic_write_text
 
 BUNDLE_NAME = "attnbook-vega.js"
 LAYER_SCHEME = "viridis"
@@ -68,7 +69,6 @@ def write_vega_bundle(static_dir: Path) -> Path:
     """Write the Vega + Vega-Lite + vega-embed bundle (from vl-convert) to ``static_dir``, once."""
     import vl_convert as vlc
 
-    from attnbook.core.io import atomic_write_text
 
     path = Path(static_dir) / BUNDLE_NAME
     bundle = vlc.javascript_bundle(snippet="window.vegaEmbed = vegaEmbed;")

@@ -23,9 +23,10 @@ outcome is ``inconclusive``. :func:`row` builds a comparison row; a row without 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from attnbook.stats import Estimate
 
@@ -265,9 +266,60 @@ def judge(rule: Rule, paper: Any, ours: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 # a comparison row
 # ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Comparison:
+    """One row of "paper vs this run", from the rule to the page and the results JSON: what the paper says, this
+    run's number (with its 95% interval when it is a sample estimate: ``low``/``high`` over ``n`` resampled
+    ``unit``), the rule's outcome (``verdict``, one of :data:`OUTCOMES`) and that rule in words. Made by :func:`row`;
+    a row without a rule or with an unknown outcome is refused."""
+
+    experiment: str
+    quantity: str
+    paper: Any
+    ours: Any
+    verdict: str
+    note: str = ""
+    rule: str = ""
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in OUTCOMES:
+            raise ValueError(f"verdict must be one of {OUTCOMES}, got {self.verdict!r}")
+        if not self.rule:
+            raise ValueError(f"{self.experiment}: {self.quantity}: a comparison states its rule "
+                             "(make rows with attnbook.verdict.row)")
+
+    @property
+    def interval(self) -> str:
+        """``"[low, high]"`` or ``""``."""
+        if self.low is None or self.high is None:
+            return ""
+        return f"[{self.low:.4g}, {self.high:.4g}]"
+
+    def replace(self, **changes: Any) -> "Comparison":
+        """A copy with ``changes`` (the row's outcome is not re-judged: change ``verdict`` with its ``rule``)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as the results JSON stores it (the field names are the JSON keys)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: "Mapping[str, Any]") -> "Comparison":
+        """A row read back from a results JSON (:meth:`as_dict`); unknown keys are refused."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        extra = set(data) - names
+        if extra:
+            raise ValueError(f"a comparison row has no field(s) {sorted(extra)}")
+        return cls(**dict(data))
+
+
 def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, note: str = "",
-        paper_value: Any = None, estimate: Estimate | None = None, fmt: str = ".3g") -> dict:
-    """One "paper vs this run" row, its outcome decided by ``rule`` (:func:`judge`): the keyword arguments of
+        paper_value: Any = None, estimate: Estimate | None = None, fmt: str = ".3g") -> Comparison:
+    """One "paper vs this run" row, its outcome decided by ``rule`` (:func:`judge`); a chapter adds it with
     :meth:`attnbook.chapters.results.ChapterResults.compare`.
 
     ``paper``/``ours`` are what the table shows. The rule judges ``paper_value`` (default: ``paper``) against
@@ -282,5 +334,50 @@ def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, no
             raise TypeError(f"{quantity}: give the rule an estimate (ours is {ours!r})")
     shown = est.text(fmt) if isinstance(ours, Estimate) else ours
     outcome = judge(rule, paper if paper_value is None else paper_value, est)
-    return dict(experiment=experiment, quantity=quantity, paper=paper, ours=shown, verdict=outcome,
-                rule=rule.words, note=note, low=est.low, high=est.high, n=est.n, unit=est.unit)
+    return Comparison(experiment=experiment, quantity=quantity, paper=paper, ours=shown, verdict=outcome,
+                      rule=rule.words, note=note, low=est.low, high=est.high, n=est.n, unit=est.unit)
+
+
+# ---------------------------------------------------------------------------------------------
+# the closing summary of a chapter
+# ---------------------------------------------------------------------------------------------
+def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: str = "What this run found") -> str:
+    """The one writer of a chapter's closing summary, computed from its rows only.
+
+    ``setting`` is one sentence of context (the model, the data, the classifiers) that the chapter's text module
+    writes from this run's parameters. The paragraph counts the outcomes per experiment (rows that are not comparable
+    named apart), then lists every row that differs from the paper (partly or not at all) and every row the data
+    cannot decide, each with the paper's and this run's numbers.
+    """
+    if not rows:
+        return f"**{title}.** No comparison was made." + (f" {setting}" if setting else "")
+    count = {o: sum(r.verdict == o for r in rows) for o in OUTCOMES}
+    parts = [f"**{title}.** Of {len(rows)} comparisons, "
+             + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."]
+    if setting:
+        parts.append(setting.strip())
+    by_exp: dict[str, list[Comparison]] = {}
+    for r in rows:
+        by_exp.setdefault(r.experiment, []).append(r)
+    if len(by_exp) > 1:
+        per = []
+        for exp, rs in by_exp.items():
+            judged = [r for r in rs if r.verdict != NOT_COMPARABLE]
+            if not judged:
+                per.append(f"{exp}: not comparable")
+                continue
+            c = {o: sum(r.verdict == o for r in judged) for o in OUTCOMES}
+            per.append(f"{exp}: {c[AGREES]} of {len(judged)} agree"
+                       + (f", {c[PARTLY]} partly" if c[PARTLY] else "")
+                       + (f", {c[DISAGREES]} disagree" if c[DISAGREES] else "")
+                       + (f", {c[INCONCLUSIVE]} undecided" if c[INCONCLUSIVE] else "")
+                       + (f" ({len(rs) - len(judged)} not comparable)" if len(judged) < len(rs) else ""))
+        parts.append("By experiment: " + "; ".join(per) + ".")
+    for outcomes, head in (((DISAGREES, PARTLY), "Where the numbers differ"),
+                           ((INCONCLUSIVE,), "Where the data cannot tell")):
+        these = [r for r in rows if r.verdict in outcomes]
+        if these:
+            parts.append(f"{head}: " + "; ".join(
+                f"{r.quantity} ({r.verdict + ': ' if len(outcomes) > 1 else ''}paper {r.paper}, here {r.ours})"
+                for r in these) + ".")
+    return " ".join(parts)

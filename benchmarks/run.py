@@ -25,8 +25,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from attnbook.chapters.params import chapter_params  # noqa: E402
-from attnbook.engine.extract import make_batches, stream_attention  # noqa: E402
 from attnbook.core.io import atomic_write_json, atomic_write_text  # noqa: E402
+from attnbook.engine.extract import make_batches, stream_attention  # noqa: E402
 from attnbook.engine.models import load_encoder, wrap_model  # noqa: E402
 from attnbook.studies.clark.segments import clark_segments  # noqa: E402
 from attnbook.studies.clark.surface import SurfaceStats, surface_stats_reference  # noqa: E402
@@ -216,8 +216,8 @@ def _rte_classifier_batches(n: int = 48):
     the real architecture and real inputs, not a trained head."""
     from transformers import AutoModelForSequenceClassification
 
-    from attnbook.engine import sweeps
     from attnbook.data.glue import load_split
+    from attnbook.engine import sweeps
     from attnbook.engine.models import embedded_model_path, load_encoder
 
     torch.manual_seed(0)
@@ -271,7 +271,8 @@ def bench_speedups(loaded) -> dict:
     from measures import benchmark_arct_grouping, benchmark_checkpoint_load, benchmark_ranks
 
     from attnbook.engine.checkpoints import save_checkpoint
-    from attnbook.engine.finetune import base_encoder, build_classifier
+    from attnbook.engine.classifiers import build_classifier
+    from attnbook.engine.finetune import base_encoder
 
     def timed(parts: dict, repeats: int = 3) -> dict:
         new, old = interleaved_best(parts.pop("fn_new"), parts.pop("fn_old"), repeats)

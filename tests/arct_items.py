@@ -37,7 +37,7 @@ def planted_cue_items(n: int, seed: int, cue: str = "indeed") -> list[ArctItem]:
 
 
 def fake_runs(acc, inputs="full", **extra):
-    """A per-seed frame as :func:`attnbook.studies.niven_kao.bert.run_seeds` returns, with given accuracies."""
+    """A per-seed frame as :func:`attnbook.studies.niven_kao.pairwise.run_seeds` returns, with given accuracies."""
     import pandas as pd
 
     return pd.DataFrame({"inputs": inputs, "seed": range(len(acc)), "test_accuracy": acc, **extra})

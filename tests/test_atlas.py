@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
+from attnbook.core import cache
 import pytest
 
 from attnbook.atlas import cards, questions
@@ -212,9 +214,9 @@ def test_every_answer_becomes_a_not_comparable_row_with_its_sentence():
     m = _planted()
     answers = questions.syntax_vs_importance(m, n_permutations=99, n_resamples=50) + questions.framenet_switched_off(m)
     rows = questions.comparison_rows(answers)
-    assert len(rows) == 2 and all(r["verdict"] == NOT_COMPARABLE for r in rows)
-    assert rows[0]["note"] == answers[0]["sentence"] and rows[0]["n"] == 72
-    assert rows[1]["ours"] == "not measured"
+    assert len(rows) == 2 and all(r.verdict == NOT_COMPARABLE for r in rows)
+    assert rows[0].note == answers[0]["sentence"] and rows[0].n == 72
+    assert rows[1].ours == "not measured"
     json.dumps(questions.answers_record(answers))
 
 
@@ -238,16 +240,16 @@ def test_the_atlas_reads_chapters_with_the_overrides_they_ran_with():
     from attnbook.chapters.params import chapter_params
     from attnbook.core.errors import ParameterError
 
-    params = source_parameters(chapter_params, "paper", "embedded", False,
+    params = source_parameters(chapter_params, "paper", "embedded",
                                {"01_clark_surface_patterns": {"n_segments": 7},
                                 "05_kovaleva_disabling": {"recipe_overrides": {"epochs": 1}}})
     assert list(params) == list(SOURCE_CHAPTERS)
     assert params["01_clark_surface_patterns"]["n_segments"] == 7
     assert params["05_kovaleva_disabling"]["recipe_overrides"] == {"epochs": 1}
-    assert all(p["model"] == "embedded" and p["use_cache"] is False and p["profile"] == "paper"
+    assert all(p["model"] == "embedded" and p["profile"] == "paper"
                for p in params.values())
     with pytest.raises(ParameterError, match="the atlas reads"):
-        source_parameters(chapter_params, "paper", "embedded", True, {"07_arct_cues": {"epochs": 1}})
+        source_parameters(chapter_params, "paper", "embedded", {"07_arct_cues": {"epochs": 1}})
 
 
 def test_the_chapter_and_its_gathering_load_the_model_once(monkeypatch):
@@ -266,7 +268,8 @@ def test_the_chapter_and_its_gathering_load_the_model_once(monkeypatch):
     try:
         p1 = chapter_params("01_clark_surface_patterns", "smoke", {"n_segments": 2, "use_cache": False})
         loaded = finetune.base_encoder(p1["model"])  # what the chapter's opening cell does
-        m = sources.gather({"01_clark_surface_patterns": p1}, lambda p: {}, use_cache=False)
+        with cache.disabled():
+            m = sources.gather({"01_clark_surface_patterns": p1}, lambda p: {})
     finally:
         finetune._load_base.cache_clear()
     assert len(calls) == 1 and m.model == loaded.name and m.surface is not None

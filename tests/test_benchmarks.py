@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import importlib.util
-import numpy as np
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,10 +56,10 @@ def test_benchmark_sweep_reports_both_times():
 
 
 def test_training_throughput_returns_numbers(tokenizer):
+    from conftest import make_tiny_bert
     from transformers import BertConfig
 
     from attnbook.engine.models import wrap_model
-    from conftest import make_tiny_bert
 
     measures = load_measures()
     tiny = BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -74,7 +75,8 @@ def test_speedup_rows_and_their_references(tmp_path):
     """`make bench` times this round's speed-ups against the code they replaced; the references compute the same
     thing (ranks equal, logits equal) and the report renders one row each."""
     from attnbook.engine.checkpoints import save_checkpoint
-    from attnbook.engine.finetune import base_encoder, build_classifier
+    from attnbook.engine.classifiers import build_classifier
+    from attnbook.engine.finetune import base_encoder
     from attnbook.stats import average_ranks
 
     measures = load_measures()

@@ -145,8 +145,8 @@ def test_chapter1_uses_a_hub_models_own_mlm_head(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
     loaded = load_encoder("bert-base-uncased", device="cpu")
-    fit = gradients.mlm_head(loaded, 4, steps=0, batch_size=4, max_tokens=32, use_cache=False, progress=False)
+    fit = gradients.mlm_head(loaded, 4, steps=0, batch_size=4, max_tokens=32, progress=False)
     assert fit.source == "pretrained" and fit.steps == 0
     quality = gradients.mlm_quality(loaded, fit, 4, steps=0, max_tokens=32)
     (row,) = paper.mlm_head_rows(quality)
-    assert "checkpoint's own MLM head" in row["note"]
+    assert "checkpoint's own MLM head" in row.note

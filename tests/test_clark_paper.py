@@ -8,9 +8,12 @@ from toy_clark import planted
 from toy_gum import toy_files
 
 from attnbook import verdict
-from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.chapters.results import VERDICTS
+from attnbook.core.errors import ParameterError
 from attnbook.data import gum
-from attnbook.studies.clark import clusters, coref, embedding, paper, syntax
+from attnbook.data.conllu import Sentence
+from attnbook.studies.clark import clusters, coref, distances, embedding, paper, syntax
+from attnbook.studies.clark.paper import text as paper_text
 from attnbook.studies.clark.gradients import AttentionGradientStats, MLMQuality
 from attnbook.studies.clark.surface import STAT_NAMES
 from attnbook.studies.clark.wordmaps import SplitWords
@@ -83,34 +86,34 @@ def test_surface_comparison_on_a_bert_like_model():
     stats = surface_stats()
     grads = gradient_stats(small_layers=[2, 3])  # small where [SEP] attention is large
     rows = paper.surface_comparison(stats, grads, n_resamples=400)
-    by = {r["quantity"]: r for r in rows}
+    by = {r.quantity: r for r in rows}
     prev = by[PREV]
-    assert prev["paper"] == "4 of 144 heads, layers 2, 4, 7, 8 of 12 (here: layers 1, 2, 4 of 6)"
-    assert prev["ours"] == "3 of 72 heads [3, 3], layers 1, 2, 4" and prev["verdict"] == verdict.AGREES
-    assert prev["rule"].startswith("the same layers as the paper's at relative depth")
-    assert by[NEXT]["verdict"] == verdict.AGREES
+    assert prev.paper == "4 of 144 heads, layers 2, 4, 7, 8 of 12 (here: layers 1, 2, 4 of 6)"
+    assert prev.ours == "3 of 72 heads [3, 3], layers 1, 2, 4" and prev.verdict == verdict.AGREES
+    assert prev.rule.startswith("the same layers as the paper's at relative depth")
+    assert by[NEXT].verdict == verdict.AGREES
     peaks = by["layer where mean attention peaks: [CLS] / [SEP] / . or ,"]
-    assert peaks["ours"] == "1 / 3 / 6 of 6" and peaks["verdict"] == verdict.AGREES
+    assert peaks.ours == "1 / 3 / 6 of 6" and peaks.verdict == verdict.AGREES
     sep = by[MAJORITY]
-    assert sep["paper"] == "6-10 of 12 (here: layers 3, 4, 5 of 6)" and sep["ours"].startswith("3, 4, 5 of 6")
-    assert sep["verdict"] == verdict.AGREES
-    assert by["the special token that gets the most attention (mean over all heads)"]["verdict"] == verdict.AGREES
+    assert sep.paper == "6-10 of 12 (here: layers 3, 4, 5 of 6)" and sep.ours.startswith("3, 4, 5 of 6")
+    assert sep.verdict == verdict.AGREES
+    assert by["the special token that gets the most attention (mean over all heads)"].verdict == verdict.AGREES
     share = by["[SEP]->[SEP] share in heads that attend mostly to [SEP]"]
-    assert share["paper"] == "> 0.90" and share["ours"].startswith("0.950 [") and share["verdict"] == verdict.AGREES
-    assert share["low"] > 0.9 and share["unit"] == "segments" and share["n"] == 40
-    grad = [r for r in rows if r["experiment"] == "§3.2 gradients"][0]
-    assert grad["paper"] == "small where [SEP] attention is high (layer 5 on)" and grad["verdict"] == verdict.AGREES
-    assert grad["high"] < 0 and grad["n"] == 20
+    assert share.paper == "> 0.90" and share.ours.startswith("0.950 [") and share.verdict == verdict.AGREES
+    assert share.low > 0.9 and share.unit == "segments" and share.n == 40
+    grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
+    assert grad.paper == "small where [SEP] attention is high (layer 5 on)" and grad.verdict == verdict.AGREES
+    assert grad.high < 0 and grad.n == 20
     cls = by["mean entropy from [CLS] in the last layer (nats)"]
-    assert cls["paper"] == 3.89 and cls["verdict"] == verdict.AGREES  # 3.9 within 10%
-    assert cls["low"] < 3.9 < cls["high"]
-    assert all(r["verdict"] in verdict.OUTCOMES and r["rule"] for r in rows)
+    assert cls.paper == 3.89 and cls.verdict == verdict.AGREES  # 3.9 within 10%
+    assert cls.low < 3.9 < cls.high
+    assert all(r.verdict in verdict.OUTCOMES and r.rule for r in rows)
     # every sample estimate carries its interval (claims checked resample by resample carry their share instead)
     for r in rows:
-        if "bootstrap resamples" in r["rule"]:
-            assert r["n"] == 40 and r["low"] is None and "share of 400 resamples of 40 segments" in r["note"]
-        elif r["verdict"] != verdict.NOT_COMPARABLE:
-            assert r["low"] < r["high"] and r["unit"] == "segments", r["quantity"]
+        if "bootstrap resamples" in r.rule:
+            assert r.n == 40 and r.low is None and "share of 400 resamples of 40 segments" in r.note
+        elif r.verdict != verdict.NOT_COMPARABLE:
+            assert r.low < r.high and r.unit == "segments", r.quantity
     assert len(paper.surface_comparison(stats, n_resamples=400)) == len(rows) - 1  # no gradients: no gradient row
 
 
@@ -119,33 +122,34 @@ def test_relative_position_and_sep_rows_compare_layers_not_counts():
     (a count within a factor 2 of the scaled count), and "over half of the attention goes to [SEP]" agreed if any
     layer passed, wherever it was. Both are now claims about the layers, at relative depth."""
     stats = surface_stats(prev_layers=(1,), next_layers=(2,), majority=(1,))
-    by = {r["quantity"]: r for r in paper.surface_comparison(stats, n_resamples=400)}
-    assert by[PREV]["verdict"] == verdict.DISAGREES and by[PREV]["ours"].startswith("1 of 72 heads")
-    assert by[NEXT]["verdict"] == verdict.DISAGREES
-    assert by[MAJORITY]["verdict"] == verdict.DISAGREES and by[MAJORITY]["ours"].startswith("1 of 6")
+    by = {r.quantity: r for r in paper.surface_comparison(stats, n_resamples=400)}
+    assert by[PREV].verdict == verdict.DISAGREES and by[PREV].ours.startswith("1 of 72 heads")
+    assert by[NEXT].verdict == verdict.DISAGREES
+    assert by[MAJORITY].verdict == verdict.DISAGREES and by[MAJORITY].ours.startswith("1 of 6")
     # the same heads at the paper's depth agree; a head that sits at the 50% line cannot be told
     close = surface_stats(prev_layers=(1, 2, 4), noise=0.05)
     k = STAT_NAMES.index("prev")
     close["per_segment"][:, k, 3, 0] += 0.5 - close["per_segment"][:, k, 3, 0].mean()  # layer 4's head: at 50%
     close["prev"][3, 0] = 0.5
-    row = {r["quantity"]: r for r in paper.surface_comparison(close, n_resamples=400)}[PREV]
-    assert row["verdict"] == verdict.INCONCLUSIVE
+    row = {r.quantity: r for r in paper.surface_comparison(close, n_resamples=400)}[PREV]
+    assert row.verdict == verdict.INCONCLUSIVE
 
 
 def test_surface_comparison_names_a_cls_sink():
     stats = surface_stats(sink="cls")
     rows = paper.surface_comparison(stats, gradient_stats([2, 3], sink="cls"), n_resamples=400)
-    by = {r["quantity"]: r for r in rows}
-    assert by["the special token that gets the most attention (mean over all heads)"]["verdict"] == verdict.DISAGREES
-    assert by[MAJORITY]["verdict"] == verdict.DISAGREES
-    assert by["[SEP]->[SEP] share in heads that attend mostly to [SEP]"]["verdict"] == verdict.NOT_COMPARABLE
-    grad = [r for r in rows if r["experiment"] == "§3.2 gradients"][0]
-    assert "[CLS]" in grad["quantity"] and "(the paper tested [SEP])" in grad["note"]
-    assert grad["verdict"] == verdict.AGREES
+    by = {r.quantity: r for r in rows}
+    assert by["the special token that gets the most attention (mean over all heads)"].verdict == verdict.DISAGREES
+    assert by[MAJORITY].verdict == verdict.DISAGREES
+    assert by["[SEP]->[SEP] share in heads that attend mostly to [SEP]"].verdict == verdict.NOT_COMPARABLE
+    grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
+    assert "[CLS]" in grad.quantity and "(the paper tested [SEP])" in grad.note
+    assert grad.verdict == verdict.AGREES
     text = paper.surface_findings(rows, stats, "tiny")
-    assert text.startswith("**What this run shows.** On tiny,") and "no-op target" in text
+    assert text.startswith("**What this run found.** Of 9 comparisons,") and "no-op target" in text
+    assert "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased" in text
     assert "The pattern behind them does" in text
-    assert "Differences: " in text and "paper 6-10 of 12" in text
+    assert "Where the numbers differ: " in text and "paper 6-10 of 12" in text
 
 
 def test_findings_say_the_sink_pattern_carries_over_only_when_the_gradients_say_so():
@@ -154,27 +158,25 @@ def test_findings_say_the_sink_pattern_carries_over_only_when_the_gradients_say_
     stats = surface_stats(sink="cls")
     wrong_way = gradient_stats(small_layers=[0, 1], sink="cls")  # small where [CLS] attention is *low*
     rows = paper.surface_comparison(stats, wrong_way, n_resamples=400)
-    grad = [r for r in rows if r["experiment"] == "§3.2 gradients"][0]
-    assert grad["verdict"] == verdict.DISAGREES
+    grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
+    assert grad.verdict == verdict.DISAGREES
     text = paper.surface_findings(rows, stats, "tiny")
     assert "pattern behind them does" not in text and "not supported" in text
     flat = gradient_stats(small_layers=[], sink="cls", noise=0.3)  # no contrast: the data cannot tell
     rows = paper.surface_comparison(stats, flat, n_resamples=400)
-    assert [r for r in rows if r["experiment"] == "§3.2 gradients"][0]["verdict"] == verdict.INCONCLUSIVE
+    assert [r for r in rows if r.experiment == "§3.2 gradients"][0].verdict == verdict.INCONCLUSIVE
     assert "cannot tell" in paper.surface_findings(rows, stats, "tiny")
 
 
 def test_gradient_row_is_not_comparable_for_an_mlm_head_no_better_than_a_constant():
-    from attnbook.studies.clark.gradients import MLMQuality
-
     stats = surface_stats()
     poor = MLMQuality("fitted on the frozen encoder", 0.002, 0.0, 0.012, 468, 0.051, "the")
     rows = paper.surface_comparison(stats, gradient_stats([2, 3]), mlm=poor, n_resamples=200)
-    grad = [r for r in rows if r["experiment"] == "§3.2 gradients"][0]
-    assert grad["verdict"] == verdict.NOT_COMPARABLE and "always predicting 'the'" in grad["note"]
+    grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
+    assert grad.verdict == verdict.NOT_COMPARABLE and "always predicting 'the'" in grad.note
     good = MLMQuality("fitted on the frozen encoder", 0.3, 0.25, 0.35, 468, 0.051, "the")
     rows = paper.surface_comparison(stats, gradient_stats([2, 3]), mlm=good, n_resamples=200)
-    assert [r for r in rows if r["experiment"] == "§3.2 gradients"][0]["verdict"] == verdict.AGREES
+    assert [r for r in rows if r.experiment == "§3.2 gradients"][0].verdict == verdict.AGREES
 
 
 def test_mlm_head_row_names_the_head_used():
@@ -182,13 +184,13 @@ def test_mlm_head_row_names_the_head_used():
     baseline) or a fitted one (not comparable); before, a checkpoint's own head had no row at all."""
     fitted = MLMQuality("fitted on the frozen encoder", 0.25, 0.2, 0.3, 468, 0.05, "the")
     (row,) = paper.mlm_head_rows(fitted)
-    assert row["verdict"] == verdict.NOT_COMPARABLE and row["ours"].startswith("fitted on the frozen encoder, top-1 25.0%")
-    assert row["rule"].startswith("not comparable: ")
+    assert row.verdict == verdict.NOT_COMPARABLE and row.ours.startswith("fitted on the frozen encoder, top-1 25.0%")
+    assert row.rule.startswith("not comparable: ")
     own = MLMQuality("pretrained", 0.45, 0.4, 0.5, 468, 0.05, "the")
     (row,) = paper.mlm_head_rows(own)
-    assert row["verdict"] == verdict.AGREES and "the checkpoint's own MLM head" in row["note"]
+    assert row.verdict == verdict.AGREES and "the checkpoint's own MLM head" in row.note
     (row,) = paper.mlm_head_rows(MLMQuality("pretrained", 0.0, 0.0, 0.01, 468, 0.05, "the"))  # a random own head
-    assert row["verdict"] == verdict.DISAGREES
+    assert row.verdict == verdict.DISAGREES
 
 
 # ----------------------------------------------------------------------------- §4-5
@@ -201,8 +203,6 @@ def test_split_words_text_names_the_papers_share():
 
 
 def make_sentence(rows):
-    from attnbook.data.conllu import Sentence
-
     n = len(rows)
     words, heads, rels, xpos = (list(c) for c in zip(*rows))
     return Sentence(ids=list(range(1, n + 1)), words=words, lemmas=words, upos=["X"] * n, xpos=xpos,
@@ -257,18 +257,18 @@ def test_syntax_comparison_verdicts_follow_the_numbers():
         "dobj": (0.60, "dep->head", 0.30),  # about +30: paper +46.8, 17 points less
         "nn": (0.72, "head->dep", 0.70),    # +2, not a specialist as in the paper; wrong direction
     })
-    rows = {r["quantity"].split(":")[0]: r for r in paper.syntax_comparison(acc, n_resamples=500)}
+    rows = {r.quantity.split(":")[0]: r for r in paper.syntax_comparison(acc, n_resamples=500)}
     every = rows["best single head, every relation (UAS) minus right-branching (points)"]
-    assert every["verdict"] == "agrees" and every["rule"] == paper.MARGIN_RULE.words
-    assert every["n"] == 400 and every["unit"] == "sentences" and every["low"] < every["high"]
-    assert rows["pobj"]["verdict"] == "agrees" and rows["pobj"]["ours"].startswith("82.")  # +41 vs +41.7
-    assert rows["dobj"]["verdict"] == "disagrees"
+    assert every.verdict == "agrees" and every.rule == paper.MARGIN_RULE.words
+    assert every.n == 400 and every.unit == "sentences" and every.low < every.high
+    assert rows["pobj"].verdict == "agrees" and rows["pobj"].ours.startswith("82.")  # +41 vs +41.7
+    assert rows["dobj"].verdict == "disagrees"
     spec = next(r for q, r in rows.items() if q.startswith("relations with a specialist head"))
-    assert spec["paper"] == "2 of 3" and spec["ours"].startswith("2 of 3; same call on 3")
-    assert spec["verdict"] == "agrees" and "differ: none" in spec["note"]
+    assert spec.paper == "2 of 3" and spec.ours.startswith("2 of 3; same call on 3")
+    assert spec.verdict == "agrees" and "differ: none" in spec.note
     direction = next(r for q, r in rows.items() if q.startswith("best head reads"))
-    assert direction["ours"].startswith("2 of 3") and "nn" in direction["note"]
-    assert direction["verdict"] == "partly agrees" and direction["high"] < 1  # 2 of 3: within 0.5 of all, not 0.2
+    assert direction.ours.startswith("2 of 3") and "nn" in direction.note
+    assert direction.verdict == "partly agrees" and direction.high < 1  # 2 of 3: within 0.5 of all, not 0.2
     with pytest.raises(ParameterError):  # an accuracy without per-sentence counts has no interval
         paper.syntax_comparison(syntax.HeadAccuracy(acc.relations, acc.correct, acc.total, acc.baseline_correct))
 
@@ -283,13 +283,13 @@ def test_margin_rows_follow_one_stated_rule():
         "det": (0.808, "dep->head", 0.596),    # +21.2 vs +42.6
         "auxpass": (0.852, "dep->head", 0.827),  # +2.5 vs +42.0: no specialist head here
     }, n_sentences=600)
-    rows = {r["quantity"].split(":")[0]: r for r in paper.syntax_comparison(acc, n_resamples=500)}
-    assert rows["best single head, every relation (UAS) minus right-branching (points)"]["verdict"] == "agrees"
-    assert rows["det"]["verdict"] == "disagrees"
-    assert rows["auxpass"]["verdict"] == "disagrees"
+    rows = {r.quantity.split(":")[0]: r for r in paper.syntax_comparison(acc, n_resamples=500)}
+    assert rows["best single head, every relation (UAS) minus right-branching (points)"].verdict == "agrees"
+    assert rows["det"].verdict == "disagrees"
+    assert rows["auxpass"].verdict == "disagrees"
     few = accuracy_for({"All": (0.43, "dep->head", 0.316)}, n_sentences=8, edges=2)
-    (row,) = [r for r in paper.syntax_comparison(few, n_resamples=500) if r["quantity"].startswith("best single")]
-    assert row["verdict"] == "inconclusive" and row["high"] - row["low"] > 20
+    (row,) = [r for r in paper.syntax_comparison(few, n_resamples=500) if r.quantity.startswith("best single")]
+    assert row.verdict == "inconclusive" and row.high - row.low > 20
 
 
 def test_table2_layout_and_values(toy_window):
@@ -325,18 +325,18 @@ def test_coref_comparison_verdicts_follow_the_numbers(toy_window):
     doc_n = np.array([[n[c] for c in coref.COLUMNS]])
     heads = coref.CorefHeadAccuracy(correct, dict(n), docs, doc_correct, doc_n)
     rows = paper.coref_comparison(heads, base, n_resamples=200)
-    by = {r["quantity"]: r for r in rows}
-    assert by["best head, antecedent selection accuracy (all mentions)"]["verdict"] == "not comparable"
+    by = {r.quantity: r for r in rows}
+    assert by["best head, antecedent selection accuracy (all mentions)"].verdict == "not comparable"
     hm_row = by["best head minus head-word match (points, all mentions)"]
-    assert hm_row["paper"] == 13 and hm_row["ours"] == f"{80 - hm['all']:+.1f} [+20.0, +20.0]"
-    assert hm_row["verdict"] == "partly agrees" and hm_row["unit"] == "documents" and hm_row["n"] == 1  # 7 from 13
-    assert by["best head minus rule-based (points, all mentions)"]["verdict"] == "disagrees"  # -20 vs -4
-    assert all(r["rule"] for r in rows)
+    assert hm_row.paper == 13 and hm_row.ours == f"{80 - hm['all']:+.1f} [+20.0, +20.0]"
+    assert hm_row.verdict == "partly agrees" and hm_row.unit == "documents" and hm_row.n == 1  # 7 from 13
+    assert by["best head minus rule-based (points, all mentions)"].verdict == "disagrees"  # -20 vs -4
+    assert all(r.rule for r in rows)
     # a head that is always wrong falls below every baseline
     wrong = coref.CorefHeadAccuracy({c: np.zeros((1, 2), dtype=np.int64) for c in coref.COLUMNS}, dict(n), docs,
                                     np.zeros_like(doc_correct), doc_n)
-    rows = {r["quantity"]: r for r in paper.coref_comparison(wrong, base, n_resamples=200)}
-    assert rows["best head minus head-word match (points, all mentions)"]["verdict"] == "disagrees"
+    rows = {r.quantity: r for r in paper.coref_comparison(wrong, base, n_resamples=200)}
+    assert rows["best head minus head-word match (points, all mentions)"].verdict == "disagrees"
     with pytest.raises(ParameterError):  # no per-document counts: no interval
         paper.coref_comparison(coref.CorefHeadAccuracy(correct, dict(n)), base)
 
@@ -372,20 +372,20 @@ def synthetic_coref(n_docs=30, per_doc=40, p_head=0.75, p_hm=0.62, p_rb=0.79, p_
 
 def test_coref_rows_bootstrap_over_documents():
     heads, base = synthetic_coref()
-    by = {r["quantity"]: r for r in paper.coref_comparison(heads, base, n_resamples=500)}
+    by = {r.quantity: r for r in paper.coref_comparison(heads, base, n_resamples=500)}
     hm = by["best head minus head-word match (points, all mentions)"]
-    assert hm["unit"] == "documents" and hm["n"] == 30 and hm["low"] < 13 + 10 and hm["high"] > 13 - 10
-    assert hm["verdict"] in ("agrees", "partly agrees")  # about +16 against +13
-    assert by["baselines: nearest < head-word match < rule-based"]["verdict"] == "agrees"
-    assert by["mention type where the head gains most over head-word match"]["verdict"] == "agrees"  # nominal
+    assert hm.unit == "documents" and hm.n == 30 and hm.low < 13 + 10 and hm.high > 13 - 10
+    assert hm.verdict in ("agrees", "partly agrees")  # about +16 against +13
+    assert by["baselines: nearest < head-word match < rule-based"].verdict == "agrees"
+    assert by["mention type where the head gains most over head-word match"].verdict == "agrees"  # nominal
     # the same head without its nominal advantage: the type with the most gain is a coin toss between types
     heads, base = synthetic_coref(p_head=0.70, seed=3)
     heads.doc_correct[:, 3, 0, 1] = base["head_match"].doc_correct[:, 3] + 3  # +7.5 points on nominal mentions
     noise = np.random.default_rng(5).integers(-1, 2, heads.doc_correct.shape[0])
     heads.doc_correct[:, 1, 0, 1] = base["head_match"].doc_correct[:, 1] + 3 + noise  # and about as much on pronouns
     heads.doc_correct[:, 2, 0, 1] = base["head_match"].doc_correct[:, 2]  # none on proper names
-    by = {r["quantity"]: r for r in paper.coref_comparison(heads, base, n_resamples=500)}
-    assert by["mention type where the head gains most over head-word match"]["verdict"] == "inconclusive"
+    by = {r.quantity: r for r in paper.coref_comparison(heads, base, n_resamples=500)}
+    assert by["mention type where the head gains most over head-word match"].verdict == "inconclusive"
 
 
 def test_baselines_sentence_follows_the_numbers():
@@ -407,16 +407,16 @@ def probe_results(uas: dict[str, float], n_sentences: int = 1000, words: int = 1
 def test_probe_comparison_verdicts_follow_the_numbers():
     res = probe_results({"right_branching": 31.6, "distances_words": 57.0, "random_init_attn_words": 20.0,
                          "attn": 66.0, "attn_words": 80.0})
-    rows = {r["quantity"]: r for r in paper.probe_comparison(res, n_resamples=500)}
+    rows = {r.quantity: r for r in paper.probe_comparison(res, n_resamples=500)}
     assert len(rows) == len(paper.TABLE3_FINDINGS)
     words_vs_dist = rows["Attn + word vectors minus Distances + word vectors (UAS points)"]
-    assert words_vs_dist["paper"] == 19.0 and words_vs_dist["verdict"] == "agrees"  # about +23
-    assert words_vs_dist["unit"] == "sentences" and words_vs_dist["n"] == 1000 and words_vs_dist["rule"]
+    assert words_vs_dist.paper == 19.0 and words_vs_dist.verdict == "agrees"  # about +23
+    assert words_vs_dist.unit == "sentences" and words_vs_dist.n == 1000 and words_vs_dist.rule
     # random-init below right-branching here, barely above in the paper
     rnd = rows["Random-init attn + word vectors minus Right-branching (UAS points)"]
-    assert rnd["ours"].startswith("-12.") and rnd["verdict"] == "disagrees"
-    assert rows["Attn + word vectors minus Attn (UAS points)"]["verdict"] == "agrees"  # +16 vs about +14
-    assert rows["Attn minus Distances + word vectors (UAS points)"]["verdict"] == "partly agrees"  # +3 vs about +9
+    assert rnd.ours.startswith("-12.") and rnd.verdict == "disagrees"
+    assert rows["Attn + word vectors minus Attn (UAS points)"].verdict == "agrees"  # +16 vs about +14
+    assert rows["Attn minus Distances + word vectors (UAS points)"].verdict == "partly agrees"  # +3 vs about +9
     without = paper.probe_comparison({"uas": {k: v for k, v in res["uas"].items() if k != "random_init_attn_words"},
                                       "per_sentence": res["per_sentence"]}, n_resamples=200)
     assert len(without) == len(paper.TABLE3_FINDINGS) - 2
@@ -429,7 +429,7 @@ def test_a_near_zero_margin_of_the_other_sign_is_no_disagreement():
     because the sign flipped; under the one margin rule a gap of 4 points agrees."""
     res = probe_results({"distances_words": 56.8, "attn": 55.9}, n_sentences=2000)
     (row,) = paper.probe_comparison(res, n_resamples=500)
-    assert row["verdict"] == "agrees" and row["low"] < 0 < row["high"] + 3
+    assert row.verdict == "agrees" and row.low < 0 < row.high + 3
 
 
 def test_table3_sets_the_papers_column_beside_ours():
@@ -455,19 +455,60 @@ def test_random_init_paragraph_follows_the_numbers():
     assert "not run" in paper.random_init_markdown({"right_branching": 26.0, "attn_words": 77.0})
 
 
+def comparison(experiment: str, quantity: str, paper_value, ours, outcome: str) -> verdict.Comparison:
+    """A row with a given outcome (the summary reads only the fields, not how the rule reached them)."""
+    return verdict.Comparison(experiment=experiment, quantity=quantity, paper=paper_value, ours=ours,
+                              verdict=outcome, rule="a rule")
+
+
+SUMMARY_ROWS = [
+    comparison("§4.2", "det", 1, 1, verdict.AGREES),
+    comparison("§4.2", "poss", 1, 2, verdict.PARTLY),
+    comparison("§5", "random", 4, -11, verdict.DISAGREES),
+    comparison("§5", "absolute", 77, 64, verdict.NOT_COMPARABLE),
+    comparison("§6", "stress", "< 0.2", "0.3 [0.1, 0.5]", verdict.INCONCLUSIVE),
+]
+
+
 def test_findings_markdown_counts_verdicts_and_lists_differences():
-    rows = [
-        dict(experiment="§4.2", quantity="det", paper=1, ours=1, verdict="agrees", note=""),
-        dict(experiment="§4.2", quantity="poss", paper=1, ours=2, verdict="partly agrees", note=""),
-        dict(experiment="§5", quantity="random", paper=4, ours=-11, verdict="disagrees", note=""),
-        dict(experiment="§5", quantity="absolute", paper=77, ours=64, verdict="not comparable", note=""),
-    ]
-    text = paper.findings_markdown(rows, "tiny")
-    assert "§4.2: 1 of 2 findings agree, 1 partly" in text
-    assert "§5: 0 of 1 findings agree, 0 partly (1 not comparable)." in text
+    text = paper.findings_markdown(SUMMARY_ROWS, "tiny")
+    assert text.startswith("**What this run found.** Of 5 comparisons, 1 agrees, 1 partly agrees, 1 disagrees, "
+                           "1 inconclusive, 1 not comparable. The model here is tiny; the paper's is ")
+    assert "§4.2: 1 of 2 agree, 1 partly" in text and "§5: 0 of 1 agree, 1 disagree (1 not comparable)" in text
     assert "random (disagrees: paper 4, here -11)" in text and "det (" not in text
-    with pytest.raises(EmptyDataError):
-        paper.findings_markdown([], "tiny")
+    assert "Where the data cannot tell: stress (paper < 0.2, here 0.3 [0.1, 0.5])" in text
+    assert paper.findings_markdown([], "tiny").startswith("**What this run found.** No comparison was made.")
+
+
+def test_summaries_are_the_one_summary_writers_output():
+    """Chapters 1-3 close with :func:`attnbook.verdict.summary_markdown` of their rows: the study adds only the
+    sentence about the model (and, for a [CLS] sink, what the gradients say about it), never its own count."""
+    setting = "The model here is tiny; the paper's is bert-base-uncased (12 layers x 12 heads)."
+    for rows in (SUMMARY_ROWS, SUMMARY_ROWS[:1], SUMMARY_ROWS[2:4], []):
+        assert paper.findings_markdown(rows, "tiny") == verdict.summary_markdown(rows, setting)
+        assert paper.agreement_markdown(rows, "tiny", 2, 3) == verdict.summary_markdown(
+            rows, "The model here is tiny (2 layers x 3 heads); the paper's is bert-base-uncased (12 layers x 12 heads).")
+    stats = surface_stats()  # a [SEP] sink, as in bert-base: the setting is the model's shape alone
+    rows = paper.surface_comparison(stats, gradient_stats([2, 3]), n_resamples=200)
+    assert paper.surface_findings(rows, stats, "tiny") == verdict.summary_markdown(
+        rows, "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased (12 layers x 12 heads).")
+    cls = surface_stats(sink="cls")
+    rows = paper.surface_comparison(cls, gradient_stats([2, 3], sink="cls"), n_resamples=200)
+    sink = paper_text._sink_sentence(rows, cls)  # a [CLS] sink: the setting also says what the gradients show
+    assert sink.startswith("The largest difference is the no-op target")
+    assert paper.surface_findings(rows, cls, "tiny") == verdict.summary_markdown(
+        rows, "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased (12 layers x 12 heads). "
+        + sink)
+
+
+def test_sink_sentence_reads_the_gradient_row_not_the_mlm_head_row():
+    """Without gradients the MLM head's row (same experiment) is no evidence about the [CLS] sink."""
+    stats = surface_stats(sink="cls")
+    own = MLMQuality("pretrained", 0.45, 0.4, 0.5, 468, 0.05, "the")
+    rows = paper.surface_comparison(stats, n_resamples=200) + paper.mlm_head_rows(own)
+    assert rows[-1].experiment == "§3.2 gradients" and rows[-1].verdict == verdict.AGREES
+    text = paper.surface_findings(rows, stats, "tiny")
+    assert "Without the gradients" in text and "The pattern behind them does" not in text
 
 
 # ----------------------------------------------------------------------------- §6
@@ -490,20 +531,20 @@ def test_clustering_comparison_verdicts_follow_the_numbers():
     behaviours = [[names[k // 5]] for k in range(20)]  # one behaviour per planted group
     rows = paper.clustering_comparison(lt, clus, emb, clusters.behaviour_test(d, behaviours, n_permutations=199),
                                        resampled=jittered(d), head_behaviours=behaviours, n_groups=40)
-    assert [r["verdict"] for r in rows] == ["agrees"] * 5
+    assert [r.verdict for r in rows] == ["agrees"] * 5
     for r in rows:  # every row is a sample estimate with its interval over groups of segments
-        assert r["low"] <= r["high"] and r["unit"] == "groups of segments" and r["n"] == 40 and r["rule"]
+        assert r.low <= r.high and r.unit == "groups of segments" and r.n == 40 and r.rule
     # no structure at all: random distances and a single-cluster cut
     rng = np.random.default_rng(0)
     noise = squareform(pdist(rng.normal(size=(20, 8))))
     rows = paper.clustering_comparison(clusters.layer_permutation_test(noise, 4, 5, n_permutations=199),
                                        clusters.cluster_heads(noise, 4, 5, n_clusters=3),
                                        embedding.mds_embedding(noise), None, resampled=jittered(noise))
-    verdicts = {r["quantity"]: r["verdict"] for r in rows}
+    verdicts = {r.quantity: r.verdict for r in rows}
     assert verdicts["silhouette of the average-linkage cut (tree rebuilt in every resample)"] == "disagrees"
-    assert rows[1]["verdict"] == "not comparable"
-    assert rows[2]["verdict"] in ("disagrees", "inconclusive")
-    assert rows[4]["verdict"] == "disagrees"  # 8-D noise cannot be drawn faithfully in 2-D
+    assert rows[1].verdict == "not comparable"
+    assert rows[2].verdict in ("disagrees", "inconclusive")
+    assert rows[4].verdict == "disagrees"  # 8-D noise cannot be drawn faithfully in 2-D
     # outliers split off as tiny clusters do not count as clusters
     outliers = planted(n_layers=2, n_heads=6, spread=0.05, seed=3)
     outliers[0, 1:] = outliers[1:, 0] = outliers.max() * 3
@@ -511,7 +552,7 @@ def test_clustering_comparison_verdicts_follow_the_numbers():
     assert sorted(len(m) for m in cut.members.values()) == [1, 5, 6]
     row = paper.clustering_comparison(clusters.layer_permutation_test(outliers, 2, 6, n_permutations=99), cut,
                                       embedding.mds_embedding(outliers), None, resampled=jittered(outliers))[0]
-    assert "(2 clusters of >= 3 heads)" in row["ours"]
+    assert "(2 clusters of >= 3 heads)" in row.ours
     # a cut with a single real cluster (the rest odd heads split off) is no "several clusters", however high its
     # silhouette
     lone = planted(n_layers=1, n_heads=6, spread=0.05, seed=3)
@@ -521,10 +562,8 @@ def test_clustering_comparison_verdicts_follow_the_numbers():
     assert sorted(len(m) for m in one.members.values()) == [1, 1, 4] and one.silhouette > 0.25
     row = paper.clustering_comparison(clusters.layer_permutation_test(outliers, 2, 6, n_permutations=99), one,
                                       embedding.mds_embedding(lone), None, resampled=jittered(lone))[0]
-    assert "(1 cluster of >= 3 heads; silhouette" in row["ours"] and row["verdict"] == "disagrees"
-    from attnbook.chapters.results import VERDICTS
-
-    assert all(r["verdict"] in VERDICTS for r in rows)
+    assert "(1 cluster of >= 3 heads; silhouette" in row.ours and row.verdict == "disagrees"
+    assert all(r.verdict in VERDICTS for r in rows)
 
 
 def test_behaviour_row_leaves_broad_heads_out():
@@ -546,8 +585,8 @@ def test_behaviour_row_leaves_broad_heads_out():
     rows = paper.clustering_comparison(lt, clusters.cluster_heads(d, 4, 5, n_clusters=3), embedding.mds_embedding(d),
                                        new, resampled=jittered(d), head_behaviours=behaviours)
     row = rows[1]
-    assert row["quantity"] == "same-behaviour / other-behaviour mean JS (broad heads left out)"
-    assert row["verdict"] == "disagrees" and row["low"] > 1 and n == d.shape[0]
+    assert row.quantity == "same-behaviour / other-behaviour mean JS (broad heads left out)"
+    assert row.verdict == "disagrees" and row.low > 1 and n == d.shape[0]
 
 
 def test_mds_orientation_is_claimed_only_when_it_holds():
@@ -564,8 +603,6 @@ def test_mds_orientation_is_claimed_only_when_it_holds():
 
 
 def test_resampled_distances_recombine_the_groups():
-    from attnbook.studies.clark import distances
-
     rng = np.random.default_rng(0)
     sums = rng.uniform(0.1, 1.0, size=(40, 3))  # 3 heads -> 3 pairs
     tokens = rng.integers(5, 10, size=40).astype(float)
@@ -577,11 +614,12 @@ def test_resampled_distances_recombine_the_groups():
 
 def test_distance_setup_row_and_agreement_sentence():
     (row,) = paper.distance_setup_rows(np.array(1234), 0.25, 0.0)
-    assert row["verdict"] == verdict.NOT_COMPARABLE and row["rule"].startswith("not comparable: ")
-    assert row["ours"] == "mean over 1,234 tokens (25% of each segment), smoothing 0.0"
-    rows = [{"verdict": v} for v in (verdict.AGREES, verdict.DISAGREES, verdict.AGREES, verdict.NOT_COMPARABLE)]
+    assert row.verdict == verdict.NOT_COMPARABLE and row.rule.startswith("not comparable: ")
+    assert row.ours == "mean over 1,234 tokens (25% of each segment), smoothing 0.0"
+    rows = [comparison("§6", f"q{k}", 1, 1, v)
+            for k, v in enumerate((verdict.AGREES, verdict.DISAGREES, verdict.AGREES, verdict.NOT_COMPARABLE))]
     text = paper.agreement_markdown(rows, "tiny", 2, 3)
-    assert text.startswith("**Agreement.** Of 4 comparisons, 2 agrees, 1 disagrees, 1 not comparable.")
+    assert text.startswith("**What this run found.** Of 4 comparisons, 2 agrees, 1 disagrees, 1 not comparable.")
     assert "tiny (2 layers x 3 heads)" in text
 
 

@@ -204,9 +204,9 @@ def test_streaming_equals_direct_computation(tmp_path, tokenizer, tiny_bert):
 
 def test_cached_head_evaluation_round_trips(toy_window, tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
-    first = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False, use_cache=True)
+    first = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False)
     assert list((tmp_path / "cache" / "coref_heads").glob("*.npz"))
-    again = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False, use_cache=True)
+    again = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False)
     direct = coref.evaluate_heads(tiny_bert, [toy_window], 2, progress=False)
     for c in coref.COLUMNS:
         assert np.array_equal(first.correct[c], direct.correct[c])

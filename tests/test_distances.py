@@ -199,13 +199,11 @@ def test_head_distances_rejects_bad_parameters_and_empty_input():
 def test_measure_head_distances_and_cache(tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
     examples = examples_of_lengths([5, 8, 6])
-    first = distances.measure_head_distances(tiny_bert, examples, batch_size=2, progress=False,
-                                      use_cache=True)
+    first = distances.measure_head_distances(tiny_bert, examples, batch_size=2, progress=False)
     assert first["js_mean"].shape == (8, 8)
     assert not [k for k in first if k.startswith("surface/")]  # chapter 1's statistics are surface's own
     assert list(tmp_path.rglob("*.npz"))
-    second = distances.measure_head_distances(tiny_bert, examples, batch_size=3, progress=False,
-                                       use_cache=True)
+    second = distances.measure_head_distances(tiny_bert, examples, batch_size=3, progress=False)
     np.testing.assert_array_equal(first["js_sum"], second["js_sum"])
     with pytest.raises(EmptyDataError):
         distances.measure_head_distances(tiny_bert, [], progress=False)

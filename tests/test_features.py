@@ -8,7 +8,7 @@ import torch
 from attnbook.studies.kovaleva import features as FE
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.engine.extract import make_batches
-from attnbook.engine.models import wrap_model
+from attnbook.engine.models import ClassifierInfo, wrap_model
 from attnbook.studies.kovaleva.inputs import encode_text
 
 from conftest import make_tiny_bert
@@ -210,7 +210,7 @@ def test_map_cosine_is_cached_per_pair_of_models(tokenizer, tiny_bert, tmp_path,
     other = wrap_model(make_tiny_bert(tokenizer, seed=1), tokenizer, "other")
     clf = wrap_model(make_tiny_bert(tokenizer, seed=2), tokenizer, "clf")
     clf.fingerprint = other.fingerprint  # a classifier made from "other": same base, its own checkpoint
-    clf.extra["checkpoint_key"] = "0123456789abcdef01234567"
+    clf.classifier = ClassifierInfo("SST-2", "pretrained_ft", 0, 128, clf.fingerprint, "0123456789abcdef01234567")
     examples = [encode_text(tokenizer, a, b) for a, b in TEXTS]
     calls = []
     real = FE.attention_cosine
@@ -232,7 +232,7 @@ def test_feature_statistics_is_cached_per_model(tokenizer, tiny_bert, tmp_path, 
     examples = FE.encode_texts(tiny_bert.tokenizer, texts)
     other = wrap_model(make_tiny_bert(tokenizer, seed=1), tokenizer, "other")
     other.fingerprint = tiny_bert.fingerprint
-    other.extra["checkpoint_key"] = "fedcba9876543210fedcba98"
+    other.classifier = ClassifierInfo("SST-2", "pretrained_ft", 1, 128, other.fingerprint, "fedcba9876543210fedcba98")
     seen = []
     real = FE.feature_attention
     monkeypatch.setattr(FE, "feature_attention", lambda m, *a, **k: seen.append(m.name) or real(m, *a, **k))

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from attnbook.data import fetch as F
+from attnbook.data import recipes as R
 from attnbook.core.errors import MalformedInputError
 from attnbook.data.manifest import LAYOUT, Manifest, ManifestError, build_manifest, list_folder, write_manifest
 
@@ -216,11 +217,11 @@ def test_mrpc_split_keeps_header_strips_rows_and_names_bad_lines():
              "1\t10\t11\tA a .\tA b . \r\n"
              "0\t20\t21\tB a .\tB b .\r\n"
              "1\t30\t31\tC a .\tC b .\r\n").encode("utf-8")
-    out = F.mrpc_train_split(pairs, b"20\t21\n")
+    out = R.mrpc_train_split(pairs, b"20\t21\n")
     assert out == ("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
                    "1\t10\t11\tA a .\tA b .\n1\t30\t31\tC a .\tC b .\n").encode("utf-8")
     with pytest.raises(MalformedInputError, match=r"pairs.txt:3: .*5 tab-separated fields, found 4"):
-        F.mrpc_train_split(pairs.replace(b"\tB a .\tB b .", b"\tB"), b"", origin="pairs.txt")
+        R.mrpc_train_split(pairs.replace(b"\tB a .\tB b .", b"\tB"), b"", origin="pairs.txt")
 
 
 def _small_manifest(files: dict, sources: dict | None = None) -> Manifest:
@@ -307,7 +308,7 @@ def test_glove_filter_keeps_top_words_and_corpus_words_in_glove_order(tmp_path):
 
 
 def test_text_tokens_keep_inner_hyphens_apostrophes_and_periods():
-    assert F.text_tokens("Don't RE-USE the U.S. e-mail, 3.5x!") == [
+    assert R.text_tokens("Don't RE-USE the U.S. e-mail, 3.5x!") == [
         "don't", "re-use", "the", "u.s", ".", "e-mail", ",", "3.5x", "!"]
 
 

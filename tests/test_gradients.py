@@ -87,7 +87,7 @@ def test_model_without_mlm_head_and_no_fitting_is_refused(tiny_bert):
 
     exs = [encode_pair(tiny_bert.tokenizer, a, b, max_tokens=24) for a, b in TEXTS[:2]]
     with pytest.raises(ValueError, match="has no MLM head and mlm_fit_steps=0"):
-        get_mlm_head(tiny_bert, exs, exs, steps=0, batch_size=2, use_cache=False, progress=False)
+        get_mlm_head(tiny_bert, exs, exs, steps=0, batch_size=2, progress=False)
 
 
 class Recorder:

@@ -2,7 +2,6 @@
 constant predictors."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,8 +11,10 @@ from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.glue import Example, GlueSplit, task_spec
 from attnbook.data.glue_metrics import f1_binary, pearson
 from attnbook.engine.inputs import Batch
-from attnbook.engine.sweeps import SweepResult, accuracy, accuracy_points, cached_sweep, sweep_layers, sweep_single_heads
+from attnbook.core import cache
+from attnbook.engine.sweeps import SweepResult, accuracy, accuracy_points, sweep_layers, sweep_single_heads
 from attnbook.studies.heads_off import effects as hs
+from tiny_models import Named
 
 
 def make_sweep(outputs, base, gold, names=None):
@@ -128,19 +129,25 @@ def test_dev_batches_keep_labels_with_their_examples(tokenizer):
     assert texts[0] == "bad"  # shortest first
 
 
-def test_cached_sweep_round_trip(tmp_path, monkeypatch):
+CALLS: list = []
+
+
+@cache.memoized("test-sweeps")
+def _stored_sweep(seed: int) -> SweepResult:
+    CALLS.append(seed)
+    rng = np.random.default_rng(seed)
+    return make_sweep(rng.normal(size=(2, 5, 2)), np.zeros((5, 2)), np.zeros(5, int), ["x", "y"])
+
+
+def test_a_sweep_result_round_trips_through_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
-    sw = make_sweep(np.random.default_rng(0).normal(size=(2, 5, 2)), np.zeros((5, 2)), np.zeros(5, int), ["x", "y"])
-    calls = []
+    CALLS.clear()
+    first = _stored_sweep(0)
+    second = _stored_sweep(0)
+    assert CALLS == [0] and isinstance(second, SweepResult) and second.meta.get("cached")
+    assert np.allclose(second.outputs, first.outputs) and second.names == ["x", "y"] and second.mode == "mask"
 
-    def compute():
-        calls.append(1)
-        return sw
 
-    first = cached_sweep({"k": 1}, compute)
-    second = cached_sweep({"k": 1}, compute)
-    assert len(calls) == 1 and first is sw
-    assert np.allclose(second.outputs, sw.outputs) and second.names == ["x", "y"] and second.mode == "mask"
 
 
 def test_trivial_score_is_the_constant_predictors_metric():
@@ -156,7 +163,7 @@ def test_switched_off_caches_each_sweep_under_the_classifier_key(tmp_path, monke
     from test_sweeps import dev_batches, tiny_classifier
 
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
-    clf = SimpleNamespace(key="clf", model=tiny_classifier(n_layers=2, n_heads=2))
+    clf = Named(key="clf", model=tiny_classifier(n_layers=2, n_heads=2))
     data = [Batch.from_mapping(b) for b in dev_batches(n_batches=1, batch_size=4)]
     single = hs.switched_off(clf, data, "single_heads", "mask", accuracy)
     direct = sweep_single_heads(clf.model, data, "mask", accuracy)
@@ -168,7 +175,7 @@ def test_switched_off_caches_each_sweep_under_the_classifier_key(tmp_path, monke
     layers = hs.switched_off(clf, data, "layers", "mask", accuracy)
     assert not layers.meta.get("cached") and np.allclose(layers.scores, sweep_layers(clf.model, data, "mask").scores)
     assert not hs.switched_off(clf, data, "single_heads", "mask", accuracy_points).meta.get("cached")
-    other = SimpleNamespace(key="other", model=clf.model)
+    other = Named(key="other", model=clf.model)
     assert not hs.switched_off(other, data, "single_heads", "mask", accuracy).meta.get("cached")
     with pytest.raises(ParameterError):
         hs.switched_off(clf, data, "pairs", "mask", accuracy)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+
+from attnbook.core import cache
 import pytest
 import torch
 
@@ -22,7 +24,7 @@ from attnbook.studies.michel.importance import (
     normalize_per_layer,
 )
 
-from tiny_models import tiny_classifier
+from tiny_models import Named, tiny_classifier
 
 
 def dev_batches(n_batches=2, batch_size=6, seed=0, num_labels=3):
@@ -153,7 +155,7 @@ def test_significant_names_lists_the_marked_rows():
 
 def _classifier(key, seed):
     """What the cached functions need of a LoadedModel: the weights' identity and the module."""
-    return SimpleNamespace(key=key, model=tiny_classifier(seed=seed))
+    return Named(key=key, model=tiny_classifier(seed=seed))
 
 
 def test_importance_of_is_cached_under_the_classifier_key_and_the_data(tmp_path, monkeypatch):
@@ -173,16 +175,17 @@ def test_importance_of_is_cached_under_the_classifier_key_and_the_data(tmp_path,
     assert len(calls) == 1 and np.array_equal(first, again)
     assert np.allclose(first, real(clf.model, data))
     imp.importance_of(clf, data[:1])  # other data: computed
-    imp.importance_of(SimpleNamespace(key="clf-b", model=clf.model), data)  # other weights: computed
+    imp.importance_of(Named(key="clf-b", model=clf.model), data)  # other weights: computed
     assert len(calls) == 3
-    imp.importance_of(clf, data, use_cache=False)
+    with cache.disabled():  # the cache switched off for the process: computed, nothing read
+        imp.importance_of(clf, data)
     assert len(calls) == 4
 
 
 def test_importance_on_halves_uses_disjoint_halves(monkeypatch):
     clf = _classifier("clf-h", 13)
     data = [Batch.from_mapping(b) for b in dev_batches(seed=13)]
-    a, b = imp.importance_on_halves(clf, data, 5, use_cache=False)
+    a, b = imp.importance_on_halves(clf, data, 5)
     ia, ib = hs.halves(12, 5)
     assert np.allclose(a, head_importance(clf.model, hs.subset_batches(data, ia)))
     assert np.allclose(b, head_importance(clf.model, hs.subset_batches(data, ib)))
@@ -216,7 +219,7 @@ def test_importance_by_task_keeps_known_scores_and_reads_each_tasks_training_dat
     monkeypatch.setattr(hs, "classifier", fake_classifier)
     monkeypatch.setattr(hs, "task_data", fake_data)
     scores, paths = imp.importance_by_task(SimpleNamespace(tokenizer=None), ["SST-2", "RTE", "MRPC"], {}, 0, cap=8,
-                                           data_seed=1, known=known, use_cache=False)
+                                           data_seed=1, known=known)
     assert list(scores) == ["SST-2", "RTE", "MRPC"] and scores["SST-2"] is known["SST-2"]
     assert made == ["RTE", "MRPC"] and read == [("RTE", "train", 8, 1), ("MRPC", "train", 8, 1)]
     assert paths == ["/data/RTE/train", "/data/MRPC/train"]

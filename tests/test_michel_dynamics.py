@@ -1,7 +1,6 @@
 """Michel et al. §6: pruning curves of the checkpoints taken during fine-tuning."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,23 +13,23 @@ from attnbook.studies.michel.importance import head_importance
 from attnbook.studies.michel.pruning import iterative_pruning, largest_safe_share
 
 from test_importance import dev_batches
-from tiny_models import tiny_classifier
+from tiny_models import Named, tiny_classifier
 
 
 def test_training_dynamics_prunes_each_checkpoint_by_its_own_importance(monkeypatch):
     made = []
 
-    def fake_classifier(base, task, recipe, seed, *, fraction=1.0, use_cache=True):
+    def fake_classifier(base, task, recipe, seed, *, fraction=1.0):
         made.append(fraction)
-        return SimpleNamespace(key=f"ckpt-{fraction}", model=tiny_classifier(seed=30 + int(100 * fraction)))
+        return Named(key=f"ckpt-{fraction}", model=tiny_classifier(seed=30 + int(100 * fraction)))
 
     monkeypatch.setattr(hs, "classifier", fake_classifier)
-    final = SimpleNamespace(key="final", model=tiny_classifier(seed=40))
+    final = Named(key="final", model=tiny_classifier(seed=40))
     imp_b = [Batch.from_mapping(b) for b in dev_batches(seed=31)]
     dev_b = [Batch.from_mapping(b) for b in dev_batches(seed=32)]
     final_imp = head_importance(final.model, imp_b)
     curves, summary = dynamics.training_dynamics(None, "SST-2", {}, 0, [0.1, 0.5], imp_b, dev_b, accuracy, final=final,
-                                                 final_importance=final_imp, step=0.5, tolerance=0.1, use_cache=False)
+                                                 final_importance=final_imp, step=0.5, tolerance=0.1)
     assert made == [0.1, 0.5]
     assert list(summary.index) == ["10% of training", "50% of training", "100% of training"]
     assert list(summary.columns) == ["unpruned", "safe", "rho_final"]

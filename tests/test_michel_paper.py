@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnbook.studies.heads_off.learned import Learned
 from attnbook import verdict
 from attnbook.engine.sweeps import SweepResult
 from attnbook.stats import Estimate
@@ -71,33 +72,33 @@ def test_no_effect_on_a_tiny_dev_sample_is_inconclusive_not_agreeing():
     old = imp.ablation_significance(tiny.ablation, test="ttest", alpha=0.01)
     assert not old["significant"].any()  # what the old rule counted: every head "not significant" -> agrees
     mean_row, share_row, wmt = paper.ablation_rows([tiny], tolerance=1.0)
-    assert mean_row["verdict"] == verdict.INCONCLUSIVE and share_row["verdict"] == verdict.INCONCLUSIVE
-    assert mean_row["rule"] == verdict.NoEffect(1.0).words
-    assert share_row["ours"] == "0% sure, up to 100%"
-    assert wmt["verdict"] == verdict.NOT_COMPARABLE
+    assert mean_row.verdict == verdict.INCONCLUSIVE and share_row.verdict == verdict.INCONCLUSIVE
+    assert mean_row.rule == verdict.NoEffect(1.0).words
+    assert share_row.ours == "0% sure, up to 100%"
+    assert wmt.verdict == verdict.NOT_COMPARABLE
 
 
 def test_no_effect_agrees_with_enough_examples_and_disagrees_on_real_losses():
     big = run_of(flip_sweep(2000, [0, 1, -1, 0]))
     mean_row, share_row, _ = paper.ablation_rows([big], tolerance=1.0)
-    assert mean_row["verdict"] == verdict.AGREES and share_row["verdict"] == verdict.AGREES
-    assert mean_row["low"] > -1 and mean_row["high"] < 1 and mean_row["unit"] == "dev examples (paired)"
+    assert mean_row.verdict == verdict.AGREES and share_row.verdict == verdict.AGREES
+    assert mean_row.low > -1 and mean_row.high < 1 and mean_row.unit == "dev examples (paired)"
     losses = run_of(flip_sweep(2000, [-200, -200, -200, 0]))
     mean_row, share_row, _ = paper.ablation_rows([losses], tolerance=1.0)
-    assert mean_row["verdict"] == verdict.DISAGREES and share_row["verdict"] == verdict.DISAGREES
+    assert mean_row.verdict == verdict.DISAGREES and share_row.verdict == verdict.DISAGREES
 
 
 def test_a_claim_holds_only_if_it_holds_for_every_seed():
     good, tiny = run_of(flip_sweep(2000, [0, 0, 0, 0]), 0), run_of(flip_sweep(16, [0, 0, 0, 0]), 1)
     mean_row, share_row, _ = paper.ablation_rows([good, tiny], tolerance=1.0)
-    assert mean_row["verdict"] == verdict.INCONCLUSIVE and share_row["verdict"] == verdict.INCONCLUSIVE
-    assert "seeds 0, 1" in mean_row["note"]
+    assert mean_row.verdict == verdict.INCONCLUSIVE and share_row.verdict == verdict.INCONCLUSIVE
+    assert "seeds 0, 1" in mean_row.note
 
 
 def test_rows_of_a_classifier_that_did_not_learn_are_not_comparable():
     rows = paper.ablation_rows([run_of(flip_sweep(2000, [0, 0, 0, 0]))], 1.0, analysable=False)
-    assert {r["verdict"] for r in rows} == {verdict.NOT_COMPARABLE}
-    assert "constant predictor" in rows[0]["rule"]
+    assert {r.verdict for r in rows} == {verdict.NOT_COMPARABLE}
+    assert "constant predictor" in rows[0].rule
 
 
 # ----------------------------------------------------------------------------- §3.3
@@ -111,16 +112,16 @@ def chosen(deltas, half):
 
 def test_one_head_rows_judge_each_layer_by_no_effect():
     row = paper.one_head_rows(chosen([0.0] * 6, 0.5), 1.0, seed=0)[0]
-    assert row["verdict"] == verdict.AGREES and row["ours"] == "6 of 6 surely, 0 undecided"
-    assert row["paper"] == "no layer changes significantly (12 layers)" and row["experiment"] == "§3.3, Table 3"
+    assert row.verdict == verdict.AGREES and row.ours == "6 of 6 surely, 0 undecided"
+    assert row.paper == "no layer changes significantly (12 layers)" and row.experiment == "§3.3, Table 3"
     # the old rule: "0 layers significant" agreed, however small the sample; here wide intervals are undecided
-    assert paper.one_head_rows(chosen([0.0] * 6, 20.0), 1.0, seed=0)[0]["verdict"] == verdict.INCONCLUSIVE
-    assert paper.one_head_rows(chosen([0.0] * 3 + [-5.0] * 3, 0.5), 1.0, 0)[0]["verdict"] == verdict.PARTLY
-    assert paper.one_head_rows(chosen([-5.0] * 6, 0.5), 1.0, 0)[0]["verdict"] == verdict.DISAGREES
+    assert paper.one_head_rows(chosen([0.0] * 6, 20.0), 1.0, seed=0)[0].verdict == verdict.INCONCLUSIVE
+    assert paper.one_head_rows(chosen([0.0] * 3 + [-5.0] * 3, 0.5), 1.0, 0)[0].verdict == verdict.PARTLY
+    assert paper.one_head_rows(chosen([-5.0] * 6, 0.5), 1.0, 0)[0].verdict == verdict.DISAGREES
 
 
 def test_one_head_everywhere_needs_a_sure_loss():
-    rows = lambda e: paper.one_head_all_rows(e, 1.0, 0)[0]["verdict"]  # noqa: E731
+    rows = lambda e: paper.one_head_all_rows(e, 1.0, 0)[0].verdict  # noqa: E731
     assert rows(Estimate(-20.0, -25.0, -15.0, 100)) == verdict.AGREES
     assert rows(Estimate(-3.0, -4.0, -2.0, 100)) == verdict.PARTLY
     assert rows(Estimate(-18.8, -43.8, 1.8, 16)) == verdict.INCONCLUSIVE
@@ -133,14 +134,14 @@ def test_one_head_everywhere_needs_a_sure_loss():
 def test_across_rows_use_the_interval_joined_over_seeds():
     r, book = paper.across_rows([Estimate(0.7, 0.6, 0.8, 200)], "MNLI-m vs MNLI-mm", True,
                                 [("A", "B", 0.2), ("A", "C", 0.4), ("B", "C", 0.3)])
-    assert (r["paper"], r["verdict"], r["note"]) == (0.68, verdict.AGREES, "MNLI-m vs MNLI-mm")
-    assert r["ours"] == "0.70 [0.60, 0.80]" and r["low"] == 0.6
-    assert book["ours"] == pytest.approx(0.3) and book["verdict"] == verdict.NOT_COMPARABLE
-    assert book["note"] == "A/B 0.20, A/C 0.40, B/C 0.30"
+    assert (r.paper, r.verdict, r.note) == (0.68, verdict.AGREES, "MNLI-m vs MNLI-mm")
+    assert r.ours == "0.70 [0.60, 0.80]" and r.low == 0.6
+    assert book.ours == pytest.approx(0.3) and book.verdict == verdict.NOT_COMPARABLE
+    assert book.note == "A/B 0.20, A/C 0.40, B/C 0.30"
     two = paper.across_rows([Estimate(0.7, 0.6, 0.8, 200), Estimate(0.2, 0.1, 0.3, 200)], "x", False, [])[0]
-    assert two["verdict"] == verdict.PARTLY and "two halves of one dev sample" in two["note"]
-    assert paper.across_rows([Estimate(0.2, -0.3, 0.6, 16)], "x", False, [])[0]["verdict"] == verdict.INCONCLUSIVE
-    assert paper.across_rows([Estimate(-0.6, -0.8, -0.4, 99)], "x", False, [])[0]["verdict"] == verdict.DISAGREES
+    assert two.verdict == verdict.PARTLY and "two halves of one dev sample" in two.note
+    assert paper.across_rows([Estimate(0.2, -0.3, 0.6, 16)], "x", False, [])[0].verdict == verdict.INCONCLUSIVE
+    assert paper.across_rows([Estimate(-0.6, -0.8, -0.4, 99)], "x", False, [])[0].verdict == verdict.DISAGREES
 
 
 # ----------------------------------------------------------------------------- §4.2
@@ -162,14 +163,14 @@ def test_pruning_rows_judge_intervals():
     safe = {mp.BY_IMPORTANCE: 0.4, mp.BY_ABLATION: 0.3, mp.RANDOM: 0.1}
     area = {mp.BY_IMPORTANCE: 80.0, mp.BY_ABLATION: 80.2, mp.RANDOM: 70.0}
     share, oracle, rand = paper.pruning_rows([stats_of(safe, area)], 1.0)
-    assert (share["paper"], share["verdict"]) == ("40%", verdict.AGREES) and share["low"] > 0.3
-    assert oracle["verdict"] == verdict.AGREES and rand["verdict"] == verdict.AGREES
+    assert (share.paper, share.verdict) == ("40%", verdict.AGREES) and share.low > 0.3
+    assert oracle.verdict == verdict.AGREES and rand.verdict == verdict.AGREES
     share, oracle, rand = paper.pruning_rows([stats_of({**safe, mp.BY_IMPORTANCE: 0.22}, area, spread=0.02)], 1.0)
-    assert share["verdict"] == verdict.PARTLY
+    assert share.verdict == verdict.PARTLY
     wide = paper.pruning_rows([stats_of(safe, area, spread=0.3)], 1.0)[0]
-    assert wide["verdict"] == verdict.INCONCLUSIVE
+    assert wide.verdict == verdict.INCONCLUSIVE
     _, oracle, rand = paper.pruning_rows([stats_of(safe, {**area, mp.BY_ABLATION: 90.0, mp.RANDOM: 90.0})], 1.0)
-    assert oracle["verdict"] == verdict.DISAGREES and rand["verdict"] == verdict.DISAGREES
+    assert oracle.verdict == verdict.DISAGREES and rand.verdict == verdict.DISAGREES
 
 
 def test_curve_statistics_match_the_curves_and_pair_orderings():
@@ -209,10 +210,10 @@ def speed_summary(gains, sizes=(1, 4)):
 def test_speed_rows_and_table4_carry_the_interval_over_repeats():
     assert paper.speed_share(0.25) == 0.25 and paper.speed_share(0.0) == 0.5
     row = paper.speed_rows(speed_summary([[1.0, 1.2, 0.8], [20.0, 21.0, 19.0]]), 0.5)[0]
-    assert row["quantity"] == "speed gain at batch 4, % (50% pruned, CPU)"
-    assert row["paper"] == "+17.5% (50% pruned, GPU)" and row["verdict"] == verdict.AGREES
-    assert row["unit"] == "timing repeats" and row["n"] == 3 and row["low"] > 5
-    assert paper.speed_rows(speed_summary([[1.0], [3.0, -3.0, 1.0]]), 0.5)[0]["verdict"] == verdict.INCONCLUSIVE
+    assert row.quantity == "speed gain at batch 4, % (50% pruned, CPU)"
+    assert row.paper == "+17.5% (50% pruned, GPU)" and row.verdict == verdict.AGREES
+    assert row.unit == "timing repeats" and row.n == 3 and row.low > 5
+    assert paper.speed_rows(speed_summary([[1.0], [3.0, -3.0, 1.0]]), 0.5)[0].verdict == verdict.INCONCLUSIVE
     t4 = paper.table4(speed_summary([[1.9, 1.9], [10.0, 10.0], [0.0, 0.0]], (1, 4, 8)), 0.25)
     assert list(t4.columns) == ["batch size", "original (ex/s)", "pruned 25% (ex/s)", "gain % (95% interval)",
                                 "paper original", "paper pruned 50%"]
@@ -229,9 +230,9 @@ def test_dynamics_row_is_not_comparable_the_paper_used_iwslt():
           "100% of training": {"unpruned": Estimate(80.0, 75.0, 85.0, 100), "safe": Estimate(0.4, 0.3, 0.5, 100),
                                "safe_draws": np.full(10, 0.4)}}
     row = paper.dynamics_rows(st, constant=50.0)[0]
-    assert row["verdict"] == verdict.NOT_COMPARABLE and "IWSLT" in row["rule"]
-    assert row["ours"] == "0.30 [0.30, 0.30]" and row["note"].startswith("50% of training vs the end; left out")
-    assert paper.dynamics_rows(st, constant=76.0)[0]["ours"] == "n/a"
+    assert row.verdict == verdict.NOT_COMPARABLE and "IWSLT" in row.rule
+    assert row.ours == "0.30 [0.30, 0.30]" and row.note.startswith("50% of training vs the end; left out")
+    assert paper.dynamics_rows(st, constant=76.0)[0].ours == "n/a"
 
 
 def test_comparisons_every_row_has_a_rule_and_sample_estimates_an_interval():
@@ -252,16 +253,16 @@ def test_comparisons_every_row_has_a_rule_and_sample_estimates_an_interval():
         task_pairs=[("SST-2", "MRPC", 0.1)], agreement=agreement,
         speed=speed_summary([[1.0, 1.0], [20.0, 19.0]]), share=0.4, dynamics=dyn, constant=50.0,
         disable_vs_mask={"spearman": 0.333}, tolerance=1.0)
-    assert [r["experiment"] for r in rows] == [
+    assert [r.experiment for r in rows] == [
         "§3.2", "§3.2", "§3.2 (WMT)", "§3.3, Table 3", "§3.3/§4.2", "§3.4", "§3.4 (book)", "§4.2", "§4.2 Fig. 3",
         "§4.2 Fig. 3", "book (seeds)", "book (seeds)", "book (seeds)", "book (seeds)", "§4.3 Table 4", "§6 Fig. 5",
         "book"]
     for r in rows:
-        assert r["rule"], r["quantity"]
-        if r["verdict"] in (verdict.AGREES, verdict.PARTLY, verdict.DISAGREES):
-            assert r["high"] is not None, r["quantity"]
-    judged = [r for r in rows if r["verdict"] != verdict.NOT_COMPARABLE]
-    assert len(judged) == 9 and all(r["verdict"] == verdict.AGREES for r in judged)
+        assert r.rule, r.quantity
+        if r.verdict in (verdict.AGREES, verdict.PARTLY, verdict.DISAGREES):
+            assert r.high is not None, r.quantity
+    judged = [r for r in rows if r.verdict != verdict.NOT_COMPARABLE]
+    assert len(judged) == 9 and all(r.verdict == verdict.AGREES for r in judged)
 
 
 # ----------------------------------------------------------------------------- defect 5: what the chapter says
@@ -271,13 +272,43 @@ def test_the_paper_column_quotes_bert_not_wmt_and_the_mt_half_is_declared():
     """Issue 17, defect 5 (chapter 6): the §3.2 row quoted WMT's "88 of 96" for a BERT experiment, and the chapter
     never said that the machine-translation half is not reproduced."""
     rows = paper.ablation_rows([run_of(flip_sweep(100, [0, 0, 0, 0]))], 1.0)
-    assert all("88" not in str(r["paper"]) for r in rows[:2]) and "BERT" in rows[0]["paper"]
+    assert all("88" not in str(r.paper) for r in rows[:2]) and "BERT" in rows[0].paper
     assert "unchanged_heads_wmt" not in paper.PAPER
     for part in ("WMT", "Tables 1-2", "Fig. 4", "IWSLT"):
         assert part in paper.NOT_REPRODUCED
     cells = json.loads((ROOT / "notebooks" / "06_michel_pruning.ipynb").read_text())["cells"]
     intro = "".join(cells[0]["source"])
     assert "not reproduced" in intro and "WMT" in intro and "IWSLT" in intro and "Fig. 4" in intro
+
+
+def two_rows():
+    return [verdict.Comparison(experiment="§3.2", quantity="q1", paper="p", ours="o", verdict=verdict.AGREES,
+                               rule="r"),
+            verdict.Comparison(experiment="§4.2", quantity="q2", paper="p2", ours="o2",
+                               verdict=verdict.INCONCLUSIVE, rule="r")]
+
+
+def test_the_closing_summary_is_the_verdict_summary_stated_once():
+    """Chapter 6 calls ``agreement_markdown(res.table(), ...) + findings_markdown(rows)``: the first gives the
+    setting only, the second the one summary of :func:`attnbook.verdict.summary_markdown`."""
+    rows = two_rows()
+    setting = paper.setting_markdown("tiny", "SST-2", 872, 3, True)
+    assert setting == ("The classifiers here are tiny fine-tuned on SST-2 (3 analysed seed(s), 872 dev examples "
+                       "scored after each intervention); the paper's is bert-base fine-tuned on MNLI.")
+    table = pd.DataFrame({"experiment": [r.experiment for r in rows], "outcome": [r.verdict for r in rows]})
+    assert paper.agreement_markdown(table, "tiny", "SST-2", 872, 3, True) == setting
+    assert paper.findings_markdown(rows) == verdict.summary_markdown(rows, "")
+    assert paper.findings_markdown(rows, setting) == verdict.summary_markdown(rows, setting)
+    page = paper.agreement_markdown(table, "tiny", "SST-2", 872, 3, True) + "\n\n" + paper.findings_markdown(rows)
+    assert page.count("comparisons") == 1 and page.count("What this run found") == 1
+    assert paper.agreement_markdown(table, "tiny", "SST-2", 872, 1, False).endswith(
+        "None of them is better than its constant predictor, so no row is compared.")
+
+
+def test_the_front_door_exports_every_name_it_lists():
+    assert not [name for name in paper.__all__ if not hasattr(paper, name)]
+    for name in ("comparisons", "findings_markdown", "agreement_markdown", "PAPER", "NOT_REPRODUCED", "table4"):
+        assert name in paper.__all__
 
 
 def test_the_chapters_sentences():
@@ -287,14 +318,12 @@ def test_the_chapters_sentences():
     assert "1 surely lower it and 0 surely raise it" in text and "Δ ranges from -15.00 to +0.05 points" in text
     one = paper.one_head_markdown(chosen([0.0, 0.0], 0.5), Estimate(-18.75, -30.0, -10.0, 100), 1.0)
     assert "**2 of 2** (0 undecided)" in one and "**-18.8 [-30.0, -10.0]**" in one
-    rows = [{"verdict": verdict.AGREES, "quantity": "q1", "paper": "p", "ours": "o"},
-            {"verdict": verdict.INCONCLUSIVE, "quantity": "q2", "paper": "p2", "ours": "o2"}]
-    found = paper.findings_markdown(rows)
-    assert found.startswith("**Findings.** Of 2 comparisons: 1 agrees, 1 inconclusive.")
-    assert "Hold here: q1 (paper p, here o)." in found and "The data cannot tell: q2" in found
-    status = {"learned": False, "score": 50.2, "low": 46.8, "high": 53.6, "constant": 50.9, "n": 872}
+    found = paper.findings_markdown(two_rows())
+    assert found.startswith("**What this run found.** Of 2 comparisons, 1 agrees, 1 inconclusive.")
+    assert "Where the data cannot tell: q2 (paper p2, here o2)." in found
+    status = Learned("SST-2", False, "below", 50.2, 46.8, 53.6, 50.9, 872, -2.0, 3.0, 0.6)
     bad = SimpleNamespace(seed=1, status=status, learned=False)
-    assert "Skipped" in paper.seeds_markdown([SimpleNamespace(seed=0, status={**status, "learned": True}, learned=True),
+    assert "Skipped" in paper.seeds_markdown([SimpleNamespace(seed=0, status=status, learned=True),
                                               bad], "SST-2", True)
     assert "**No seed learned SST-2**" in paper.seeds_markdown([bad], "SST-2", False)
     assert "seed 1: SST-2 50.2 [46.8, 53.6] on 872 dev examples, constant predictor 50.9" in paper.seeds_markdown(
@@ -303,19 +332,12 @@ def test_the_chapters_sentences():
 
 def test_chapter6_sentences_come_from_the_numbers():
     """Issue 21: chapter 6's sentences moved from f-strings in the notebook into the package."""
-    from types import SimpleNamespace
-
-    import numpy as np
-
-    from attnbook.stats import Estimate
-    from attnbook.studies.michel import paper as mp
-
     runs = [SimpleNamespace(seed=0), SimpleNamespace(seed=2)]
-    text = mp.across_markdown("dev half A vs half B", runs, [Estimate(0.5, 0.4, 0.6), Estimate(0.25, 0.1, 0.4)])
+    text = paper.across_markdown("dev half A vs half B", runs, [Estimate(0.5, 0.4, 0.6), Estimate(0.25, 0.1, 0.4)])
     assert text.startswith("dev half A vs half B, Pearson r") and "seed 2 0.25 [0.10, 0.40]" in text
     km = {"spearman": 0.61, "spearman_p": 1e-3, "pearson": 0.7, "top_k_overlap": 0.4, "top_k_chance": 0.14}
-    text = mp.disable_vs_mask_markdown(km, np.array([-1.0, 0.0]), np.array([-2.0, -1.0]))
+    text = paper.disable_vs_mask_markdown(km, np.array([-1.0, 0.0]), np.array([-2.0, -1.0]))
     assert "ρ = **0.61**" in text and "40% are shared (chance 14%)" in text and "disabled -0.50, masked -1.50" in text
     halves = {"spearman": 0.3, "top_k_overlap": 0.5, "top_k_chance": 0.14}
-    assert "not learned: RTE" in mp.halves_markdown("SST-2", halves, ["RTE"])
-    assert "not learned" not in mp.halves_markdown("SST-2", halves, [])
+    assert "not learned: RTE" in paper.halves_markdown("SST-2", halves, ["RTE"])
+    assert "not learned" not in paper.halves_markdown("SST-2", halves, [])

@@ -2,7 +2,6 @@
 areas, one head per layer, the speed test's inputs."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from attnbook.studies.michel.pruning import (
 )
 
 from test_importance import _inputs, dev_batches
-from tiny_models import tiny_classifier
+from tiny_models import Named, tiny_classifier
 
 
 def test_pruning_schedule_follows_the_bert_script():
@@ -161,7 +160,7 @@ def test_safe_shares_and_areas_per_ordering():
 
 def test_pruning_curve_is_cached_and_keeps_seed_none(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
-    clf = SimpleNamespace(key="clf", model=tiny_classifier(seed=20))
+    clf = Named(key="clf", model=tiny_classifier(seed=20))
     data = [Batch.from_mapping(b) for b in dev_batches(seed=20)]
     values = np.arange(12.0).reshape(3, 4)
     calls = []
@@ -192,11 +191,11 @@ def test_pruning_curve_is_cached_and_keeps_seed_none(tmp_path, monkeypatch):
 
 
 def test_curves_by_ordering_names_the_orderings():
-    clf = SimpleNamespace(key="clf", model=tiny_classifier(seed=21))
+    clf = Named(key="clf", model=tiny_classifier(seed=21))
     data = [Batch.from_mapping(b) for b in dev_batches(seed=21)]
     values = np.arange(12.0).reshape(3, 4)
     curves = mp.curves_by_ordering(clf, data, {mp.BY_IMPORTANCE: values, mp.BY_ABLATION: -values}, accuracy,
-                                   step=0.5, seeds=(3,), use_cache=False)
+                                   step=0.5, seeds=(3,))
     assert curves["ordering"].tolist() == [mp.BY_IMPORTANCE] * 3 + [mp.BY_ABLATION] * 3 + [mp.RANDOM] * 3
     assert curves["seed"].tolist()[-3:] == [3, 3, 3]
     own = iterative_pruning(clf.model, data, accuracy, ordering=-values, step=0.5)

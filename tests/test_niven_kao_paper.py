@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from arct_items import adversarial_items, fake_runs, item, labelled_items, toy_items
 from attnbook import verdict
-from attnbook.studies.niven_kao import bert, cues
+from attnbook.chapters.results import VERDICTS
+from attnbook.studies.niven_kao import cues, pairwise
 from attnbook.studies.niven_kao import paper as M
 
 
@@ -40,39 +41,37 @@ def test_paper_comparison_verdicts_follow_the_numbers():
     rows = _comparison(bert_runs, adversarial=adv, adv_train=labelled_items(100), test_adv=adversarial_items(444),
                        adversarial_cues=cues.cue_statistics(adversarial_items(4)),
                        words={"bov": fake_runs([0.56, 0.57])})
-    by = {(r["experiment"], r["quantity"]): r for r in rows}
+    by = {(r.experiment, r.quantity): r for r in rows}
     # the best of the paper's 20 seeds: 0.77 on 444 items, exact interval inside ±0.08 of 0.77
-    assert by[("§3 BERT, full input (C, R, W)", "test accuracy, max")]["verdict"] == "agrees"
-    assert by[("§5 probe, BERT (W)", "test accuracy, max")]["verdict"] == "disagrees"  # 0.58 vs 0.712
+    assert by[("§3 BERT, full input (C, R, W)", "test accuracy, max")].verdict == "agrees"
+    assert by[("§5 probe, BERT (W)", "test accuracy, max")].verdict == "disagrees"  # 0.58 vs 0.712
     gap = by[("§5 finding: warrants alone", "mean(full) − mean(W)")]
-    assert gap["ours"].startswith("0.129") and gap["verdict"] == "disagrees"  # 0.1285 vs 0.015
-    assert by[("§6 trained on original data, tested adversarially", "test accuracy, mean")]["verdict"] == "agrees"
-    assert by[("§6 adversarial test, BERT (C, R, W)", "original half + negated half")]["ours"] == "1 [1, 1]"
-    assert by[("§3/§5 BoV (C, R, W)", "test accuracy, mean")]["verdict"] == "agrees"
+    assert gap.ours.startswith("0.129") and gap.verdict == "disagrees"  # 0.1285 vs 0.015
+    assert by[("§6 trained on original data, tested adversarially", "test accuracy, mean")].verdict == "agrees"
+    assert by[("§6 adversarial test, BERT (C, R, W)", "original half + negated half")].ours == "1 [1, 1]"
+    assert by[("§3/§5 BoV (C, R, W)", "test accuracy, mean")].verdict == "agrees"
     # 1 of 2 items: the exact interval is too wide for any verdict
-    assert by[('§4 cue "not" (train+dev+test), Table 2', "productivity")]["verdict"] == "inconclusive"
-    assert by[("§6 adversarial test set", "max |productivity − 0.5| over warrant cues")]["verdict"] == "agrees"
-    from attnbook.chapters.results import VERDICTS
-
-    assert all(r["verdict"] in VERDICTS for r in rows)
+    assert by[('§4 cue "not" (train+dev+test), Table 2', "productivity")].verdict == "inconclusive"
+    assert by[("§6 adversarial test set", "max |productivity − 0.5| over warrant cues")].verdict == "agrees"
+    assert all(r.verdict in VERDICTS for r in rows)
 
 
 def test_comparison_thresholds_are_the_stated_ones():
-    rows = {r["quantity"]: r for r in _comparison(
+    rows = {r.quantity: r for r in _comparison(
         {"full": fake_runs([0.70, 0.71, 0.72], test_adv_accuracy=[0.52, 0.52, 0.52])},
         test_adv=adversarial_items(444), agreement={"x": {"identical": 3, "n_shipped": 4}})
-        if "tested adversarially" not in r["experiment"]}
+        if "tested adversarially" not in r.experiment}
     adversarially = [r for r in _comparison({"full": fake_runs([0.70, 0.71, 0.72], test_adv_accuracy=[0.52] * 3)},
-                                            test_adv=adversarial_items(444)) if "tested adversarially" in r["experiment"]]
+                                            test_adv=adversarial_items(444)) if "tested adversarially" in r.experiment]
     # mean 0.71 [0.685, 0.735] vs 0.671: within 8 points, 3.9 away -> partly; vs BERT Base 0.623 the interval
     # straddles 0.623 + 0.08 -> inconclusive
-    assert rows["test accuracy, mean"]["verdict"] == verdict.PARTLY
-    assert rows["test accuracy, mean"]["rule"] == M.ACCURACY_RULE.words == (
+    assert rows["test accuracy, mean"].verdict == verdict.PARTLY
+    assert rows["test accuracy, mean"].rule == M.ACCURACY_RULE.words == (
         "within 0.03 in accuracy agrees, within 0.08 partly (95% interval decides)")
-    assert rows["test accuracy, mean (vs BERT Base)"]["verdict"] == verdict.INCONCLUSIVE
+    assert rows["test accuracy, mean (vs BERT Base)"].verdict == verdict.INCONCLUSIVE
     # tested adversarially, every seed 0.52: above 0.5 -> the paper's "below random" disagrees
-    assert adversarially[0]["verdict"] == verdict.DISAGREES
-    assert rows["items our transform reproduces exactly"]["verdict"] == verdict.PARTLY  # 3 of 4, at least half
+    assert adversarially[0].verdict == verdict.DISAGREES
+    assert rows["items our transform reproduces exactly"].verdict == verdict.PARTLY  # 3 of 4, at least half
 
 
 def test_seed_tables_in_the_papers_layout():
@@ -94,37 +93,52 @@ def test_seed_tables_in_the_papers_layout():
 
 
 def test_run_markdown_names_what_was_trained():
-    cfg = bert.TrainConfig(epochs=2, lr=2e-3, batch_size=32, trainable_layers=1)
+    cfg = pairwise.TrainConfig(epochs=2, lr=2e-3, batch_size=32, trainable_layers=1)
     text = M.run_markdown(cfg, n_seeds=2, n_layers=6, max_length=48, n_train=48, n_dev=24, n_test=24)
     assert text.startswith("This run: 2 seeds, 2 epochs, lr 0.002, 32 items per step, at most 48 pieces per pair")
     assert "**the top 1 of 6 layers**" in text and "(paper: every layer, 20 seeds)" in text
     assert "48 training, 24 dev and 24 test items" in text
-    whole = M.run_markdown(bert.TrainConfig(bf16=True), n_seeds=1, n_layers=12, max_length=80, n_train=1, n_dev=1,
+    whole = M.run_markdown(pairwise.TrainConfig(bf16=True), n_seeds=1, n_layers=12, max_length=80, n_train=1, n_dev=1,
                            n_test=1)
     assert "**every layer (12)**" in whole and "Training passes run in bfloat16" in whole
     assert "Frozen layers" not in whole and "Frozen layers run once" in text
 
 
-def test_agreement_markdown_counts_rows_and_states_the_findings():
+def test_agreement_markdown_is_the_verdict_summary_with_the_chapters_setting():
     runs = {"full": fake_runs([0.70, 0.71, 0.72]), "W": fake_runs([0.69, 0.70, 0.705], "W")}
     adv = {"full": fake_runs([0.50, 0.50, 0.50], original_half_accuracy=[0.6, 0.62, 0.61],
                              negated_half_accuracy=[0.4, 0.38, 0.39])}
     rows = _comparison(runs, adversarial=adv, adv_train=labelled_items(100), test_adv=adversarial_items(444))
-    cfg = bert.TrainConfig(trainable_layers=None)
+    cfg = pairwise.TrainConfig(trainable_layers=None)
     text = M.agreement_markdown(rows, cfg, n_layers=12, model_name="tiny")
-    first, second, third = text.split("\n\n")
-    counts = {o: sum(r["verdict"] == o for r in rows) for o in verdict.OUTCOMES}
-    assert first == f"**Agreement.** Of {len(rows)} comparisons, " + ", ".join(
-        f"{n} {o}" for o, n in counts.items() if n) + "."
-    assert second == ("This run's BERT is tiny, every layer fine-tuned for 20 epochs at lr 2e-05, 8 items per step, "
-                      "over 3 seeds (the paper: BERT Large, every layer, 20 seeds). The encoder is smaller than the "
-                      "paper's BERT (12 layers), so its accuracies say how far such a model gets with these cues, not "
-                      "what BERT Large reaches.")
+    training = ("This run's BERT is tiny, every layer fine-tuned for 20 epochs at lr 2e-05, 8 items per step, "
+                "over 3 seeds (the paper: BERT Large, every layer, 20 seeds). The encoder is smaller than the "
+                "paper's BERT (12 layers), so its accuracies say how far such a model gets with these cues, not "
+                "what BERT Large reaches.")
+    # the setting: the fine-tuning caveat, then the §5 and §6 findings as the rows decide them
+    setting = M.setting_markdown(rows, cfg, n_layers=12, model_name="tiny")
+    assert setting == " ".join([training, M.warrants_markdown(rows), M.adversarial_markdown(rows)])
+    # the summary is the one writer's, for that setting: the outcomes are counted there, once
+    assert text == verdict.summary_markdown(rows, setting)
+    counts = {o: sum(r.verdict == o for r in rows) for o in verdict.OUTCOMES}
+    assert text.startswith(f"**What this run found.** Of {len(rows)} comparisons, " + ", ".join(
+        f"{n} {o}" for o, n in counts.items() if n) + ". " + training)
+    assert text.count("comparisons") == 1 and "**Agreement.**" not in text
     # gap 0.0117 [-0.003, 0.026] within 3 points of 0.015 -> agrees; adversarial mean exactly 0.5 -> agrees
-    assert third.startswith("As in the paper, the warrants alone get about as far as the full input here: "
-                            "mean test accuracy 0.71 [0.685, 0.735] with the full input")
-    assert "As in the paper, BERT trained for the adversarial test ends at chance there: mean test accuracy 0.5" in third
-    assert "add up to 1 [1, 1]: it mostly gives both copies of an item the same answer" in third
+    assert ("As in the paper, the warrants alone get about as far as the full input here: "
+            "mean test accuracy 0.71 [0.685, 0.735] with the full input") in text
+    assert "As in the paper, BERT trained for the adversarial test ends at chance there: mean test accuracy 0.5" in text
+    assert "add up to 1 [1, 1]: it mostly gives both copies of an item the same answer" in text
     far = {"full": fake_runs([0.75, 0.76, 0.74]), "W": fake_runs([0.60, 0.61, 0.59], "W")}
     assert "Unlike in the paper, the warrants alone fall well short" in M.agreement_markdown(_comparison(far), cfg)
-    assert M.agreement_markdown(_comparison({"full": fake_runs([0.7, 0.71])}), cfg).count("\n\n") == 1
+    # without the §5 and §6 rows the setting is the fine-tuning caveat alone
+    few = _comparison({"full": fake_runs([0.7, 0.71])})
+    assert M.setting_markdown(few, cfg) == M.training_markdown(cfg, None, "", 2)
+    assert M.agreement_markdown(few, cfg) == verdict.summary_markdown(few, M.training_markdown(cfg, None, "", 2))
+    assert M.agreement_markdown([], cfg) == verdict.summary_markdown([], "")
+
+
+def test_the_front_door_exports_every_name_it_lists():
+    assert not [name for name in M.__all__ if not hasattr(M, name)]
+    for name in ("paper_comparison", "agreement_markdown", "PAPER", "E_FULL", "Q_MEAN", "probe_experiment"):
+        assert name in M.__all__

@@ -8,7 +8,7 @@ import pytest
 from arct_items import adversarial_items, fake_runs, labelled_items, toy_items
 from attnbook import verdict
 from attnbook.chapters.params import chapter_params
-from attnbook.studies.niven_kao import bert
+from attnbook.studies.niven_kao import pairwise
 from attnbook.studies.niven_kao import paper as M
 
 
@@ -20,7 +20,7 @@ def _not_rows():
 
 
 def _by(rows):
-    return {(r["experiment"], r["quantity"]): r for r in rows}
+    return {(r.experiment, r.quantity): r for r in rows}
 
 
 # 316 dev items, 60% of them labelled 1, the majority label of the training set: chance on dev is 0.6 (the constant
@@ -46,28 +46,28 @@ def test_degenerate_runs_are_left_out_of_the_means_and_counted():
     w = fake_runs([0.66, 0.67, 0.68], "W", dev_accuracy=[0.70, 0.71, 0.72])
     rows = _by(_rows({"full": full, "W": w}, test_adv=adversarial_items(444)))
     mean = rows[(M.E_FULL, M.Q_MEAN)]
-    assert mean["n"] == 2 and mean["unit"] == "seeds"
-    assert float(mean["ours"].split()[0]) == pytest.approx(0.71, abs=1e-3)
-    assert "2 of 3 seeds: 1 degenerate" in mean["note"]
+    assert mean.n == 2 and mean.unit == "seeds"
+    assert float(mean.ours.split()[0]) == pytest.approx(0.71, abs=1e-3)
+    assert "2 of 3 seeds: 1 degenerate" in mean.note
     adv = rows[(M.E_ORIGINAL_ADV, M.Q_MEAN)]
-    assert adv["n"] == 2 and float(adv["ours"].split()[0]) == pytest.approx(0.455, abs=1e-3)
+    assert adv.n == 2 and float(adv.ours.split()[0]) == pytest.approx(0.455, abs=1e-3)
     gap = rows[(M.E_WARRANTS, M.Q_GAP)]
-    assert gap["n"] == 2 and "over the 2 seeds non-degenerate in both" in gap["note"]
-    assert "none degenerate" in rows[(M.probe_experiment("W"), M.Q_MEAN)]["note"]
+    assert gap.n == 2 and "over the 2 seeds non-degenerate in both" in gap.note
+    assert "none degenerate" in rows[(M.probe_experiment("W"), M.Q_MEAN)].note
 
 
 def test_all_runs_degenerate_is_not_comparable():
     full = fake_runs([0.70, 0.50], dev_accuracy=[0.61, 0.60])
     rows = _by(_rows({"full": full}))
     row = rows[(M.E_FULL, M.Q_MEAN)]
-    assert row["verdict"] == verdict.NOT_COMPARABLE and "stayed at chance on dev" in row["rule"]
+    assert row.verdict == verdict.NOT_COMPARABLE and "stayed at chance on dev" in row.rule
     assert (M.E_FULL, M.Q_MAX) not in rows
 
 
 def test_without_dev_nothing_is_filtered():
     full = fake_runs([0.70, 0.50, 0.72], dev_accuracy=[0.72, 0.60, 0.74])
     rows = _by(M.paper_comparison(not_rows=_not_rows(), bert={"full": full}, train=TRAIN, test=labelled_items(444)))
-    assert rows[(M.E_FULL, M.Q_MEAN)]["n"] == 3 and "degenerate" not in rows[(M.E_FULL, M.Q_MEAN)]["note"]
+    assert rows[(M.E_FULL, M.Q_MEAN)].n == 3 and "degenerate" not in rows[(M.E_FULL, M.Q_MEAN)].note
 
 
 def test_word_baselines_on_the_adversarial_test_set():
@@ -78,9 +78,9 @@ def test_word_baselines_on_the_adversarial_test_set():
     rows = _by(_rows({}, words_adversarial=words_adv, adv_train=labelled_items(100), test_adv=adversarial_items(444)))
     for label, paper_mean in (("BoV", 0.499), ("BiLSTM", 0.500)):
         mean = rows[(M.adversarial_experiment("full", label), M.Q_MEAN)]
-        assert mean["paper"] == paper_mean and mean["unit"] == "seeds" and mean["low"] is not None
-        assert mean["rule"] == M.ACCURACY_RULE.words
-        assert rows[(M.adversarial_experiment("full", label), M.Q_HALVES)]["rule"] == M.ACCURACY_RULE.words
+        assert mean.paper == paper_mean and mean.unit == "seeds" and mean.low is not None
+        assert mean.rule == M.ACCURACY_RULE.words
+        assert rows[(M.adversarial_experiment("full", label), M.Q_HALVES)].rule == M.ACCURACY_RULE.words
         assert (M.adversarial_experiment("full", label), M.Q_MAX) not in rows
 
 
@@ -97,17 +97,17 @@ def test_seed_records_have_intervals_dev_and_seconds():
 
 
 def test_training_caveat_follows_what_runs():
-    whole = M.training_markdown(bert.TrainConfig(epochs=3, lr=5e-5, batch_size=8, bf16=True), 6, "MiniLM", 2, 3)
+    whole = M.training_markdown(pairwise.TrainConfig(epochs=3, lr=5e-5, batch_size=8, bf16=True), 6, "MiniLM", 2, 3)
     assert "every layer fine-tuned for 3 epochs at lr 5e-05, 8 items per step, training passes in bfloat16" in whole
     assert "over 2 non-degenerate seeds of 3" in whole and "only the top" not in whole
-    top = M.training_markdown(bert.TrainConfig(trainable_layers=1), 6, "MiniLM", 3, 3)
+    top = M.training_markdown(pairwise.TrainConfig(trainable_layers=1), 6, "MiniLM", 3, 3)
     assert "only the top 1 of 6 layers" in top and "over 3 seeds" in top
 
 
 def test_profiles_fine_tune_the_whole_encoder_over_seeds_and_run_the_word_baselines():
     quick = chapter_params("07_arct_cues", "quick")
     assert quick["trainable_layers"] == "all" and quick["n_seeds"] >= 3 and quick["bf16"]
-    cfg = bert.config_from_params(quick)
+    cfg = pairwise.config_from_params(quick)
     assert cfg.trainable_layers is None and (cfg.lr, cfg.batch_size, cfg.epochs) == (5e-5, 8, 3)
     for profile in ("smoke", "quick", "paper"):
         P = chapter_params("07_arct_cues", profile)
@@ -130,6 +130,6 @@ def test_word_baselines_trained_on_the_original_data_are_tested_adversarially():
     bov = fake_runs([0.60, 0.61, 0.62], dev_accuracy=[0.7] * 3, test_adv_accuracy=[0.45, 0.46, 0.44])
     rows = _by(_rows({}, words={"bov": bov}, test_adv=adversarial_items(444)))
     row = rows[(M.original_adv_experiment("BoV"), M.Q_MEAN)]
-    assert row["experiment"] == "§6 BoV trained on original data, tested adversarially"
-    assert row["rule"] == M.BELOW_CHANCE_RULE.words and row["unit"] == "seeds" and row["high"] < 0.5
-    assert row["verdict"] == verdict.AGREES
+    assert row.experiment == "§6 BoV trained on original data, tested adversarially"
+    assert row.rule == M.BELOW_CHANCE_RULE.words and row.unit == "seeds" and row.high < 0.5
+    assert row.verdict == verdict.AGREES

@@ -11,7 +11,7 @@ import pytest
 from arct_items import adversarial_items, fake_runs, labelled_items, toy_items
 from attnbook import stats, verdict
 from attnbook.stats import Estimate
-from attnbook.studies.niven_kao import bert, cues
+from attnbook.studies.niven_kao import cues, pairwise
 from attnbook.studies.niven_kao import paper as M
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "07_arct_cues.ipynb"
@@ -31,7 +31,7 @@ def _rows(bert_runs, not_rows=None, **kw):
 
 
 def _by(rows):
-    return {(r["experiment"], r["quantity"]): r for r in rows}
+    return {(r.experiment, r.quantity): r for r in rows}
 
 
 # ---- defect 8: the rule a row states is the rule that judged it, one rule per kind of quantity --------------------
@@ -43,10 +43,10 @@ def test_cue_rows_state_the_rule_that_judged_them():
     # (-> disagrees). Now the row says which rule it used, and that rule gives its outcome.
     rows = _by(_rows({}, _not_rows(8100, 12000, 20000)))
     row = rows[('§4 cue "not" (train+dev+test), Table 2', "productivity")]
-    assert row["rule"] == M.CUE_RULE.words == (
+    assert row.rule == M.CUE_RULE.words == (
         "within 0.02 in productivity or coverage agrees, within 0.05 partly (95% interval decides)")
-    assert row["verdict"] == verdict.DISAGREES
-    assert verdict.judge(M.CUE_RULE, 0.61, Estimate(0.675, row["low"], row["high"])) == row["verdict"]
+    assert row.verdict == verdict.DISAGREES
+    assert verdict.judge(M.CUE_RULE, 0.61, Estimate(0.675, row.low, row.high)) == row.verdict
 
 
 def test_one_rule_per_kind_of_quantity_and_every_row_states_it():
@@ -58,22 +58,22 @@ def test_one_rule_per_kind_of_quantity_and_every_row_states_it():
                  words={"bov": fake_runs([0.56, 0.57, 0.58]).assign(inputs=["full", "W", "W"])},
                  agreement={"x": {"identical": 4, "n_shipped": 4}},
                  adversarial_cues=cues.cue_statistics(adversarial_items(4)))
-    stated = {r["rule"] for r in rows}
-    assert all(r["rule"] for r in rows)
-    assert stated <= {rule.words for rule in M.RULES} | {r["rule"] for r in rows if r["verdict"] == "not comparable"}
+    stated = {r.rule for r in rows}
+    assert all(r.rule for r in rows)
+    assert stated <= {rule.words for rule in M.RULES} | {r.rule for r in rows if r.verdict == "not comparable"}
     for r in rows:
-        if "accuracy" in r["quantity"] or r["quantity"] in (M.Q_GAP, M.Q_HALVES):
-            expected = M.BELOW_CHANCE_RULE if r["experiment"] == M.E_ORIGINAL_ADV else M.ACCURACY_RULE
-            assert r["rule"] == expected.words or r["verdict"] == "not comparable", r
-        if r["experiment"].startswith("§4"):
-            assert r["rule"] == M.CUE_RULE.words
+        if "accuracy" in r.quantity or r.quantity in (M.Q_GAP, M.Q_HALVES):
+            expected = M.BELOW_CHANCE_RULE if r.experiment == M.E_ORIGINAL_ADV else M.ACCURACY_RULE
+            assert r.rule == expected.words or r.verdict == "not comparable", r
+        if r.experiment.startswith("§4"):
+            assert r.rule == M.CUE_RULE.words
     # and each outcome is what the stated rule gives for the stated interval
     for r in rows:
-        rule = {rule.words: rule for rule in M.RULES}.get(r["rule"])
+        rule = {rule.words: rule for rule in M.RULES}.get(r.rule)
         if rule is None or rule is M.COUNT_RULE:
             continue
-        value = float(str(r["ours"]).split(" ")[0])
-        assert verdict.judge(rule, r["paper"], Estimate(value, r["low"], r["high"])) == r["verdict"], r
+        value = float(str(r.ours).split(" ")[0])
+        assert verdict.judge(rule, r.paper, Estimate(value, r.low, r.high)) == r.verdict, r
 
 
 def test_the_chapter_text_states_no_rule_of_its_own():
@@ -91,33 +91,33 @@ def test_mean_rows_carry_a_t_interval_over_seeds_and_a_single_run_an_exact_one()
                      words={"bilstm": fake_runs([0.60])}))
     mean = rows[(M.E_FULL, M.Q_MEAN)]
     t = stats.mean_interval([0.62, 0.67, 0.72])
-    assert (mean["low"], mean["high"], mean["n"], mean["unit"]) == (pytest.approx(t.low), pytest.approx(t.high), 3,
+    assert (mean.low, mean.high, mean.n, mean.unit) == (pytest.approx(t.low), pytest.approx(t.high), 3,
                                                                       "seeds")
     # 0.67 vs the paper's 0.671 agreed before; the interval [0.546, 0.794] is too wide for +-0.08: inconclusive
-    assert mean["verdict"] == verdict.INCONCLUSIVE
+    assert mean.verdict == verdict.INCONCLUSIVE
     one = rows[("§3/§5 BiLSTM (C, R, W)", M.Q_MEAN)]
     low, high = stats.proportion_interval(round(0.60 * 444), 444)
-    assert (one["low"], one["high"], one["n"]) == (pytest.approx(low), pytest.approx(high), 444)
-    assert one["unit"] == "test items (one run)"
+    assert (one.low, one.high, one.n) == (pytest.approx(low), pytest.approx(high), 444)
+    assert one.unit == "test items (one run)"
 
 
 def test_a_maximum_is_compared_only_over_the_papers_number_of_seeds():
     few = _by(_rows({"full": fake_runs([0.70, 0.77, 0.74])}))[(M.E_FULL, M.Q_MAX)]
-    assert few["verdict"] == verdict.NOT_COMPARABLE and few["low"] is None  # old code: 0.77 vs 0.77 "agrees"
-    assert "best of 3 seeds" in few["rule"] and "the mean row compares the runs" in few["rule"]
+    assert few.verdict == verdict.NOT_COMPARABLE and few.low is None  # old code: 0.77 vs 0.77 "agrees"
+    assert "best of 3 seeds" in few.rule and "the mean row compares the runs" in few.rule
     twenty = _by(_rows({"full": fake_runs([0.70] * 19 + [0.77])}))[(M.E_FULL, M.Q_MAX)]
     low, high = stats.proportion_interval(round(0.77 * 444), 444)
-    assert twenty["rule"] == M.ACCURACY_RULE.words and twenty["verdict"] == verdict.AGREES
-    assert (twenty["low"], twenty["high"]) == (pytest.approx(low), pytest.approx(high))
-    assert "given the 20 seeds run" in twenty["note"]
+    assert twenty.rule == M.ACCURACY_RULE.words and twenty.verdict == verdict.AGREES
+    assert (twenty.low, twenty.high) == (pytest.approx(low), pytest.approx(high))
+    assert "given the 20 seeds run" in twenty.note
 
 
 def test_cue_rows_have_exact_intervals_over_items():
     rows = _by(_rows({}, _not_rows(810, 1218, 1970)))
     prod, cov = (rows[('§4 cue "not" (train+dev+test), Table 2', q)] for q in ("productivity", "coverage"))
-    assert (prod["low"], prod["high"]) == pytest.approx(stats.proportion_interval(810, 1218))
-    assert (cov["low"], cov["high"]) == pytest.approx(stats.proportion_interval(1218, 1970))
-    assert prod["n"] == 1218 and cov["n"] == 1970 and {r["experiment"] for r in rows.values()} == {
+    assert (prod.low, prod.high) == pytest.approx(stats.proportion_interval(810, 1218))
+    assert (cov.low, cov.high) == pytest.approx(stats.proportion_interval(1218, 1970))
+    assert prod.n == 1218 and cov.n == 1970 and {r.experiment for r in rows.values()} == {
         '§4 cue "not" (train+dev+test), Table 2', '§4 cue "not" (train), Table 2', '§4 cue "not" (dev), Table 2',
         '§4 cue "not" (test), Table 2'}
 
@@ -130,14 +130,14 @@ def test_halves_sum_has_an_interval_and_exact_counts_have_none():
                      adversarial_cues=cues.cue_statistics(adversarial_items(6))))
     halves = rows[(M.adversarial_experiment("full"), M.Q_HALVES)]
     t = stats.mean_interval([1.02, 1.02, 0.99])
-    assert (halves["low"], halves["high"], halves["unit"]) == (pytest.approx(t.low), pytest.approx(t.high), "seeds")
-    assert halves["verdict"] == verdict.AGREES
+    assert (halves.low, halves.high, halves.unit) == (pytest.approx(t.low), pytest.approx(t.high), "seeds")
+    assert halves.verdict == verdict.AGREES
     for key in (("§6 adversarial files", "items our transform reproduces exactly"),
                 ("§6 adversarial test set", "max |productivity − 0.5| over warrant cues")):
         row = rows[key]
-        assert row["low"] is None and row["high"] is None and "exact count" in row["unit"]
-        assert row["verdict"] == verdict.AGREES and row["rule"] == M.COUNT_RULE.words
-    assert "no interval" in rows[("§6 adversarial test set", "max |productivity − 0.5| over warrant cues")]["note"]
+        assert row.low is None and row.high is None and "exact count" in row.unit
+        assert row.verdict == verdict.AGREES and row.rule == M.COUNT_RULE.words
+    assert "no interval" in rows[("§6 adversarial test set", "max |productivity − 0.5| over warrant cues")].note
 
 
 def test_one_seed_sums_combine_two_exact_intervals():
@@ -161,8 +161,8 @@ def test_rows_on_a_classifier_no_better_than_a_constant_are_not_comparable():
                      test_adv=adversarial_items(444), words={"bov": fake_runs([0.50, 0.51])}))
     for key in (("§3/§5 BoV (C, R, W)", M.Q_MEAN), (M.E_FULL, M.Q_MEAN), (M.E_FULL, M.Q_MAX),
                 (M.E_ORIGINAL_ADV, M.Q_MEAN), (M.E_WARRANTS, M.Q_GAP), (M.probe_experiment("W"), M.Q_MEAN)):
-        assert rows[key]["verdict"] == verdict.NOT_COMPARABLE, key
-        assert "not shown better than its constant predictor" in rows[key]["rule"]
+        assert rows[key].verdict == verdict.NOT_COMPARABLE, key
+        assert "not shown better than its constant predictor" in rows[key].rule
     assert M.constant_accuracy(labelled_items(10, 7), labelled_items(20, 5)) == 0.25  # always label 1
     assert M.constant_accuracy(labelled_items(10, 5), labelled_items(20, 5)) == 0.75  # tie: the better constant
 
@@ -172,9 +172,9 @@ def test_partial_inputs_that_cannot_see_the_claim_cannot_fail_on_the_adversarial
            for k in ("W", "RW", "CW")}
     rows = _by(_rows({}, adversarial=adv, adv_train=labelled_items(100), test_adv=adversarial_items(444)))
     for k in ("W", "RW"):
-        assert rows[(M.adversarial_experiment(k), M.Q_MEAN)]["verdict"] == verdict.NOT_COMPARABLE
-        assert "cannot fail" in rows[(M.adversarial_experiment(k), M.Q_HALVES)]["rule"]
-    assert rows[(M.adversarial_experiment("CW"), M.Q_MEAN)]["verdict"] == verdict.AGREES  # 0.5 vs 0.501
+        assert rows[(M.adversarial_experiment(k), M.Q_MEAN)].verdict == verdict.NOT_COMPARABLE
+        assert "cannot fail" in rows[(M.adversarial_experiment(k), M.Q_HALVES)].rule
+    assert rows[(M.adversarial_experiment("CW"), M.Q_MEAN)].verdict == verdict.AGREES  # 0.5 vs 0.501
 
 
 # ---- defect 5: the closing paragraphs say what was fine-tuned and follow the rows ---------------------------------
@@ -183,11 +183,11 @@ def test_partial_inputs_that_cannot_see_the_claim_cannot_fail_on_the_adversarial
 def test_the_warrants_finding_carries_the_fine_tuning_caveat():
     runs = {"full": fake_runs([0.70, 0.71, 0.72]), "W": fake_runs([0.69, 0.70, 0.705], "W")}
     rows = _rows(runs)
-    top = M.agreement_markdown(rows, bert.TrainConfig(trainable_layers=1), n_layers=6, model_name="MiniLM")
+    top = M.agreement_markdown(rows, pairwise.TrainConfig(trainable_layers=1), n_layers=6, model_name="MiniLM")
     assert "As in the paper, the warrants alone get about as far as the full input here" in top
     assert "only the top 1 of 6 layers (plus pooler and classifier) fine-tuned" in top
     assert "not BERT fine-tuned in full as in the paper" in top
-    full = M.agreement_markdown(rows, bert.TrainConfig(trainable_layers=None), n_layers=6, model_name="BERT")
+    full = M.agreement_markdown(rows, pairwise.TrainConfig(trainable_layers=None), n_layers=6, model_name="BERT")
     assert "every layer fine-tuned" in full and "pre-trained weights" not in full
 
 
@@ -195,11 +195,11 @@ def test_the_warrants_finding_follows_the_gap_row_not_the_maxima():
     # the old paragraph: max 0.75 vs max 0.71, within 0.06 -> "As in the paper, the warrants alone carry most of it."
     # whatever the spread of the seeds; here the per-seed gaps 0.02, 0.15, 0.01 leave the interval far too wide
     runs = {"full": fake_runs([0.70, 0.75, 0.72]), "W": fake_runs([0.68, 0.60, 0.71], "W")}
-    text = M.agreement_markdown(_rows(runs), bert.TrainConfig(trainable_layers=1), n_layers=6, model_name="m")
+    text = M.agreement_markdown(_rows(runs), pairwise.TrainConfig(trainable_layers=1), n_layers=6, model_name="m")
     assert "As in the paper" not in text
     assert "This run cannot tell whether the warrants alone carry most of it" in text
     constant = {"full": fake_runs([0.50, 0.51]), "W": fake_runs([0.50, 0.50], "W")}
-    text = M.agreement_markdown(_rows(constant), bert.TrainConfig(trainable_layers=1), n_layers=6)
+    text = M.agreement_markdown(_rows(constant), pairwise.TrainConfig(trainable_layers=1), n_layers=6)
     assert "This run cannot test whether the warrants alone carry most of it: this run's BERT (C, R, W)" in text
 
 

@@ -100,7 +100,8 @@ def test_trained_cnn_is_cached_by_images_labels_and_recipe(counted):
     a = C.trained_cnn(imgs, y, seed=0, epochs=1)
     b = C.trained_cnn(imgs, y, seed=0, epochs=1)
     assert len(calls) == 1 and cache.digest(a) == cache.digest(b) and not b.training
-    fresh = C.trained_cnn(imgs, y, seed=0, epochs=1, use_cache=False)
+    with cache.disabled():
+        fresh = C.trained_cnn(imgs, y, seed=0, epochs=1)
     assert len(calls) == 2 and cache.digest(fresh) == cache.digest(a)  # seeded: the same weights again
     C.trained_cnn(imgs, y, seed=1, epochs=1)
     C.trained_cnn(imgs, y, seed=0, epochs=2)

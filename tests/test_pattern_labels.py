@@ -135,9 +135,9 @@ def test_labels_of_another_model_are_transferred_with_the_rows_not_comparable(ti
     plain = K.taxonomy_comparisons(f1, share, reviewed=True, n_maps=250) + K.fig2_comparisons(shares)
     moved = (K.taxonomy_comparisons(f1, share, reviewed=True, n_maps=250, transfer=note)
              + K.fig2_comparisons(shares, transfer=note))
-    assert all(r["verdict"] != "not comparable" for r in plain)
-    assert [r["verdict"] for r in moved] == ["not comparable"] * len(moved)
-    assert all("another model" in r["rule"] for r in moved)
+    assert all(r.verdict != "not comparable" for r in plain)
+    assert [r.verdict for r in moved] == ["not comparable"] * len(moved)
+    assert all("another model" in r.rule for r in moved)
 
 
 def test_annotation_widget_writes_labels_atomically_and_resumes(tmp_path):

@@ -6,6 +6,10 @@ import pytest
 from attnbook.chapters import plan as P
 from attnbook.chapters.params import chapter_params
 from attnbook.chapters.profiles import glue
+from attnbook.core import cache
+from attnbook.engine import cost
+from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root
+from attnbook.engine.finetune import FinetuneParams, base_encoder, cached_checkpoint, checkpoint_parts
 
 MINILM = P.Shape(6, 12, 384, 1536)
 BASE = P.Shape(12, 12, 768, 3072, has_mlm_head=True)
@@ -23,8 +27,8 @@ def test_forward_flops_of_a_bert_layer():
 
 def test_each_classifier_is_trained_once_across_chapters(monkeypatch):
     """Table 1 (chapter 4) trains every seed; chapters 5 and 6 load those checkpoints and must not count them."""
-    monkeypatch.setattr(P, "_trainable", lambda task, fetched=False: task in ("SST-2", "MRPC", "STS-B", "RTE"))
-    monkeypatch.setattr(P, "_scored", lambda task, fetched=False: True)
+    monkeypatch.setattr(cost, "trainable", lambda task, fetched=False: task in ("SST-2", "MRPC", "STS-B", "RTE"))
+    monkeypatch.setattr(cost, "scored", lambda task, fetched=False: True)
     trained: set = set()
     works = {}
     for c in ("04_kovaleva_taxonomy", "05_kovaleva_disabling", "06_michel_pruning"):
@@ -63,6 +67,8 @@ def test_plan_table_and_accuracy(monkeypatch):
     assert per["01_clark_surface_patterns"] > 2.0
     text = plan.table()
     assert "01_clark_surface_patterns" in text and "total" in text and "Not counted" in text
+    assert "empty cache" in text and "with this cache" in text and "data directory" in text
+    assert plan.chapter_seconds(cached=True) == per  # nothing these two chapters do is a fine-tuned classifier
     ratios = P.accuracy(plan, {"01_clark_surface_patterns": 2 * per["01_clark_surface_patterns"]})
     assert ratios == {"01_clark_surface_patterns": 2.0} and not P.within(2.0) and P.within(1.4)
 
@@ -78,7 +84,7 @@ def test_paper_plan_needs_no_weights(tmp_path, monkeypatch):
 def test_probe_training_counts_the_padded_word_pairs():
     """Chapter 2's plan counts the §5 probes' own training (it was left out, and chapter 2 ran 1.7x its estimate):
     length-sorted batches, each padded to its longest sentence, so the cost follows size x width^2."""
-    steps, pairs, measured = P.probe_batches(100, 32)
+    steps, pairs, measured = cost.probe_batches(100, 32)
     assert steps == 4 and pairs > 0 and measured
     p = chapter_params("02_clark_probing", "quick")
     work = P.chapter_work("02_clark_probing", p, MINILM)
@@ -99,7 +105,7 @@ def test_start_up_runs_a_chapters_opening_cells():
 
 def test_probe_lengths_without_the_ud_file_are_an_assumption_the_plan_says(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_DATA", str(tmp_path))
-    steps, pairs, measured = P.probe_batches(64, 32)
+    steps, pairs, measured = cost.probe_batches(64, 32)
     assert (steps, pairs, measured) == (2, 64 * 15 ** 2, False)
     work = P.chapter_work("02_clark_probing", chapter_params("02_clark_probing", "quick"), MINILM)
     assert any("UD lengths assumed" in w.what for w in work if w.kind == "probe")
@@ -113,15 +119,15 @@ def test_the_atlas_is_planned_as_reading_back_what_its_source_chapters_ran():
     work = {w.kind: w for w in P.chapter_work("08_head_atlas", p, MINILM)}
     p4, p5, p6 = (chapter_params(c, "quick") for c in ("04_kovaleva_taxonomy", "05_kovaleva_disabling",
                                                          "06_michel_pruning"))
-    trainable = [t for t in p4["tasks"] if P._trainable(t)]
-    others = [t for t in p6["agreement_tasks"] if t != p6["task"] and P._trainable(t)]
-    assert work["load"].amount == (len(trainable) + len([t for t in p5["tasks"] if P._trainable(t)]) * len(p5["seeds"])
+    trainable = [t for t in p4["tasks"] if cost.trainable(t)]
+    others = [t for t in p6["agreement_tasks"] if t != p6["task"] and cost.trainable(t)]
+    assert work["load"].amount == (len(trainable) + len([t for t in p5["tasks"] if cost.trainable(t)]) * len(p5["seeds"])
                                    + len(p6["seeds"]) + 2 * len(others))
     assert work["parse"].amount > 10e6  # FrameNet 1.7's full text: about 15 MB of XML
     fewer = {**p, "chapter_overrides": {"05_kovaleva_disabling": {"seeds": [0]},
                                         "01_clark_surface_patterns": {"n_segments": 10}}}
     less = {w.kind: w for w in P.chapter_work("08_head_atlas", fewer, MINILM)}
-    assert less["load"].amount == work["load"].amount - 2 * len([t for t in p5["tasks"] if P._trainable(t)])
+    assert less["load"].amount == work["load"].amount - 2 * len([t for t in p5["tasks"] if cost.trainable(t)])
     assert less["encode"].amount < work["encode"].amount
 
 
@@ -160,8 +166,60 @@ def test_chapter6s_check_that_each_classifier_learned_is_counted():
     recipe = glue.recipe(p)
     check = [w for w in P.chapter_work(c, p, MINILM, recipe) if "learned" in w.what]
     assert len(check) == 1 and check[0].kind == "forward"
-    others = [t for t in dict.fromkeys(p["agreement_tasks"]) if t != p["task"] and P._trainable(t)]
+    others = [t for t in dict.fromkeys(p["agreement_tasks"]) if t != p["task"] and cost.trainable(t)]
     assert f"checking that {len(p['seeds']) + len(others)} classifiers" in check[0].what
     one_seed = [w for w in P.chapter_work(c, {**p, "seeds": p["seeds"][:1]}, MINILM, recipe) if "learned" in w.what]
     capped = [w for w in P.chapter_work(c, p, MINILM, {**recipe, "dev_cap": 8}) if "learned" in w.what]
     assert one_seed[0].amount < check[0].amount and capped[0].amount < check[0].amount
+
+
+def _plant_checkpoints(model: str, recipe: dict, jobs) -> None:
+    """Complete checkpoint folders (final and the recipe's ``save_at`` snapshots) for ``jobs`` in this cache, as
+    :func:`attnbook.engine.finetune.train_checkpoints` would leave them (the weights are not needed to be found)."""
+    base = base_encoder(model)
+    for task, init, seed in jobs:
+        params = FinetuneParams.from_mapping(recipe).for_task(task)
+        for fraction in (1.0, *recipe["save_at"]):
+            folder = checkpoints_root() / cache.key(checkpoint_parts(base, task, init, params, seed, fraction))
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / COMPLETE_FILE).write_text("{}")
+        assert cached_checkpoint(base, task, init, recipe, seed, recipe["save_at"])
+
+
+def test_the_empty_cache_estimate_ignores_the_cache_and_the_cached_one_skips_held_classifiers(tmp_path, monkeypatch):
+    """After a build the cache holds chapter 4's classifiers: "from an empty cache" must still count their training,
+    and only the "with this cache" estimate may leave it out."""
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
+    c = "04_kovaleva_taxonomy"
+    p = chapter_params(c, "smoke")
+    recipe = glue.recipe(p)
+    jobs = [(t, i, sd) for t in p["table1_tasks"] if cost.trainable(t) for i in ("pretrained_ft", "random_ft")
+            for sd in (recipe["seeds"] if i == "pretrained_ft" else recipe["random_seeds"])]
+    if not jobs:
+        pytest.skip("no GLUE training file in the data directory")
+    held = cost.CheckpointCache(p["model"])
+    empty = P.chapter_work(c, p, MINILM, recipe, set())
+    assert P.chapter_work(c, p, MINILM, recipe, set(), cache=held) == empty  # the cache holds nothing yet
+    _plant_checkpoints(p["model"], recipe, jobs)
+    assert P.chapter_work(c, p, MINILM, recipe, set()) == empty
+    cached = P.chapter_work(c, p, MINILM, recipe, set(), cache=held)
+    assert any(w.kind.startswith("train") for w in empty) and not any(w.kind.startswith("train") for w in cached)
+    assert [w for w in cached if not w.kind.startswith("train")] == [w for w in empty if not w.kind.startswith("train")]
+
+    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5, model_name="embedded", profile="quick":
+                        {**RATES, "startup": 2.0})
+    plan = P.make_plan("smoke", chapters=[c, "05_kovaleva_disabling"])
+    per, with_cache = plan.chapter_seconds(), plan.chapter_seconds(cached=True)
+    assert per[c] == pytest.approx(sum(plan.seconds(w) for w in empty) + 2.0)
+    assert with_cache[c] < per[c] and with_cache["05_kovaleva_disabling"] <= per["05_kovaleva_disabling"]
+    row = next(line for line in plan.table().splitlines() if line.strip().startswith(c))
+    assert P._minutes(per[c]) in row and P._minutes(with_cache[c]) in row
+
+
+def test_a_missing_data_directory_is_said_with_the_plan(tmp_path, monkeypatch):
+    """Without the data directory the GLUE chapters plan nothing of their fine-tuning (a plan run outside ``make``,
+    ATTNBOOK_DATA unset, put chapter 4 at its start-up alone); the plan says which data it counted without."""
+    monkeypatch.setenv("ATTNBOOK_DATA", str(tmp_path / "nowhere"))
+    note = P.data_note()
+    assert str(tmp_path / "nowhere") in note and "lacks" in note and "glue" in note and "no fine-tuning" in note
+    assert "standard sizes" in P.data_note(fetched=True)

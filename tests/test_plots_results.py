@@ -58,8 +58,8 @@ def test_results_files_are_deterministic(tmp_path):
         res = ChapterResults("01_test", {"profile": "smoke", "seed": 0}, {"name": "m", "fingerprint": "f"})
         res.add("x", np.float32(0.1234567891))
         res.add("arr", np.arange(3))
-        res.compare(**verdict.row("§1", "q", paper=1.0, ours=0.98765, rule=verdict.Within(0.05, 0.1), note="n"))
-        res.compare(**verdict.row("§2", "r", paper=0.5, ours=Estimate(0.67, 0.64, 0.7, 400, "examples"),
+        res.compare(verdict.row("§1", "q", paper=1.0, ours=0.98765, rule=verdict.Within(0.05, 0.1), note="n"))
+        res.compare(verdict.row("§2", "r", paper=0.5, ours=Estimate(0.67, 0.64, 0.7, 400, "examples"),
                                   rule=verdict.Within(0.05, 0.1)))
         return res
 
@@ -78,9 +78,11 @@ def test_results_files_are_deterministic(tmp_path):
     prov = json.loads((tmp_path / "a" / "01_test.provenance.json").read_text())
     assert prov["seed"] == 0 and "torch" in prov["packages"] and prov["timings"] == {"fit": 12.3}
     with pytest.raises(ValueError, match="verdict"):
-        make().compare("§1", "q", 1, 2, "maybe", rule="r")
+        verdict.Comparison("§1", "q", 1, 2, "maybe", rule="r")
     with pytest.raises(ValueError, match="rule"):  # an outcome must come with its rule
-        make().compare("§1", "q", 1, 2, "agrees")
+        verdict.Comparison("§1", "q", 1, 2, "agrees")
+    with pytest.raises(TypeError, match="verdict.row"):  # rows are typed: a dict is refused
+        make().compare({"experiment": "§1", "quantity": "q", "verdict": "agrees", "rule": "r"})
     assert "01_test" in load_results(tmp_path / "a")
     md = results_markdown(tmp_path / "a")
     assert "| 01_test | m, `smoke` | 1 | 0 | 1 | 0 | 0 | 2 |" in md  # outcome counts per chapter

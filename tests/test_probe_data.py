@@ -48,8 +48,8 @@ def test_extract_probe_data_matches_the_word_maps(tiny_bert, tokenizer, glove):
 def test_cached_maps_round_trip(tiny_bert, tokenizer, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
     encoded = D.encode_for_probe(tokenizer, [CAT, STORY])
-    first = D.extract_word_maps(tiny_bert, encoded, progress=False, use_cache=True)
+    first = D.extract_word_maps(tiny_bert, encoded, progress=False)
     assert list((tmp_path / "probe_word_maps").glob("*.npz"))
-    second = D.extract_word_maps(tiny_bert, encoded, progress=False, use_cache=True)
+    second = D.extract_word_maps(tiny_bert, encoded, progress=False)
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)

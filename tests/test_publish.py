@@ -66,8 +66,14 @@ def test_progress_reports_the_running_cell(tmp_path):
     assert lines and all(line.startswith("[attnbook] 04_x: cell 3 of 4 (t), 0 min") for line in lines)
 
 
+def _row(outcome: str):
+    from attnbook.verdict import Comparison
+
+    return Comparison("§3", "q", 1.0, 1.0, outcome, rule="r")
+
+
 def _results(verdicts: list[str], model: str = "embedded-x") -> tuple[dict, dict]:
-    rows = [{"verdict": v} for v in verdicts]
+    rows = [_row(v).as_dict() for v in verdicts]
     results = {"chapter": "01_clark_surface_patterns", "profile": "quick", "comparisons": rows,
                "params": {"n_segments": 1000, "max_tokens": 128, "grad_segments": 200},
                "numbers": {"mlm_head": {"source": "fitted on the frozen encoder"}}}
@@ -81,7 +87,7 @@ def test_summary_box_is_generated_from_the_run_and_goes_under_the_title(tmp_path
     outcome counts of its comparison table, all read from the results files the chapter wrote."""
     from attnbook.chapters.summary import SUMMARY_TAG, outcome_text, summary_markdown
 
-    assert outcome_text([{"verdict": "agrees"}] * 2 + [{"verdict": "partly agrees"}, {"verdict": "not comparable"}]) \
+    assert outcome_text([_row("agrees")] * 2 + [_row("partly agrees"), _row("not comparable")]) \
         == "4 rows: 2 agree, 1 partly agree, 1 not comparable"
     results, prov = _results(["agrees", "disagrees", "disagrees"])
     box = summary_markdown(results, prov, seconds=130)

@@ -199,9 +199,9 @@ def test_streaming_equals_direct_on_a_tiny_bert(tiny_bert, tokenizer):
 
 def test_cached_evaluation_round_trips(tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
-    first = syntax.evaluate_heads(tiny_bert, [CAT, DOG], relations=RELS, progress=False, use_cache=True)
+    first = syntax.evaluate_heads(tiny_bert, [CAT, DOG], relations=RELS, progress=False)
     assert list((tmp_path / "syntax_heads").glob("*.npz"))
-    second = syntax.evaluate_heads(tiny_bert, [CAT, DOG], relations=RELS, progress=False, use_cache=True)
+    second = syntax.evaluate_heads(tiny_bert, [CAT, DOG], relations=RELS, progress=False)
     np.testing.assert_array_equal(first.correct, second.correct)
     np.testing.assert_array_equal(first.sentence_correct, second.sentence_correct)
     np.testing.assert_array_equal(first.sentence_total, second.sentence_total)

@@ -4,13 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_finetune import SMALL, base, env  # noqa: F401  (fixtures: SST-2, STS-B, RTE dev-only; a tiny BERT)
 
 from attnbook.core.errors import MissingDataError
-from attnbook.engine.finetune import INITS
+from attnbook.engine.classifiers import INITS
 from attnbook.studies.kovaleva.paper import PAPER_TABLE1
 from attnbook.studies.kovaleva.table1 import INIT_LABELS, data_files, metric_label, numbers, sizes, table1, table1_wide
-
-from test_finetune import SMALL, base, env  # noqa: F401  (fixtures: SST-2, STS-B, RTE dev-only; a tiny BERT)
 
 
 def test_table1(env, base):  # noqa: F811
@@ -87,7 +86,7 @@ def test_table1_trains_each_seed_once_for_every_chapter(env, base, monkeypatch):
 def test_a_classifiers_table1_verdict_reads_back_from_the_cache(env, base, monkeypatch):  # noqa: F811
     """What the head atlas reads of chapter 4 (whether each analysed classifier learned its task) is Table 1's own
     verdict: the same cached dev outputs (no classifier is run again) judged by the same rule."""
-    import attnbook.engine.finetune as finetune
+    import attnbook.engine.evaluate as evaluate
     from attnbook.engine.finetune import get_finetuned
     from attnbook.studies.kovaleva import table1 as t1
 
@@ -97,7 +96,8 @@ def test_a_classifiers_table1_verdict_reads_back_from_the_cache(env, base, monke
     def no_forward(*a, **k):
         raise AssertionError("a classifier ran again: Table 1's dev outputs were not read back")
 
-    monkeypatch.setattr(finetune, "predict_logits", no_forward)
+    monkeypatch.setattr(evaluate, "predict_logits", no_forward)
+    monkeypatch.setattr(t1, "predict_logits", no_forward)
     for task in ("SST-2", "STS-B"):
         row = df[(df.task == task) & (df.init == "pretrained_ft")].iloc[0]
         for seed in (0, 1):

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnbook.core import cache
 from attnbook.core.errors import ParameterError
-from attnbook.engine.models import wrap_model
+from attnbook.engine.models import ClassifierInfo, wrap_model
 from attnbook.studies.kovaleva import cnn as C
 from attnbook.studies.kovaleva import inputs as I
 from attnbook.studies.kovaleva import patterns as PT
@@ -66,7 +65,7 @@ def _finetuned_copy(base):
             p.add_(0.5 * torch.randn_like(p))
     clf = wrap_model(model, base.tokenizer, "tiny / fine-tuned")
     clf.fingerprint = base.fingerprint
-    clf.extra["checkpoint_key"] = "0123456789abcdef01234567"
+    clf.classifier = ClassifierInfo("SST-2", "pretrained_ft", 0, 128, clf.fingerprint, "0123456789abcdef01234567")
     return clf
 
 
@@ -76,18 +75,18 @@ def test_two_models_never_share_a_pattern_share_entry(tiny_bert):
     examples = [I.encode_text(tiny_bert.tokenizer, a, b) for a, b in TEXTS]
     cnn = C.PatternCNN(size=16)
     clf = _finetuned_copy(tiny_bert)
-    parts = {m.name: T.pattern_share_parts(m, examples, cnn) for m in (tiny_bert, clf)}
-    assert parts[tiny_bert.name]["model"] == tiny_bert.key and parts[clf.name]["model"] == clf.key
-    assert cache.key(parts[tiny_bert.name]) != cache.key(parts[clf.name])
+    sp = (int(tiny_bert.tokenizer.cls_token_id), int(tiny_bert.tokenizer.sep_token_id))
+    key = lambda m, ex=examples, c=cnn, r=PT.DEFAULT_RULES: T.pattern_share_arrays.key(m, ex, c, r, sp)  # noqa: E731
+    assert key(tiny_bert) != key(clf)
     other = _finetuned_copy(tiny_bert)
-    other.extra["checkpoint_key"] = "fedcba9876543210fedcba98"  # another checkpoint of the same base
-    assert cache.key(T.pattern_share_parts(other, examples, cnn)) != cache.key(parts[clf.name])
+    # another checkpoint of the same base
+    other.classifier = ClassifierInfo("SST-2", "pretrained_ft", 1, 128, other.fingerprint, "fedcba9876543210fedcba98")
+    assert key(other) != key(clf)
     # inputs, the CNN's weights and the rules are in the key too
-    assert cache.key(T.pattern_share_parts(clf, examples[:2], cnn)) != cache.key(parts[clf.name])
+    assert key(clf, ex=examples[:2]) != key(clf)
     torch.manual_seed(3)
-    assert cache.key(T.pattern_share_parts(clf, examples, C.PatternCNN(size=16))) != cache.key(parts[clf.name])
-    assert cache.key(T.pattern_share_parts(clf, examples, cnn, PT.PatternRules(vertical=0.6))) != cache.key(
-        parts[clf.name])
+    assert key(clf, c=C.PatternCNN(size=16)) != key(clf)
+    assert key(clf, r=PT.PatternRules(vertical=0.6)) != key(clf)
 
 
 def test_pretrained_and_finetuned_shares_are_two_computations(tiny_bert, tmp_path, monkeypatch):

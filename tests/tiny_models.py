@@ -21,3 +21,14 @@ def tiny_classifier(n_layers=3, n_heads=4, hidden=32, seed=0, num_labels=3, dtyp
         attn_implementation="eager",
     )
     return BertForSequenceClassification(config).to(dtype).eval()
+
+
+class Named:
+    """A stand-in classifier handle (``key`` and ``model``), named in cache keys by its ``key`` as a LoadedModel is."""
+
+    def __init__(self, key: str, model=None, **attrs):
+        self.key, self.model = key, model
+        self.__dict__.update(attrs)
+
+    def __digest__(self):
+        return ("LoadedModel", self.key)

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from attnbook import verdict
+from attnbook.atlas.cards import majority_class
 from attnbook.core.heads import head_label
 from attnbook.stats import Estimate, percentile_interval
 
@@ -181,7 +182,6 @@ def syntax_vs_importance(m, *, n_permutations: int = 10000, n_resamples: int = 2
 def head_classes(m, task: str | None) -> tuple[list[str], str] | None:
     """Each head's majority pattern class (layer-major) in ``task``'s fine-tuned classifier when chapter 4 analysed
     it, else in the pre-trained encoder; and which one was used."""
-    from attnbook.atlas.cards import majority_class
 
     if m.patterns is None:
         return None

@@ -19,8 +19,28 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+import torch
 
 from attnbook.core import cache
+from attnbook.core.errors import ParameterError
+from attnbook.data import framenet as framenet_data
+from attnbook.data import gum
+from attnbook.data.conllu import load_ud, ud_path
+from attnbook.data.wiki import source_files
+from attnbook.engine import sweeps
+from attnbook.engine.finetune import DEV_SAMPLE_SEED, base_encoder
+from attnbook.engine.scores import accuracy_points
+from attnbook.studies.clark import clusters, coref, distances, surface, syntax
+from attnbook.studies.clark.segments import clark_segments
+from attnbook.studies.heads_off import effects as headstudy
+from attnbook.studies.heads_off.effects import classifier
+from attnbook.studies.kovaleva import cnn, disabling, framenet, table1, taxonomy
+from attnbook.studies.kovaleva import labels as labelled
+from attnbook.studies.kovaleva.inputs import dev_inputs
+from attnbook.studies.kovaleva.patterns import CLASSES
+from attnbook.studies.michel import importance as imp
+from attnbook.studies.michel import pruning as mp
+from attnbook.studies.michel import runs as michel_seeds
 
 #: The chapters the atlas reads, in book order (chapter 7, Niven & Kao, measures no heads).
 SOURCE_CHAPTERS = (
@@ -29,7 +49,6 @@ SOURCE_CHAPTERS = (
 )
 #: Chapter 1's surface statistics on a card (Clark §3): relative position, special tokens, entropy.
 SURFACE_KEYS = ("prev", "next", "self", "cls", "sep", "punct", "entropy")
-FRAMENET_CACHE_VERSION = "atlas-framenet-1"
 
 
 @dataclass
@@ -81,24 +100,20 @@ class Measurements:
 # --------------------------------------------------------------------------------------------- chapter by chapter
 
 
-def clark_surface(loaded, p: Mapping[str, Any], use_cache: bool) -> tuple[dict, list]:
+def clark_surface(loaded, p: Mapping[str, Any]) -> tuple[dict, list]:
     """Chapter 1's :func:`attnbook.studies.clark.surface.surface_statistics` on its segments; also the segments."""
-    from attnbook.studies.clark import surface
-    from attnbook.studies.clark.segments import clark_segments
 
     segments = clark_segments(loaded.tokenizer, p["n_segments"], p["max_tokens"], seed=p["seed"])
-    stats = surface.surface_statistics(loaded, segments, batch_size=p["batch_size"], use_cache=use_cache)
+    stats = surface.surface_statistics(loaded, segments, batch_size=p["batch_size"])
     return stats, segments
 
 
-def clark_syntax(loaded, p: Mapping[str, Any], use_cache: bool):
+def clark_syntax(loaded, p: Mapping[str, Any]):
     """Chapter 2's :func:`attnbook.studies.clark.syntax.evaluate_heads` (Clark §4.2) and its UD sentences' file."""
-    from attnbook.data.conllu import load_ud, ud_path
-    from attnbook.studies.clark import syntax
 
     dev = load_ud(p["syntax_split"], p["syntax_sentences"])
     acc = syntax.evaluate_heads(loaded, dev, max_tokens=p["max_tokens"], batch_size=p["batch_size"],
-                                exclude_punct=p["exclude_punct"], use_cache=use_cache)
+                                exclude_punct=p["exclude_punct"])
     return acc, [ud_path(p["syntax_split"])]
 
 
@@ -119,37 +134,32 @@ def syntax_arrays(acc) -> dict:
     return {"relations": rels, "accuracy": np.array(accs), "baseline": np.array(base), "offset": np.array(offs)}
 
 
-def clark_coref(loaded, p: Mapping[str, Any], use_cache: bool) -> tuple[dict, list]:
+def clark_coref(loaded, p: Mapping[str, Any]) -> tuple[dict, list]:
     """Chapter 2's :func:`attnbook.studies.clark.coref.evaluate_heads` (Clark §4.3) and the nearest-mention baseline."""
-    from attnbook.data import gum
-    from attnbook.studies.clark import coref
 
     docs = gum.load_split(p["coref_split"], p["coref_max_docs"])
     wins = coref.windows(docs, loaded.tokenizer, p["coref_max_tokens"], first_only=p["coref_first_only"])
-    heads = coref.evaluate_heads(loaded, wins, p["coref_batch_size"], use_cache=use_cache)
+    heads = coref.evaluate_heads(loaded, wins, p["coref_batch_size"])
     base = coref.baselines(wins)["nearest"]
     return ({"accuracy": heads.accuracy("all"), "baseline": base.accuracy("all"), "n": int(heads.n["all"])},
             list(gum.split_files(p["coref_split"], p["coref_max_docs"])))
 
 
-def clark_clusters(loaded, p: Mapping[str, Any], use_cache: bool, segments: list | None = None) -> dict:
+def clark_clusters(loaded, p: Mapping[str, Any], segments: list | None = None) -> dict:
     """Chapter 3's distances, clusters and behaviours (Clark §6), from chapter 3's own calls. ``segments``: chapter
     3's segments when the caller has them already (chapter 1's, drawn with the same size, length and seed)."""
-    from attnbook.data.conllu import load_ud
-    from attnbook.studies.clark import clusters, distances, surface, syntax
-    from attnbook.studies.clark.segments import clark_segments
 
     L, H = loaded.n_layers, loaded.n_heads
     if segments is None:
         segments = clark_segments(loaded.tokenizer, p["n_segments"], p["max_tokens"], seed=p["seed"])
     arrays = distances.measure_head_distances(
         loaded, segments, smoothing=p["smoothing"], query_fraction=p["query_fraction"], seed=p["seed"],
-        batch_size=p["batch_size"], use_cache=use_cache)
+        batch_size=p["batch_size"])
     D = arrays["js_mean"]
-    stats = surface.surface_statistics(loaded, segments, batch_size=p["batch_size"], use_cache=use_cache)
+    stats = surface.surface_statistics(loaded, segments, batch_size=p["batch_size"])
     ud = load_ud(p["syntax_split"], p["syntax_sentences"])
     accuracy = syntax.evaluate_heads(loaded, ud, max_tokens=p["syntax_max_tokens"], batch_size=p["syntax_batch_size"],
-                                     exclude_punct=p["exclude_punct"], progress=False, use_cache=use_cache)
+                                     exclude_punct=p["exclude_punct"], progress=False)
     best = clusters.syntax_best_heads(accuracy, margin=p["syntax_margin"])
     behaviours = clusters.head_behaviours(stats, best, threshold=p["behaviour_threshold"],
                                           broad_quantile=p["broad_quantile"])
@@ -157,73 +167,56 @@ def clark_clusters(loaded, p: Mapping[str, Any], use_cache: bool, segments: list
     return {"distances": np.asarray(D), "clusters": np.asarray(clustering.labels), "behaviours": behaviours}
 
 
-def framenet_scores(base, instances, *, direction: str, batch_size: int, use_cache: bool = True) -> dict:
-    """Chapter 4's :func:`attnbook.studies.kovaleva.framenet.frame_link_scores`, cached here under the model's key
-    and the instances' digest (chapter 4 does not cache it; the atlas computes it at most once)."""
-    from attnbook.studies.kovaleva import framenet
-
-    parts = {"code": FRAMENET_CACHE_VERSION, "model": base.key, "instances": cache.digest(list(instances)),
-             "direction": direction}
-    return cache.cached_arrays("atlas-framenet", parts, lambda: framenet.frame_link_scores(
-        base, instances, direction=direction, batch_size=batch_size), enabled=use_cache)
+def framenet_scores(base, instances, *, direction: str, batch_size: int) -> dict:
+    """Chapter 4's :func:`attnbook.studies.kovaleva.framenet.frame_link_scores` (cached: read back after chapter 4)."""
+    return framenet.frame_link_scores(base, list(instances), direction=direction, batch_size=batch_size)
 
 
-def cnn_training_images(base, p: Mapping[str, Any], use_cache: bool = True) -> dict:
+@cache.memoized("atlas-cnn-images")
+def cnn_image_arrays(label_base, header: dict, labels: list, folds: int, size: int) -> dict[str, np.ndarray]:
+    """The CNN's images and classes of the labelled maps chapter 4 learns from, cached by the labels' model, the
+    labels, the folds and the image size (chapter 4 does not keep the maps; the atlas regenerates them at most
+    once)."""
+    lab_maps, lab_segs, y = labelled.labelled_maps(label_base, labels, header=header)
+    learn = labelled.learnable_subset(lab_maps, lab_segs, y, labels, folds)
+    return {"images": cnn.maps_to_images(learn["maps"], size=size).numpy(), "y": np.asarray(learn["y"])}
+
+
+def cnn_training_images(base, p: Mapping[str, Any]) -> dict:
     """The labelled maps chapter 4 trains its pattern CNN on, as the CNN's images and classes (chapter 4's
     :func:`~attnbook.studies.kovaleva.labels.labelled_maps`, :func:`~attnbook.studies.kovaleva.labels.learnable_subset`
-    and :func:`~attnbook.studies.kovaleva.cnn.maps_to_images`). Chapter 4 does not cache the maps; the atlas caches
-    the images under the model's key and the labels' digest, so it regenerates them at most once."""
-    import torch
-
-    from attnbook.studies.kovaleva import cnn
-    from attnbook.studies.kovaleva import labels as labelled
-
+    and :func:`~attnbook.studies.kovaleva.cnn.maps_to_images`; :func:`cnn_image_arrays`)."""
     header, labels = labelled.load_pattern_labels()
     label_base, _ = labelled.label_model(base, header)
-
-    def compute() -> dict:
-        lab_maps, lab_segs, y = labelled.labelled_maps(label_base, labels, header=header)
-        learn = labelled.learnable_subset(lab_maps, lab_segs, y, labels, p["cv_folds"])
-        return {"images": cnn.maps_to_images(learn["maps"], size=p["cnn_size"]).numpy(), "y": np.asarray(learn["y"])}
-
-    parts = {"code": FRAMENET_CACHE_VERSION, "kind": "cnn-images", "model": label_base.key,
-             "labels": cache.digest(header, list(labels)), "folds": p["cv_folds"], "size": p["cnn_size"]}
-    arrays = cache.cached_arrays("atlas-cnn-images", parts, compute, enabled=use_cache)
+    arrays = cnn_image_arrays(label_base, header, list(labels), int(p["cv_folds"]), int(p["cnn_size"]))
     return {"images": torch.as_tensor(arrays["images"]), "y": np.asarray(arrays["y"])}
 
 
-def kovaleva_patterns(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use_cache: bool) -> dict:
+def kovaleva_patterns(base, p: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict:
     """Chapter 4's per-head pattern counts (Kovaleva §4.1, the CNN's labels) for the pre-trained encoder (summed
     over the tasks' inputs) and each fine-tuned classifier, its FrameNet heads (§4.2) and whether each task's
     classifier learned it."""
-    from attnbook.data import framenet as framenet_data
-    from attnbook.studies.heads_off.effects import classifier
-    from attnbook.studies.kovaleva import cnn, framenet, table1, taxonomy
-    from attnbook.studies.kovaleva.inputs import dev_inputs
-    from attnbook.studies.kovaleva.patterns import CLASSES
 
     seed = p["seed"]
-    training = cnn_training_images(base, p, use_cache)
-    pattern_cnn = cnn.trained_cnn(training["images"], training["y"], seed=seed, epochs=p["cnn_epochs"],
-                                  use_cache=use_cache)
+    training = cnn_training_images(base, p)
+    pattern_cnn = cnn.trained_cnn(training["images"], training["y"], seed=seed, epochs=p["cnn_epochs"])
     counts: dict[str, np.ndarray] = {"pre-trained": 0}
     learned: dict[str, bool] = {}
     for task in p["tasks"]:
-        clf = classifier(base, task, dict(recipe), seed, use_cache=use_cache)
+        clf = classifier(base, task, dict(recipe), seed)
         # chapter 4's verdict: Table 1's cached dev outputs of this classifier, judged by the same rule
-        outputs = table1.seed_outputs(clf, task, recipe, p["dev_caps"], use_cache=use_cache)
+        outputs = table1.seed_outputs(clf, task, recipe, p["dev_caps"])
         learned[task] = not table1.seed_learned_reason(task, outputs, n_resamples=p["n_resamples"])
-        inputs = dev_inputs(base.tokenizer, task, p["n_examples"], seed=seed, max_tokens=p["max_tokens"],
-                            use_cache=use_cache)
-        ft = taxonomy.pattern_shares(clf, inputs, pattern_cnn, batch_size=p["batch_size"], use_cache=use_cache)
-        pre = taxonomy.pattern_shares(base, inputs, pattern_cnn, batch_size=p["batch_size"], use_cache=use_cache)
+        inputs = dev_inputs(base.tokenizer, task, p["n_examples"], seed=seed, max_tokens=p["max_tokens"])
+        ft = taxonomy.pattern_shares(clf, inputs, pattern_cnn, batch_size=p["batch_size"])
+        pre = taxonomy.pattern_shares(base, inputs, pattern_cnn, batch_size=p["batch_size"])
         counts[task] = np.asarray(ft["cnn"]["counts"])
         counts["pre-trained"] = counts["pre-trained"] + np.asarray(pre["cnn"]["counts"])
     if not p["tasks"]:
         counts = {}
     instances = framenet_data.load_fulltext()
     kept, _ = framenet.FrameFilter().apply(instances)
-    scores = framenet_scores(base, kept, direction=p["direction"], batch_size=p["batch_size"], use_cache=use_cache)
+    scores = framenet_scores(base, kept, direction=p["direction"], batch_size=p["batch_size"])
     fheads = framenet.frame_heads(scores["scores"], percentile=p["percentile"], control=scores["control"])
     return {"counts": counts or None, "classes": tuple(CLASSES), "learned": learned,
             "framenet": {"mean": np.asarray(fheads["mean"]), "heads": [(int(l), int(h)) for l, h, _ in fheads["heads"]],
@@ -231,19 +224,15 @@ def kovaleva_patterns(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use
             "files": list(framenet_data.fulltext_files())}
 
 
-def kovaleva_disabling(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use_cache: bool) -> tuple[dict, dict]:
+def kovaleva_disabling(base, p: Mapping[str, Any], recipe: Mapping[str, Any]) -> tuple[dict, dict]:
     """Chapter 5's single-head disabling sweeps (Kovaleva §4.6) of each task's primary classifier (the first
     learned seed, as the chapter's figures), with paired 95% intervals over the swept dev examples; and the
     reason for each task left out."""
-    from attnbook.engine import sweeps
-    from attnbook.engine.finetune import DEV_SAMPLE_SEED
-    from attnbook.studies.heads_off import effects as headstudy
-    from attnbook.studies.kovaleva import disabling
 
-    classifiers = {(t, s): headstudy.classifier(base, t, dict(recipe), s, use_cache=use_cache)
+    classifiers = {(t, s): headstudy.classifier(base, t, dict(recipe), s)
                    for t in p["tasks"] for s in p["seeds"]}
     _, learned = disabling.dev_baselines(classifiers, max_length=recipe["max_length"], n_resamples=p["n_resamples"],
-                                         seed=p["seed"], use_cache=use_cache, caps=p["eval_caps"])
+                                         seed=p["seed"], caps=p["eval_caps"])
     runs = disabling.runs_to_sweep(learned, include_unlearned=p["analyse_unlearned"])
     main = disabling.primary_runs(runs, p["tasks"], learned)
     out, why = {}, {}
@@ -254,8 +243,7 @@ def kovaleva_disabling(base, p: Mapping[str, Any], recipe: Mapping[str, Any], us
         k = main[task]
         _, batches = headstudy.task_data(classifiers[k].tokenizer, task, "dev", disabling.dev_cap(p["dev_caps"], task),
                                          DEV_SAMPLE_SEED, batch_size=p["batch_size"], max_length=recipe["max_length"])
-        single = headstudy.switched_off(classifiers[k], batches, "single_heads", "disable", sweeps.task_score_fn(task),
-                                        use_cache=use_cache)
+        single = headstudy.switched_off(classifiers[k], batches, "single_heads", "disable", sweeps.task_score_fn(task))
         table, _ = headstudy.effect_intervals(single, task, n_resamples=p["n_resamples"], seed=p["seed"])
         shape = single.scores.shape
         out[task] = {"delta": np.asarray(single.delta, dtype=float), "low": table["low"].to_numpy().reshape(shape),
@@ -264,32 +252,25 @@ def kovaleva_disabling(base, p: Mapping[str, Any], recipe: Mapping[str, Any], us
     return out, why
 
 
-def michel_heads(base, p: Mapping[str, Any], recipe: Mapping[str, Any], use_cache: bool) -> dict:
+def michel_heads(base, p: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict:
     """Chapter 6's masking effects (Michel §3.2), importance scores on the main and agreement tasks (§4.1) and the
     pruning order by importance with its largest safe share (§4.2), for the first analysed seed."""
-    from attnbook.engine.finetune import DEV_SAMPLE_SEED
-    from attnbook.engine.scores import accuracy_points
-    from attnbook.studies.heads_off import effects as headstudy
-    from attnbook.studies.michel import importance as imp
-    from attnbook.studies.michel import pruning as mp
-    from attnbook.studies.michel import seeds as michel_seeds
 
     task = p["task"]
     batching = dict(batch_size=p["batch_size"], max_length=recipe["max_length"])
-    runs = michel_seeds.classifiers(base, task, recipe, p["seeds"], use_cache=use_cache)
+    runs = michel_seeds.classifiers(base, task, recipe, p["seeds"])
     todo, analysable = michel_seeds.analysed(runs)
     first = todo[0]
     clf = first.classifier
     dev, dev_b = headstudy.task_data(base.tokenizer, task, "dev", p["dev_cap"], DEV_SAMPLE_SEED, **batching)
     train, imp_b = headstudy.task_data(base.tokenizer, task, "train", p["importance_cap"], p["seed"] + 1, **batching)
-    ablation = headstudy.switched_off(clf, dev_b, "single_heads", "mask", accuracy_points, use_cache=use_cache)
+    ablation = headstudy.switched_off(clf, dev_b, "single_heads", "mask", accuracy_points)
     table, _ = headstudy.effect_intervals(ablation, task, n_resamples=p["n_resamples"], seed=p["seed"])
-    I = imp.importance_of(clf, imp_b, use_cache=use_cache)
-    agree, skipped = michel_seeds.learned_tasks(base, p["agreement_tasks"], recipe, first.seed, known=[task],
-                                                use_cache=use_cache)
+    I = imp.importance_of(clf, imp_b)
+    agree, skipped = michel_seeds.agreement_tasks(base, p["agreement_tasks"], recipe, first.seed, known=[task])
     by_task, files = imp.importance_by_task(base, agree, recipe, first.seed, cap=p["importance_cap"],
-                                            data_seed=p["seed"] + 1, known={task: I}, **batching, use_cache=use_cache)
-    sweep = mp.pruning_sweep(clf, dev_b, I, accuracy_points, step=p["step"], use_cache=use_cache)
+                                            data_seed=p["seed"] + 1, known={task: I}, **batching)
+    sweep = mp.pruning_sweep(clf, dev_b, I, accuracy_points, step=p["step"])
     curve = mp.curve_frame(sweep, mp.BY_IMPORTANCE, step=p["step"])
     safe = mp.largest_safe_share(curve, ablation.baseline_score, p["tolerance"])
     n_safe = int(curve.loc[np.isclose(curve["share_pruned"], safe), "n_pruned"].max()) if safe > 0 else 0
@@ -314,31 +295,28 @@ def _segment_key(p: Mapping[str, Any]) -> tuple:
     return (p["n_segments"], p["max_tokens"], p["seed"])
 
 
-def source_parameters(chapter_params, profile: str, model: str, use_cache: bool,
+def source_parameters(chapter_params, profile: str, model: str,
                       overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The resolved parameters of every chapter in :data:`SOURCE_CHAPTERS` for ``profile``, as those chapters
-    ran: the atlas's ``model`` and ``use_cache`` plus ``overrides[chapter]``. ``chapter_params`` is
+    ran: the atlas's ``model`` plus ``overrides[chapter]``. ``chapter_params`` is
     :func:`attnbook.chapters.params.chapter_params` (passed in: the atlas sits below the book machinery).
     An override for a chapter the atlas does not read raises :class:`~attnbook.core.errors.ParameterError`."""
-    from attnbook.core.errors import ParameterError
 
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(SOURCE_CHAPTERS)
     if unknown:
         raise ParameterError(f"chapter_overrides names {sorted(unknown)}; the atlas reads {', '.join(SOURCE_CHAPTERS)}")
-    return {c: chapter_params(c, profile, {**overrides.get(c, {}), "model": model, "use_cache": use_cache})
+    return {c: chapter_params(c, profile, {**overrides.get(c, {}), "model": model})
             for c in SOURCE_CHAPTERS}
 
 
-def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable[[Mapping[str, Any]], dict], *,
-           use_cache: bool = True) -> Measurements:
+def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable[[Mapping[str, Any]], dict]) -> Measurements:
     """Every source chapter's per-head measurements (see :class:`Measurements`).
 
     ``chapter_params`` maps each id of :data:`SOURCE_CHAPTERS` to that chapter's resolved parameters for the
     profile (a chapter left out is "not run"); ``recipe_for`` gives the GLUE chapters' fine-tuning recipe
     (:func:`attnbook.chapters.profiles.glue.recipe`), called with a chapter's parameters as chapters 4-6 call it.
     """
-    from attnbook.engine.finetune import base_encoder
 
     p1 = chapter_params.get("01_clark_surface_patterns")
     model = next(iter(chapter_params.values()))["model"]
@@ -347,8 +325,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     notes = m.notes
     segments: dict[tuple, list] = {}  # chapters 1 and 3 draw the same segments when their sizes and seeds agree
     if p1 is not None:
-        stats, segments[_segment_key(p1)] = clark_surface(loaded, p1, use_cache)
-        from attnbook.data.wiki import source_files
+        stats, segments[_segment_key(p1)] = clark_surface(loaded, p1)
 
         m.data_files += list(source_files())
         m.surface = {k: np.asarray(stats[k], dtype=float) for k in SURFACE_KEYS}
@@ -357,15 +334,15 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
         notes["surface"] = "chapter 1 is not part of this profile"
     p2 = chapter_params.get("02_clark_probing")
     if p2 is not None:
-        acc, files = clark_syntax(loaded, p2, use_cache)
+        acc, files = clark_syntax(loaded, p2)
         m.syntax = syntax_arrays(acc)
-        m.coref, more = clark_coref(loaded, p2, use_cache)
+        m.coref, more = clark_coref(loaded, p2)
         m.data_files += files + more
     else:
         notes["syntax"] = notes["coref"] = "chapter 2 is not part of this profile"
     p3 = chapter_params.get("03_clark_clustering")
     if p3 is not None:
-        c = clark_clusters(loaded, p3, use_cache, segments.get(_segment_key(p3)))
+        c = clark_clusters(loaded, p3, segments.get(_segment_key(p3)))
         m.distances, m.clusters, m.behaviours = c["distances"], c["clusters"], c["behaviours"]
     else:
         notes["clusters"] = "chapter 3 is not part of this profile"
@@ -374,7 +351,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     if p4 is not None:
         base = base_encoder(p4["model"])
         recipe = recipe_for(p4)
-        k = kovaleva_patterns(base, p4, recipe, use_cache)
+        k = kovaleva_patterns(base, p4, recipe)
         m.patterns, m.pattern_classes, m.learned, m.framenet = k["counts"], k["classes"], k["learned"], k["framenet"]
         m.data_files += k["files"]
     else:
@@ -383,7 +360,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     if p5 is not None:
         base = base or base_encoder(p5["model"])
         recipe = recipe_for(p5)
-        m.disabling, why = kovaleva_disabling(base, p5, recipe, use_cache)
+        m.disabling, why = kovaleva_disabling(base, p5, recipe)
         for task, reason in why.items():
             notes[f"disabling/{task}"] = f"not swept in chapter 5: {reason}"
     else:
@@ -392,7 +369,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     if p6 is not None:
         base = base or base_encoder(p6["model"])
         recipe = recipe_for(p6)
-        mi = michel_heads(base, p6, recipe, use_cache)
+        mi = michel_heads(base, p6, recipe)
         m.masking, m.importance, m.main_task, m.pruning = mi["masking"], mi["importance"], mi["main_task"], mi["pruning"]
         if mi["skipped"]:
             notes["importance"] = "left out, not learned: " + "; ".join(mi["skipped"])

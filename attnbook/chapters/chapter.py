@@ -20,8 +20,9 @@ import torch
 from attnbook import charts as plots
 from attnbook.chapters import tables
 from attnbook.chapters.params import Params, resolve
-from attnbook.engine.models import set_default_device, set_threads
 from attnbook.chapters.results import ChapterResults
+from attnbook.core import cache
+from attnbook.engine.models import set_default_device, set_threads
 
 
 def seed_everything(seed: int) -> None:
@@ -37,6 +38,7 @@ def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
     seed_everything(int(params.get("seed", 0)))
     set_threads()
     set_default_device(params.get("device", "auto"))
+    cache.set_enabled(bool(params.get("use_cache", True)))
     plots.enable()
     tables.enable()
     torch.set_grad_enabled(True)

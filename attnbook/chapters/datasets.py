@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from attnbook.core.paths import data_dir
+from attnbook.data.fetch import fetch
+from attnbook.data.manifest import Manifest
+
 #: the manifest datasets (``attnbook fetch`` names) a chapter reads in every profile; the paper profile's GLUE
 #: tasks that are not in the standard download (``glue_large``) are fetched on request (the chapters name them)
 CHAPTER_DATASETS: dict[str, tuple[str, ...]] = {
@@ -48,8 +52,6 @@ def setup_cell(chapter: str) -> str:
 def missing_datasets(chapter: str, dest: Path | str | None = None) -> list[str]:
     """The datasets of ``chapter`` with a file absent from ``dest`` (default: the data directory). Only presence
     is checked here (a stat per file); ``attnbook fetch --verify`` checks the bytes."""
-    from attnbook.core.paths import data_dir
-    from attnbook.data.manifest import Manifest
 
     root = Path(dest) if dest is not None else data_dir()
     manifest = Manifest.load()
@@ -64,8 +66,6 @@ def ensure_data(chapter: str, dest: Path | str | None = None, base_url: str | No
     download raises :class:`attnbook.data.fetch.FetchError` naming the files."""
     import os
 
-    from attnbook.core.paths import data_dir
-    from attnbook.data.fetch import fetch
 
     todo = missing_datasets(chapter, dest)
     if todo:

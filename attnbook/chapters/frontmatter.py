@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from attnbook.chapters.results import comparisons_of, load_results
 from attnbook.chapters.toc import CHAPTERS
 from attnbook.core.io import atomic_write_text
-from attnbook.chapters.results import load_results
-from attnbook.verdict import OUTCOMES
+from attnbook.verdict import OUTCOMES, Comparison
 
 #: chapter id -> the heading of its section on the results overview page
 CHAPTER_TITLES = {c.id: c.heading for c in CHAPTERS}
@@ -24,17 +24,16 @@ def _cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _ours(row: dict) -> str:
-    ours = _cell(row.get("ours", ""))
-    low, high = row.get("low"), row.get("high")
-    if low is None or high is None or "[" in ours:
+def _ours(row: Comparison) -> str:
+    ours = _cell(row.ours)
+    if row.low is None or row.high is None or "[" in ours:
         return ours
-    return f"{ours} [{low:.4g}, {high:.4g}]"
+    return f"{ours} [{row.low:.4g}, {row.high:.4g}]"
 
 
 def outcome_counts(results: dict[str, dict]) -> dict[str, dict[str, int]]:
     """chapter -> outcome -> number of comparison rows (every outcome of :data:`attnbook.verdict.OUTCOMES`)."""
-    return {ch: {o: sum(r.get("verdict") == o for r in data.get("comparisons", [])) for o in OUTCOMES}
+    return {ch: {o: sum(r.verdict == o for r in comparisons_of(data)) for o in OUTCOMES}
             for ch, data in results.items()}
 
 
@@ -71,10 +70,9 @@ def results_markdown(results_folder: Path | None = None) -> str:
               "|---|---|---|---|---|---|"]
     for chapter, data in results.items():
         number = CHAPTER_TITLES.get(chapter, chapter).split(".")[0]
-        for row in data.get("comparisons", []):
-            lines.append("| " + " | ".join([number, _cell(row.get("experiment", "")), _cell(row.get("quantity", "")),
-                                             _cell(row.get("paper", "")), _ours(row), _cell(row.get("verdict", ""))])
-                         + " |")
+        for row in comparisons_of(data):
+            lines.append("| " + " | ".join([number, _cell(row.experiment), _cell(row.quantity), _cell(row.paper),
+                                             _ours(row), _cell(row.verdict)]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -24,8 +24,9 @@ CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {}
 
 #: Parameters every chapter has, with their value in every profile (a chapter may set its own).
 #: ``device``: where models run: ``"auto"`` (a CUDA GPU when PyTorch sees one, else the CPU), ``"cpu"``,
-#: ``"cuda"``, ``"cuda:1"``; results files record the device used.
-COMMON: dict[str, Any] = {"device": "auto"}
+#: ``"cuda"``, ``"cuda:1"``; results files record the device used. ``use_cache``: read and write the disk cache
+#: (:mod:`attnbook.core.cache`); :func:`attnbook.chapters.chapter.setup` sets it once for the whole process.
+COMMON: dict[str, Any] = {"device": "auto", "use_cache": True}
 
 
 def register_chapter(chapter: str, profiles: dict[str, dict[str, Any]]) -> None:

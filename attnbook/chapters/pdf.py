@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from attnbook.chapters.runner import BookBuildError
 from attnbook.core.io import atomic_path
 from attnbook.core.paths import project_root
 
@@ -67,7 +68,6 @@ def build_pdf(copy_to_html: bool = True) -> Path:
     """Print the rendered book (``_build/html``, from :func:`attnbook.chapters.runner.build_book`) to
     ``_build/pdf/attnbook.pdf`` (also copied into ``_build/html`` so the published site carries it). Raises
     :class:`BookBuildError` naming the fix when the HTML is missing or nothing was printed."""
-    from attnbook.chapters.runner import BookBuildError
 
     root = project_root()
     html = root / "_build" / "html"

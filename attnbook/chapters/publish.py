@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from attnbook.chapters.summary import insert_summary
+
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
 
@@ -104,7 +106,6 @@ def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float 
     (removed when there are none). With the chapter's ``results`` file (its provenance file beside it), the summary
     box goes under the title (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). Returns
     ``{"parameters": {...}, "stderr": n, "summary": bool}``."""
-    from attnbook.chapters.summary import insert_summary
 
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     params = merge_parameters(nb)

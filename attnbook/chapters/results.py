@@ -23,8 +23,8 @@ from typing import Any, Mapping
 
 from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
-from attnbook.verdict import OUTCOMES
 from attnbook.core.paths import data_dir, results_dir
+from attnbook.verdict import OUTCOMES, Comparison
 
 #: Agreement verdicts used in the comparison tables (:mod:`attnbook.verdict`, the one rule).
 VERDICTS = OUTCOMES
@@ -46,39 +46,6 @@ def _round(value: Any, digits: int = 6) -> Any:
     if isinstance(value, (list, tuple)):
         return [_round(v, digits) for v in value]
     return value
-
-
-@dataclass
-class Comparison:
-    """One row of "paper vs this run": what the paper says, this run's number (with its 95% interval when it is
-    a sample estimate: ``low``/``high`` over ``n`` resampled ``unit``), the outcome of the rule (``verdict``, one
-    of :data:`attnbook.verdict.OUTCOMES`), and that rule in words. Rows are made by :func:`attnbook.verdict.row`."""
-
-    experiment: str
-    quantity: str
-    paper: Any
-    ours: Any
-    verdict: str
-    note: str = ""
-    rule: str = ""
-    low: float | None = None
-    high: float | None = None
-    n: int | None = None
-    unit: str = ""
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-        if not self.rule:
-            raise ValueError(f"{self.experiment}: {self.quantity}: a comparison states its rule "
-                             "(make rows with attnbook.verdict.row)")
-
-    @property
-    def interval(self) -> str:
-        """``"[low, high]"`` or ``""``."""
-        if self.low is None or self.high is None:
-            return ""
-        return f"[{self.low:.4g}, {self.high:.4g}]"
 
 
 @dataclass
@@ -108,12 +75,14 @@ class ChapterResults:
         results of two runs with the same profile and seed stay identical (a cold and a warm cache differ)."""
         self.timings[key] = round(float(seconds), 1)
 
-    def compare(self, experiment: str, quantity: str, paper: Any, ours: Any, verdict: str, note: str = "", *,
-                rule: str = "", low: float | None = None, high: float | None = None, n: int | None = None,
-                unit: str = "") -> None:
-        """Add a "paper vs this run" row: ``res.compare(**attnbook.verdict.row(...))``."""
-        self.comparisons.append(Comparison(experiment, quantity, _round(paper, 4), _round(ours, 4), verdict, note,
-                                           rule, _round(low, 4), _round(high, 4), n, unit))
+    def compare(self, *rows: Comparison) -> None:
+        """Add "paper vs this run" rows (:func:`attnbook.verdict.row` makes them): ``res.compare(*rows)``.
+        Numbers are rounded to four decimals, as the table and the results JSON show them."""
+        for r in rows:
+            if not isinstance(r, Comparison):
+                raise TypeError(f"compare() takes rows made by attnbook.verdict.row, not {type(r).__name__}")
+            self.comparisons.append(r.replace(paper=_round(r.paper, 4), ours=_round(r.ours, 4),
+                                              low=_round(r.low, 4), high=_round(r.high, 4)))
 
     def use_data(self, *paths: Path) -> None:
         """Record data files the chapter read (their checksums go into the provenance)."""
@@ -151,7 +120,7 @@ class ChapterResults:
             "params": _round(dict(self.params)),
             "model": {k: self.model.get(k) for k in ("name", "revision", "fingerprint", "n_layers", "n_heads", "device")},
             "numbers": self.numbers,
-            "comparisons": [c.__dict__ for c in self.comparisons],
+            "comparisons": [c.as_dict() for c in self.comparisons],
         }
 
     def provenance(self) -> dict:
@@ -231,6 +200,11 @@ def machine_description() -> str:
     import os
 
     return f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores"
+
+
+def comparisons_of(results: Mapping[str, Any]) -> list[Comparison]:
+    """The typed "paper vs this run" rows of one chapter's results (a loaded ``<chapter>.json``)."""
+    return [Comparison.from_dict(r) for r in results.get("comparisons", [])]
 
 
 def load_results(folder: Path | None = None) -> dict[str, dict]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from attnbook.verdict import OUTCOMES
+from attnbook.chapters.results import comparisons_of
+from attnbook.verdict import OUTCOMES, Comparison
 
 PAPER_MODEL = "bert-base-uncased"
 SUMMARY_TAG = "attnbook-summary"
@@ -116,9 +117,9 @@ def _filled(template: Callable | None, *args: Any) -> Any:
         return None
 
 
-def outcome_text(comparisons: list[Mapping[str, Any]]) -> str:
+def outcome_text(comparisons: list[Comparison]) -> str:
     """``'24 rows: 10 agree, 3 partly, 2 disagree, 4 inconclusive, 5 not comparable'`` (zero counts left out)."""
-    counts = {o: sum(c.get("verdict") == o for c in comparisons) for o in OUTCOMES}
+    counts = {o: sum(c.verdict == o for c in comparisons) for o in OUTCOMES}
     words = {"agrees": "agree", "disagrees": "disagree", "partly agrees": "partly agree"}
     parts = [f"{n} {words.get(o, o)}" for o, n in counts.items() if n]
     n = len(comparisons)
@@ -149,7 +150,7 @@ def summary_markdown(results: Mapping[str, Any], provenance: Mapping[str, Any], 
         lines.append(f"- **data and sizes**: {sizes}")
     if differs:
         lines.append("- **differs from the paper**: " + "; ".join(differs))
-    lines.append(f"- **paper vs this run** (the table at the end): {outcome_text(results.get('comparisons', []))}")
+    lines.append(f"- **paper vs this run** (the table at the end): {outcome_text(comparisons_of(results))}")
     return "```{admonition} This run\n:class: note attnbook-summary\n" + "\n".join(lines) + "\n```"
 
 

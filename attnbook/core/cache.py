@@ -9,14 +9,29 @@ nothing heavy, and changing any input recomputes exactly what it affects.
 Entries are ``<key>.npz`` (arrays; no pickles) plus ``<key>.json`` (the
 description and the npz's SHA-256), both written atomically, the JSON last. An
 entry whose npz fails its checksum is recomputed with a warning.
+
+An expensive function is cached by decorating it with :func:`memoized`: its key is
+the function's qualified name, a hash of its own code (docstring and comments left
+out) and the content digest of its bound arguments, so no cache key is written by
+hand and a changed function body or any changed argument (the model included)
+names a new entry. Whether the cache is read and written is one setting for the
+whole process (:func:`set_enabled`, ``$ATTNBOOK_USE_CACHE``), never an argument.
 """
 from __future__ import annotations
 
+import ast
+import contextlib
+import functools
 import hashlib
+import importlib
+import inspect
 import json
+import os
+import textwrap
+import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
@@ -38,7 +53,8 @@ def digest(*objects: Any) -> str:
     """SHA-256 (hex, 24 chars) of the *content* of ``objects``: the one way to name inputs in a cache key.
 
     Understands numbers, strings, bytes, paths, ``None``, NumPy arrays and torch tensors (dtype, shape and
-    bytes), mappings (by sorted key), lists, tuples, sets, dataclasses (class name and every field) and any
+    bytes), mappings (by sorted key), lists, tuples, sets, dataclasses (class name and every field), functions
+    (by ``score_name`` or module and qualified name: :func:`_callable_name`) and any
     object with a ``__digest__()`` method, which returns what identifies it (e.g. an encoded input's piece
     ids). Anything else raises ``TypeError``: a silent ``repr`` could name two different inputs alike.
     """
@@ -85,6 +101,11 @@ def _feed(h, obj: Any) -> None:  # noqa: C901 - one branch per kind of content
         h.update(b"l%d:" % len(obj))
         for x in obj:
             _feed(h, x)
+    elif isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)) \
+            or (callable(obj) and hasattr(obj, "score_name")):
+        _feed(h, ("callable", _callable_name(obj)))
+    elif isinstance(obj, range):
+        _feed(h, list(obj))
     elif isinstance(obj, (set, frozenset)):
         _feed(h, sorted(obj, key=repr))
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -94,6 +115,20 @@ def _feed(h, obj: Any) -> None:  # noqa: C901 - one branch per kind of content
             _feed(h, getattr(obj, f.name))
     else:
         raise TypeError(f"digest() does not know how to name a {type(obj).__name__}; give it a __digest__() method")
+
+
+def _callable_name(fn: Any) -> Any:
+    """A function in a key: its ``score_name`` attribute, else ``module.qualname`` (a partial: its function and
+    arguments). A lambda or a nested function has no stable name and is refused."""
+    if getattr(fn, "score_name", None):
+        return str(fn.score_name)
+    if isinstance(fn, functools.partial):
+        return (_callable_name(fn.func), list(fn.args), dict(fn.keywords))
+    qualname = getattr(fn, "__qualname__", "")
+    if not qualname or "<lambda>" in qualname or "<locals>" in qualname:
+        raise TypeError(f"digest() cannot name the function {qualname or fn!r}: give it a score_name attribute "
+                        "or define it at module level")
+    return f"{getattr(fn, '__module__', '')}.{qualname}"
 
 
 class CacheCorruptWarning(UserWarning):
@@ -150,41 +185,37 @@ def cached_arrays(
     return arrays
 
 
-def cached_frame(namespace: str, parts: dict[str, Any], compute: Callable[[], Any], *,
-                 enabled: bool = True, root: Path | None = None):
-    """:func:`cached_arrays` for a pandas DataFrame of numbers, text and missing values (one array per column).
+def frame_arrays(frame: Any) -> dict[str, np.ndarray]:
+    """A pandas DataFrame of numbers, text and missing values as arrays (one per column; no pickles).
 
     Numeric columns are stored as they are; any other column as numbers or unicode text plus a mask of its
     missing entries, so ``None`` comes back as ``None`` (not the text ``"None"``) and a column of integers
-    with gaps comes back as integers with gaps. No pickles.
+    with gaps comes back as integers with gaps (:func:`frame_from_arrays`).
     """
     import pandas as pd
 
-    fresh: dict[str, Any] = {}
+    out = {"columns": np.asarray([str(c) for c in frame.columns])}
+    for c in frame.columns:
+        values = frame[c].to_numpy()
+        if values.dtype.kind in "biuf":
+            out[f"col:{c}"] = values
+            continue
+        missing = np.asarray(pd.isna(frame[c]), dtype=bool)
+        present = [v for v, m in zip(values, missing) if not m]
+        if present and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in present):
+            kind, stored = "int", np.array([0 if m else int(v) for v, m in zip(values, missing)], dtype=np.int64)
+        elif present and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in present):
+            kind, stored = "float", np.array([np.nan if m else float(v) for v, m in zip(values, missing)])
+        else:
+            kind, stored = "text", np.array(["" if m else str(v) for v, m in zip(values, missing)], dtype=str)
+        out[f"col:{c}"], out[f"missing:{c}"], out[f"kind:{c}"] = stored, missing, np.asarray(kind)
+    return out
 
-    def arrays() -> dict[str, np.ndarray]:
-        frame = compute()
-        fresh["frame"] = frame
-        out = {"columns": np.asarray([str(c) for c in frame.columns])}
-        for c in frame.columns:
-            values = frame[c].to_numpy()
-            if values.dtype.kind in "biuf":
-                out[f"col:{c}"] = values
-                continue
-            missing = np.asarray(pd.isna(frame[c]), dtype=bool)
-            present = [v for v, m in zip(values, missing) if not m]
-            if present and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in present):
-                kind, stored = "int", np.array([0 if m else int(v) for v, m in zip(values, missing)], dtype=np.int64)
-            elif present and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in present):
-                kind, stored = "float", np.array([np.nan if m else float(v) for v, m in zip(values, missing)])
-            else:
-                kind, stored = "text", np.array(["" if m else str(v) for v, m in zip(values, missing)], dtype=str)
-            out[f"col:{c}"], out[f"missing:{c}"], out[f"kind:{c}"] = stored, missing, np.asarray(kind)
-        return out
 
-    got = cached_arrays(namespace, parts, arrays, enabled=enabled, root=root)
-    if "frame" in fresh:
-        return fresh["frame"]
+def frame_from_arrays(got: Mapping[str, np.ndarray]) -> Any:
+    """The DataFrame :func:`frame_arrays` stored."""
+    import pandas as pd
+
     columns = {}
     for c in (str(x) for x in got["columns"]):
         values = got[f"col:{c}"]
@@ -196,3 +227,158 @@ def cached_frame(namespace: str, parts: dict[str, Any], compute: Callable[[], An
                 values = pd.Series(values, dtype=object)
         columns[c] = values
     return pd.DataFrame(columns)
+
+
+def cached_frame(namespace: str, parts: dict[str, Any], compute: Callable[[], Any], *,
+                 enabled: bool = True, root: Path | None = None):
+    """:func:`cached_arrays` for a pandas DataFrame (:func:`frame_arrays`)."""
+    fresh: dict[str, Any] = {}
+
+    def arrays() -> dict[str, np.ndarray]:
+        fresh["frame"] = compute()
+        return frame_arrays(fresh["frame"])
+
+    got = cached_arrays(namespace, parts, arrays, enabled=enabled, root=root)
+    return fresh["frame"] if "frame" in fresh else frame_from_arrays(got)
+
+
+# ---------------------------------------------------------------------------------------------- one switch per process
+_enabled: bool | None = None
+
+
+def enabled() -> bool:
+    """Whether :func:`memoized` functions read and write the cache: :func:`set_enabled`'s value, else
+    ``$ATTNBOOK_USE_CACHE`` (``0``/``false``/``no`` turn it off), else on."""
+    if _enabled is not None:
+        return _enabled
+    return os.environ.get("ATTNBOOK_USE_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def set_enabled(flag: bool | None) -> None:
+    """Turn the cache on or off for this process (``None``: back to ``$ATTNBOOK_USE_CACHE``). A chapter's
+    ``use_cache`` parameter and the CLI's ``--no-cache`` set it once; no function takes it as an argument."""
+    global _enabled
+    _enabled = None if flag is None else bool(flag)
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run a block with the cache neither read nor written (tests, timing a computation), then restore."""
+    global _enabled
+    before = _enabled
+    _enabled = False
+    try:
+        yield
+    finally:
+        _enabled = before
+
+
+# ---------------------------------------------------------------------------------------------- the decorator
+F = TypeVar("F", bound=Callable[..., Any])
+_CODEC = "__codec__"
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+_MODULE_HASHES: dict[str, str] = {}
+
+
+def code_hash(fn: Callable[..., Any]) -> str:
+    """SHA-256 (hex, 16 chars) of the code of the module that defines ``fn``: its syntax tree without docstrings
+    and comments. Editing a comment or a docstring keeps the module's cache entries; any change of code in the
+    module (the function, or a helper or reducer beside it that it calls) names new ones. Code in other modules
+    that changes what ``fn`` computes is named with ``memoized(version=...)``."""
+    fn = inspect.unwrap(fn)
+    module = inspect.getmodule(fn)
+    name = getattr(module, "__name__", fn.__qualname__)
+    if name not in _MODULE_HASHES:
+        source = inspect.getsource(module) if module is not None else textwrap.dedent(inspect.getsource(fn))
+        tree = _without_docstrings(ast.parse(source))
+        _MODULE_HASHES[name] = hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+    return _MODULE_HASHES[name]
+
+
+def _encode(result: Any) -> dict[str, np.ndarray]:
+    """The arrays that store ``result``: a mapping of arrays as it is; a pandas DataFrame by :func:`frame_arrays`;
+    an object with ``to_arrays()`` and a ``from_arrays`` class method, with its class named; a single array."""
+    import pandas as pd
+
+    if isinstance(result, Mapping):
+        return {str(k): np.asarray(v) for k, v in result.items()}
+    if isinstance(result, pd.DataFrame):
+        return {**frame_arrays(result), _CODEC: np.asarray("frame")}
+    if hasattr(result, "to_arrays") and hasattr(type(result), "from_arrays"):
+        cls = type(result)
+        return {**result.to_arrays(), _CODEC: np.asarray(f"{cls.__module__}:{cls.__qualname__}")}
+    if isinstance(result, np.ndarray) or np.isscalar(result):
+        return {"value": np.asarray(result), _CODEC: np.asarray("array")}
+    raise TypeError(f"memoized: cannot store a {type(result).__name__}; return arrays, a DataFrame or an object "
+                    "with to_arrays() and from_arrays()")
+
+
+def _decode(arrays: dict[str, np.ndarray]) -> Any:
+    codec = str(arrays.pop(_CODEC)) if _CODEC in arrays else None
+    if codec is None:
+        return arrays
+    if codec == "frame":
+        return frame_from_arrays(arrays)
+    if codec == "array":
+        return arrays["value"]
+    module, _, qualname = codec.partition(":")
+    cls: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    return cls.from_arrays(arrays)
+
+
+def memoized(namespace: str | None = None, *, ignore: tuple[str, ...] = (), version: str | None = None
+             ) -> Callable[[F], F]:
+    """Cache a function's result on disk under its arguments' content.
+
+    The key is the function's module and qualified name, :func:`code_hash` of its module's code (plus ``version``,
+    for a function whose result depends on code elsewhere that it names by that string), and :func:`digest` of its bound
+    arguments with defaults applied, leaving out the ``ignore`` ones (batch sizes, progress bars: they change how,
+    not what). A model is digested by its weights' identity (:attr:`~attnbook.engine.models.LoadedModel.key`),
+    tensors, frames and data by content. Results are arrays, DataFrames or objects with ``to_arrays``/``from_arrays``
+    (:func:`_encode`). With the cache off (:func:`enabled`) the function simply runs. The wrapper has
+    ``.key(*args, **kwargs)`` (the entry's key, e.g. for tests) and ``.uncached`` (the function itself).
+    """
+    def decorate(fn: F) -> F:
+        signature = inspect.signature(fn)
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        code = code_hash(fn) + (f"+{version}" if version else "")
+        folder = namespace or fn.__qualname__.replace(".", "-")
+
+        def parts_of(args: tuple, kwargs: dict) -> dict[str, Any]:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            named = {k: v for k, v in bound.arguments.items() if k not in ignore}
+            return {"function": name, "code": code, "args": digest(named)}
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not enabled():
+                return fn(*args, **kwargs)
+            parts = parts_of(args, kwargs)
+            hit = load_arrays(folder, parts)
+            if hit is not None:
+                return _decode(hit)
+            result = fn(*args, **kwargs)
+            arrays = _encode(result)
+            save_arrays(folder, parts, arrays)
+            return _decode(dict(arrays)) if isinstance(result, Mapping) else result
+
+        wrapper.key = lambda *args, **kwargs: key(parts_of(args, kwargs))  # type: ignore[attr-defined]
+        wrapper.parts = lambda *args, **kwargs: parts_of(args, kwargs)  # type: ignore[attr-defined]
+        wrapper.uncached = fn  # type: ignore[attr-defined]
+        wrapper.namespace = folder  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -32,7 +32,6 @@ from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterE
 from attnbook.core.io import atomic_write_text
 from attnbook.data.registry import data_path
 
-
 #: name -> path inside the ``arct`` data folder
 FILES: dict[str, tuple[str, str]] = {
     "train": ("original", "train-full.txt"),

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from attnbook.core.errors import EmptyDataError, MalformedInputError
+from attnbook.core.io import atomic_path
+from attnbook.data.registry import data_path
 
 #: the ten CoNLL-U columns, in file order
 COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
@@ -240,7 +242,6 @@ def format_conllu(sentences: Iterable[Sentence]) -> str:
 
 def write_conllu(sentences: Iterable[Sentence], path: Path | str) -> Path:
     """Write ``sentences`` as a CoNLL-U file (atomically); returns the path."""
-    from attnbook.core.io import atomic_path
 
     path = Path(path)
     text = format_conllu(sentences)
@@ -251,7 +252,6 @@ def write_conllu(sentences: Iterable[Sentence], path: Path | str) -> Path:
 
 def ud_path(split: str) -> Path:
     """Path of a UD English EWT split (``"train"``, ``"dev"``, ``"test"``) in the data directory."""
-    from attnbook.data.registry import data_path
 
     if split not in UD_SPLITS:
         raise ValueError(f"UD split is one of {UD_SPLITS}, got {split!r}")

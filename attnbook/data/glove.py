@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from attnbook.core.errors import EmptyDataError, MalformedInputError
+from attnbook.data.registry import data_path
 
 GLOVE_FILE = "glove.6B.50d.filtered.txt"
 
@@ -125,7 +126,6 @@ def read_glove(path: Path | str, max_words: int | None = None) -> GloVe:
 
 def load_glove(max_words: int | None = None) -> GloVe:
     """The book's GloVe 6B 50d vectors from the data directory (``data_path("glove", GLOVE_FILE)``)."""
-    from attnbook.data.registry import data_path
 
     return read_glove(data_path("glove", GLOVE_FILE), max_words)
 

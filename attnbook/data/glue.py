@@ -30,8 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
-from attnbook.data.registry import data_path
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
+from attnbook.data.registry import data_path
 
 #: GLUE's binary label order for the entailment tasks (index 0 = entailment).
 _NLI2 = ("entailment", "not_entailment")

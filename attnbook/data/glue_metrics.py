@@ -40,18 +40,6 @@ TABLE1_METRIC: dict[str, str] = {
 F1_TASKS = ("MRPC", "QQP")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def predictions_from_logits(task: str | TaskSpec, logits: np.ndarray) -> np.ndarray:
     """Class index (argmax) per example, or the single regression output for STS-B."""
     spec = task_spec(task)

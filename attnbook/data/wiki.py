@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnbook.data.registry import data_path
 from attnbook.core.errors import EmptyDataError, MalformedInputError
+from attnbook.data.registry import data_path
 
 #: the two files, in the order they are used
 WIKI_FILES = {

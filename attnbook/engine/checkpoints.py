@@ -19,7 +19,6 @@ import torch
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.core.paths import cache_dir
 
-
 WEIGHTS_FILE = "model.safetensors"
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 import torch
 
+from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.inputs import Batch, Encoded, make_batches  # noqa: F401  (re-exported for reducers)
 from attnbook.engine.models import LoadedModel
 
@@ -47,7 +48,6 @@ def check_inputs(loaded: LoadedModel, examples: Sequence[Encoded]) -> None:
     (:func:`attnbook.studies.clark.segments.encode_pair`, :func:`attnbook.engine.inputs.encode_words`, each stating its rule),
     so an over-long input here is a caller's mistake.
     """
-    from attnbook.core.errors import EmptyDataError, ParameterError
 
     if len(examples) == 0:
         raise EmptyDataError("no inputs to run the model on (did a filter remove everything?)")

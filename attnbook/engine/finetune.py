@@ -43,26 +43,21 @@ import numpy as np
 import torch
 
 from attnbook.core import cache
-from attnbook.core.errors import ModelError, ParameterError
-from attnbook.data.glue import Example, GlueSplit, TaskSpec, load_split, task_path, task_spec
+from attnbook.core.errors import ParameterError
 from attnbook.core.io import sha256_file
-from attnbook.data.glue_metrics import glue_metrics, predictions_from_logits, task_score
+from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_path, task_spec
 from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root, load_checkpoint, save_checkpoint
-from attnbook.engine.inputs import Batch, pad_rows
-from attnbook.engine.models import LoadedModel, load_encoder
+from attnbook.engine.classifiers import build_classifier, check_init
+from attnbook.engine.evaluate import DEV_SAMPLE_SEED, dev_outputs, metrics_from_logits, score_interval
+from attnbook.engine.inputs import EncodedSet, collate, encode_examples
+from attnbook.engine.models import ClassifierInfo, LoadedModel, load_encoder
 from attnbook.engine.train import Recipe, TrainLog, fit
 
 #: Version of the training and checkpoint code; part of every cache key.
 CODE_VERSION = "finetune-2"
 
-#: The three initialisations of Kovaleva et al.'s Table 1, in the table's column order.
-INITS = ("pretrained", "random_ft", "pretrained_ft")
-#: Fixed seed of the dev-set sample, so every run of a task is scored on the same examples.
-DEV_SAMPLE_SEED = 0
 #: Seed of the training-set cap (independent of the training seed, so seeds differ only in training).
 TRAIN_SAMPLE_SEED = 0
-
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,120 +165,9 @@ def base_encoder(model: str | LoadedModel) -> LoadedModel:
     return model if isinstance(model, LoadedModel) else _load_base(str(model))
 
 
-def normal_init_(module: torch.nn.Module, std: float, generator: torch.Generator) -> None:
-    """Re-draw weights as BERT initialises them: Linear/Embedding ~ N(0, std), biases 0, LayerNorm 1/0.
-
-    This is the "weights randomly sampled from normal distribution" configuration
-    of Kovaleva et al. §4.3 when applied to the whole model.
-    """
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, torch.nn.Linear):
-                m.weight.normal_(0.0, std, generator=generator)
-                if m.bias is not None:
-                    m.bias.zero_()
-            elif isinstance(m, torch.nn.Embedding):
-                m.weight.normal_(0.0, std, generator=generator)
-                if m.padding_idx is not None:
-                    m.weight[m.padding_idx].zero_()
-            elif isinstance(m, torch.nn.LayerNorm):
-                if m.weight is not None:
-                    m.weight.fill_(1.0)
-                if m.bias is not None:
-                    m.bias.zero_()
-
-
-def head_modules(classifier: torch.nn.Module) -> list[torch.nn.Module]:
-    """The modules outside the encoder (for BERT: dropout and the linear ``classifier``)."""
-    prefix = classifier.base_model_prefix
-    return [m for name, m in classifier.named_children() if name != prefix]
-
-
-def build_classifier(base: LoadedModel, task: str | TaskSpec, init: str, seed: int) -> torch.nn.Module:
-    """A sequence classifier for ``task`` on top of ``base``'s architecture, initialised as ``init``.
-
-    ``"pretrained"`` and ``"pretrained_ft"`` copy the pre-trained encoder (pooler
-    included) and draw a new head; ``"random_ft"`` re-draws every weight. The
-    draw is seeded by ``seed`` alone (a private generator), so it is
-    reproducible whatever else used the global RNG.
-    """
-    from transformers import AutoModelForSequenceClassification
-
-    spec = task_spec(task)
-    check_init(init)
-    config = copy.deepcopy(base.model.config)
-    config.num_labels = spec.num_labels
-    config.problem_type = "regression" if spec.is_regression else "single_label_classification"
-    if spec.labels is not None:
-        config.id2label = dict(enumerate(spec.labels))
-        config.label2id = {v: k for k, v in config.id2label.items()}
-    else:
-        config.id2label, config.label2id = {0: "score"}, {"score": 0}
-    with torch.random.fork_rng(devices=[]):  # from_config's own initialisation is overwritten below
-        classifier = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
-    std = float(getattr(config, "initializer_range", 0.02))
-    generator = torch.Generator().manual_seed(int(seed))
-    if init == "random_ft":
-        normal_init_(classifier, std, generator)
-    else:
-        encoder = classifier.base_model
-        missing, unexpected = encoder.load_state_dict(base.model.state_dict(), strict=False)
-        if unexpected or [k for k in missing if not k.endswith("position_ids")]:
-            raise ModelError(
-                f"the encoder of {base.name} does not fit a sequence classifier: "
-                f"missing {missing[:5]}, unexpected {unexpected[:5]}"
-            )
-        for m in head_modules(classifier):
-            normal_init_(m, std, generator)
-    classifier.to(next(base.model.parameters()).device)
-    classifier.eval()
-    return classifier
-
-
-def check_init(init: str) -> str:
-    if init not in INITS:
-        raise ParameterError(f"unknown initialisation {init!r}; choose one of: {', '.join(INITS)}")
-    return init
-
-
 # ---------------------------------------------------------------------------------------------
 # encoding and batching
 # ---------------------------------------------------------------------------------------------
-@dataclass
-class EncodedSet:
-    """Tokenised examples: per-example id lists and the gold labels."""
-
-    input_ids: list[list[int]]
-    token_type_ids: list[list[int]]
-    labels: np.ndarray
-    regression: bool
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self.input_ids))
-
-
-def encode_examples(tokenizer: Any, examples: Sequence[Example], spec: TaskSpec, max_length: int) -> EncodedSet:
-    """``[CLS] a [SEP] (b [SEP])`` WordPiece ids, truncated longest-first to ``max_length`` (as BERT's GLUE code)."""
-    if not examples:
-        raise ParameterError(f"no {spec.name} examples to encode")
-    a = [e.text_a for e in examples]
-    b = [e.text_b or "" for e in examples] if spec.is_pair else None
-    enc = tokenizer(a, b, truncation=True if b is None else "longest_first", max_length=max_length,
-                    return_token_type_ids=True)
-    dtype = np.float32 if spec.is_regression else np.int64
-    labels = np.asarray([e.label for e in examples], dtype=dtype)
-    return EncodedSet(list(enc["input_ids"]), list(enc["token_type_ids"]), labels, spec.is_regression)
-
-
-def collate(data: EncodedSet, idx: Sequence[int], pad_id: int) -> Batch:
-    """The examples ``idx`` padded to the longest of them, with their labels: one :class:`~attnbook.engine.inputs.Batch`."""
-    ids, mask = pad_rows([data.input_ids[i] for i in idx], pad_id)
-    types, _ = pad_rows([data.token_type_ids[i] for i in idx], 0)
-    return Batch(ids, mask, types, torch.from_numpy(data.labels[np.asarray(idx)]))
 
 
 def start_at_mean(classifier: torch.nn.Module, labels: np.ndarray) -> None:
@@ -378,103 +262,11 @@ def train_classifier(
 # ---------------------------------------------------------------------------------------------
 # prediction and evaluation
 # ---------------------------------------------------------------------------------------------
-def _task_of(classifier: LoadedModel, task: str | TaskSpec | None) -> TaskSpec:
-    if task is not None:
-        return task_spec(task)
-    if "task" not in classifier.extra:
-        raise ParameterError("this model does not say which task it classifies; pass task=")
-    return task_spec(classifier.extra["task"])
-
-
-def predict_logits(
-    classifier: LoadedModel,
-    examples: Sequence[Example] | GlueSplit,
-    *,
-    task: str | TaskSpec | None = None,
-    batch_size: int = 64,
-    max_length: int | None = None,
-    progress: bool = False,
-) -> np.ndarray:
-    """The classifier's outputs ``logits[example, label]`` (STS-B: ``[example, 1]`` scores), in input order.
-
-    Runs in eval mode (no dropout), batches sorted by length to save padding.
-    """
-    from tqdm.auto import tqdm
-
-    spec = _task_of(classifier, task)
-    exs = examples.examples if isinstance(examples, GlueSplit) else list(examples)
-    max_length = max_length or int(classifier.extra.get("max_length", 128))
-    data = encode_examples(classifier.tokenizer, exs, spec, max_length)
-    model = classifier.model
-    was_training = model.training
-    model.eval()
-    order = np.argsort(data.lengths, kind="stable")
-    out = np.zeros((len(data), spec.num_labels), dtype=np.float32)
-    device = next(model.parameters()).device
-    pad_id = classifier.tokenizer.pad_token_id or 0
-    try:
-        with torch.inference_mode():
-            starts = range(0, len(order), batch_size)
-            for s in tqdm(starts, desc=f"evaluating {spec.name}", disable=not progress, leave=False):
-                idx = order[s : s + batch_size]
-                logits = model(**collate(data, idx, pad_id).to(device).inputs).logits
-                out[idx] = logits.float().cpu().numpy()
-    finally:
-        model.train(was_training)
-    return out
-
-
-def metrics_from_logits(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """GLUE metrics plus ``score`` (Kovaleva's Table 1 number, x 100), ``n`` and, for classification,
-    ``top_class_share``: the share of examples given the most frequent prediction (1.0 = a constant
-    classifier, as the untrained heads of Table 1 are)."""
-    spec = task_spec(task)
-    pred = predictions_from_logits(spec, logits)
-    m = glue_metrics(spec, pred, labels)
-    m["score"] = task_score(spec, m)
-    m["n"] = int(len(labels))
-    if not spec.is_regression:
-        m["top_class_share"] = float(np.bincount(pred, minlength=spec.num_labels).max() / len(pred))
-    return m
-
-
-def evaluate(
-    classifier: LoadedModel,
-    examples: Sequence[Example] | GlueSplit,
-    batch_size: int = 64,
-    *,
-    task: str | TaskSpec | None = None,
-    max_length: int | None = None,
-    progress: bool = False,
-) -> dict[str, float]:
-    """Score ``classifier`` on ``examples``: GLUE metrics (fractions), ``score`` (x 100) and ``n``."""
-    spec = _task_of(classifier, task)
-    exs = examples.examples if isinstance(examples, GlueSplit) else list(examples)
-    logits = predict_logits(classifier, exs, task=spec, batch_size=batch_size, max_length=max_length,
-                            progress=progress)
-    labels = np.asarray([e.label for e in exs])
-    return metrics_from_logits(spec, logits, labels)
 
 
 # ---------------------------------------------------------------------------------------------
 # checkpoint cache
 # ---------------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,17 +312,14 @@ def checkpoint_parts(
 
 
 def _classifier(model: torch.nn.Module, base: LoadedModel, spec: TaskSpec, init: str, seed: int,
-                params: FinetuneParams, key: str, path: Path | None, extra: Mapping[str, Any]) -> LoadedModel:
-    return LoadedModel(
-        model=model,
-        tokenizer=base.tokenizer,
-        name=f"{base.name} / {spec.name} / {init} / seed {seed}",
-        path=path,
-        fingerprint=key[:16],
-        revision=base.revision,
-        extra={"task": spec.name, "init": init, "seed": int(seed), "max_length": params.max_length,
-               "base_fingerprint": base.fingerprint, "checkpoint_key": key, **extra},
-    )
+                params: FinetuneParams, key: str, path: Path | None, training: Mapping[str, Any]) -> LoadedModel:
+    """A :class:`LoadedModel` of a classifier with its :class:`ClassifierInfo` (``training``: ``train_log``,
+    ``step``, ``n_steps``)."""
+    info = ClassifierInfo(spec.name, init, int(seed), int(params.max_length), base.fingerprint, key,
+                          train_log=training.get("train_log"), step=training.get("step"),
+                          n_steps=training.get("n_steps"))
+    return LoadedModel(model=model, tokenizer=base.tokenizer, name=f"{base.name} / {spec.name} / {init} / seed {seed}",
+                       path=path, fingerprint=key[:16], revision=base.revision, classifier=info)
 
 
 def _check_fractions(values: Iterable[float]) -> list[float]:
@@ -554,7 +343,6 @@ def get_finetuned(
     *,
     fraction: float = 1.0,
     save_at: Iterable[float] = (),
-    use_cache: bool = True,
     evaluate_dev: bool = True,
     progress: bool = True,
     on_step: Callable[[int, float], None] | None = None,
@@ -562,22 +350,22 @@ def get_finetuned(
     """A classifier for ``task`` initialised as ``init`` (and fine-tuned unless ``"pretrained"``), with its dev metrics.
 
     Returns ``(classifier, metrics)``: ``classifier`` is a :class:`LoadedModel`
-    whose ``model`` is a ``BertForSequenceClassification`` (``extra`` records
-    task, init, seed, max_length, the training log); ``metrics`` holds the GLUE
+    whose ``model`` is a ``BertForSequenceClassification`` (its ``classifier``, a
+    :class:`~attnbook.engine.models.ClassifierInfo`, records task, init, seed, max_length, the training log); ``metrics`` holds the GLUE
     metrics on the (capped) dev set, ``score`` as in Kovaleva's Table 1 and
     ``n``, or is empty when ``evaluate_dev`` is false.
 
     ``fraction`` < 1 returns the intermediate checkpoint after that share of the
     updates (Michel §6); ``save_at`` lists further shares to checkpoint while
     training (each cached under its own key). A cached checkpoint is loaded
-    instead of training; ``use_cache=False`` neither reads nor writes the cache.
+    instead of training; with the cache off (:func:`attnbook.core.cache.enabled`) nothing is read or written.
     """
     spec = task_spec(task)
     check_init(init)
     p = FinetuneParams.from_mapping(params).for_task(spec)
     base = base_encoder(model)
     fractions = _check_fractions([fraction])
-    extra: dict[str, Any] = {}
+    caching = cache.enabled()
 
     if init == "pretrained":  # Kovaleva's "pre-trained" column: untrained head, no fine-tuning
         key = cache.key(checkpoint_parts(base, spec, init, p, seed))
@@ -587,24 +375,23 @@ def get_finetuned(
         key = cache.key(checkpoint_parts(base, spec, init, p, seed, fraction))
         also = [cache.key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
         hit = None
-        if use_cache and all((checkpoints_root() / k / COMPLETE_FILE).exists() for k in also):
+        if caching and all((checkpoints_root() / k / COMPLETE_FILE).exists() for k in also):
             hit = load_checkpoint(key)
         if hit is not None:
             net, meta = hit
             net.to(next(base.model.parameters()).device)
-            extra = {"train_log": meta.get("train_log"), "step": meta.get("step"), "n_steps": meta.get("n_steps")}
-            clf = _classifier(net, base, spec, init, seed, p, key, checkpoints_root() / key, extra)
+            clf = _classifier(net, base, spec, init, seed, p, key, checkpoints_root() / key, meta)
         else:
-            clf = _train_and_cache(base, spec, init, p, seed, fractions[0], save_at, use_cache, progress, on_step)
+            clf = _train_and_cache(base, spec, init, p, seed, fractions[0], save_at, caching, progress, on_step)
     metrics: dict[str, Any] = {}
     if evaluate_dev:
-        metrics = dev_metrics(clf, spec, p, use_cache=use_cache, progress=progress)
+        metrics = dev_metrics(clf, spec, p, progress=progress)
     return clf, metrics
 
 
 def _train_and_cache(
     base: LoadedModel, spec: TaskSpec, init: str, p: FinetuneParams, seed: int, fraction: float,
-    save_at: Iterable[float], use_cache: bool, progress: bool, on_step: Callable[[int, float], None] | None,
+    save_at: Iterable[float], caching: bool, progress: bool, on_step: Callable[[int, float], None] | None,
 ) -> LoadedModel:
     """Fine-tune once, checkpointing every requested share of the updates; return the ``fraction`` one.
 
@@ -614,7 +401,7 @@ def _train_and_cache(
     train = load_split(spec, "train", cap=p.train_cap, seed=TRAIN_SAMPLE_SEED)
     data = encode_examples(base.tokenizer, train.examples, spec, p.max_length)
     total = n_updates(len(data), p)
-    wanted = _check_fractions([*save_at, fraction, 1.0] if use_cache else [fraction])
+    wanted = _check_fractions([*save_at, fraction, 1.0] if caching else [fraction])
     at_step: dict[int, list[float]] = {}
     for f in wanted:
         at_step.setdefault(_step_of(f, total), []).append(f)
@@ -629,7 +416,7 @@ def _train_and_cache(
             key = cache.key(parts)
             info = {"train_log": log.as_dict(), "step": step, "n_steps": total}
             folder = save_checkpoint(net, key, {"parts": parts, "n_train_total": train.n_total, **info}) \
-                if use_cache else None
+                if caching else None
             if f == fraction:
                 snapshot = copy.deepcopy(net) if step < total else net
                 result["clf"] = _classifier(snapshot, base, spec, init, seed, p, key, folder, info)
@@ -637,81 +424,34 @@ def _train_and_cache(
     train_classifier(
         net, data, p, seed, pad_id=base.tokenizer.pad_token_id or 0,
         save_steps=at_step.keys(), on_save=on_save, on_step=on_step, progress=progress,
-        stop_after=None if use_cache else max(at_step),
+        stop_after=None if caching else max(at_step),
         desc=f"fine-tuning {spec.name} ({init}, seed {seed})",
     )
     return result["clf"]
 
 
+def recipe_dev_outputs(classifier: LoadedModel, task: str | TaskSpec, params: Mapping[str, Any] | FinetuneParams, *,
+                       progress: bool = False) -> tuple[dict[str, np.ndarray], GlueSplit]:
+    """:func:`dev_outputs` on the recipe's dev sample (``params.dev_cap``, :data:`DEV_SAMPLE_SEED`), and that
+    sample."""
+    spec = task_spec(task)
+    p = FinetuneParams.from_mapping(params).for_task(spec)
+    dev = load_split(spec, "dev", cap=p.dev_cap, seed=DEV_SAMPLE_SEED)
+    return dev_outputs(classifier, spec.name, p.dev_cap, p.max_length, _file_checksum(dev.path),
+                       batch_size=p.eval_batch_size, progress=progress), dev
+
+
 def dev_metrics(
     classifier: LoadedModel, task: str | TaskSpec, params: Mapping[str, Any] | FinetuneParams, *,
-    use_cache: bool = True, progress: bool = False,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Metrics of ``classifier`` on ``task``'s dev set (capped to ``params.dev_cap``); dev logits are cached."""
+    """Metrics of ``classifier`` on ``task``'s dev set (capped to ``params.dev_cap``; :func:`recipe_dev_outputs`)."""
     spec = task_spec(task)
-    p = FinetuneParams.from_mapping(params)
-    dev = load_split(spec, "dev", cap=p.dev_cap, seed=DEV_SAMPLE_SEED)
-    parts = {
-        "code": CODE_VERSION,
-        "classifier": classifier.key,
-        "task": spec.name,
-        "dev_sha256": _file_checksum(dev.path),
-        "dev_cap": p.dev_cap,
-        "dev_sample_seed": DEV_SAMPLE_SEED,
-        "max_length": p.max_length,
-    }
-
-    def compute() -> dict[str, np.ndarray]:
-        logits = predict_logits(classifier, dev, task=spec, batch_size=p.eval_batch_size,
-                                max_length=p.max_length, progress=progress)
-        return {"logits": logits, "labels": dev.labels}
-
-    arrays = cache.cached_arrays("glue-eval", parts, compute, enabled=use_cache)
+    arrays, dev = recipe_dev_outputs(classifier, spec, params, progress=progress)
     out: dict[str, Any] = metrics_from_logits(spec, arrays["logits"], arrays["labels"])
     out.update(score_interval(spec, arrays["logits"], arrays["labels"]))
     out["n_dev_total"] = dev.n_total
     return out
-
-
-#: Bootstrap resamples (and their seed) of :func:`score_interval`.
-SCORE_RESAMPLES = 2000
-SCORE_SEED = 0
-
-
-def constant_score(task: str | TaskSpec, labels: np.ndarray) -> float:
-    """The best Table 1 score (x 100) a constant predictor gets on these examples: majority-class accuracy,
-    always-positive F1 (MRPC, QQP), and 0 for Pearson r (STS-B: a constant has no correlation)."""
-    spec = task_spec(task)
-    if spec.is_regression:
-        return 0.0
-    labels = np.asarray(labels)
-    return max(task_score(spec, glue_metrics(spec, np.full(labels.shape, i), labels)) for i in range(spec.num_labels))
-
-
-def score_interval(task: str | TaskSpec, logits: np.ndarray, labels: np.ndarray, *,
-                   n_resamples: int = SCORE_RESAMPLES, seed: int = SCORE_SEED) -> dict[str, Any]:
-    """The Table 1 score's 95% interval over the dev examples and whether the classifier learned its task.
-
-    ``score_low``/``score_high``: exact (Clopper-Pearson) for accuracy, the percentile bootstrap over
-    examples for F1 and Pearson r; ``constant_score``: :func:`constant_score` on the same examples;
-    ``learned``: the interval lies above the constant predictor's score, so the analyses of a
-    fine-tuned classifier are about a model that learned something rather than about a constant.
-    """
-    from attnbook.data.glue_metrics import TABLE1_METRIC, table1_scores
-    from attnbook.stats import bootstrap_indices, percentile_interval, proportion_interval
-
-    spec = task_spec(task)
-    labels = np.asarray(labels)
-    pred = predictions_from_logits(spec, logits)
-    if TABLE1_METRIC[spec.name] == "accuracy":
-        lo, hi = proportion_interval(int(np.sum(pred == labels)), len(labels))
-        lo, hi = 100 * lo, 100 * hi
-    else:
-        scores = np.concatenate([table1_scores(spec, pred[idx], labels[idx])  # [resample]
-                                 for idx in bootstrap_indices(len(labels), n_resamples, seed)])
-        lo, hi = (float(v) for v in percentile_interval(np.nan_to_num(scores)))
-    floor = constant_score(spec, labels)
-    return {"score_low": float(lo), "score_high": float(hi), "constant_score": floor, "learned": bool(lo > floor)}
 
 
 # ---------------------------------------------------------------------------------------------- several at once
@@ -743,7 +483,7 @@ def _train_in_worker(job: dict) -> tuple[str, str, int]:
 
 
 def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: Mapping[str, Any], *,
-                      workers: int = 1, use_cache: bool = True) -> list[tuple[str, str, int]]:
+                      workers: int = 1) -> list[tuple[str, str, int]]:
     """Train every ``(task, init, seed)`` classifier of ``jobs`` whose checkpoint (with the recipe's ``save_at``
     snapshots) is not cached yet, ``workers`` at a time, and cache them; returns the jobs it trained.
 
@@ -751,9 +491,9 @@ def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: 
     there: the embedded model, a folder or a hub name). On two cores two one-thread runs side by side train
     faster than one run on two threads; each run seeds its own generators, so a job trains the same classifier in a
     worker as in this process up to floating-point summation order. The chapters then load the checkpoints from the
-    cache (:func:`get_finetuned`). Without the cache (``use_cache=False``) nothing is trained ahead. If the worker
+    cache (:func:`get_finetuned`). With the cache off (:func:`attnbook.core.cache.enabled`) nothing is trained ahead. If the worker
     processes cannot start, the jobs are trained here one after the other, with a warning."""
-    if not use_cache:
+    if not cache.enabled():
         return []
     base = base_encoder(model)
     save_at = tuple(params.get("save_at", ()))
@@ -785,7 +525,6 @@ def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: 
 
 def _job_cost(job: dict) -> float:
     """Training examples x epochs of a job (its relative cost, for scheduling)."""
-    from attnbook.data.glue import load_split
 
     p = FinetuneParams.from_mapping(job["params"]).for_task(task_spec(job["task"]))
     n = len(load_split(job["task"], "train", cap=p.train_cap, seed=TRAIN_SAMPLE_SEED))

@@ -57,6 +57,10 @@ class MLMHead(nn.Module):
     def trainable_state(self) -> dict[str, torch.Tensor]:
         return {k: v for k, v in self.state_dict().items() if not k.startswith("word_embeddings")}
 
+    def __digest__(self) -> dict[str, torch.Tensor]:
+        """A head is named in cache keys by its own weights (the tied word embeddings are the encoder's)."""
+        return self.trainable_state()
+
 
 def mask_tokens(example: Encoded, tokenizer, rng: np.random.Generator, rate: float = MASK_RATE):
     """BERT-style masking of one example: returns ``(input_ids, targets)`` (targets -100 where not chosen)."""
@@ -232,6 +236,33 @@ def fit_mlm_head(
                       int(best_step), float(log.seconds))
 
 
+@cache.memoized("mlm_head", ignore=("progress",))
+def fitted_head_arrays(
+    loaded: LoadedModel,
+    train: Sequence[Encoded],
+    heldout: Sequence[Encoded],
+    *,
+    steps: int,
+    batch_size: int,
+    validation: Sequence[Encoded] | None,
+    seed: int,
+    lr: float,
+    eval_every: int,
+    patience: int = MLM_PATIENCE,
+    progress: bool = True,
+) -> dict[str, np.ndarray]:
+    """:func:`fit_mlm_head` as arrays (the head's trained weights, its held-out scores, its fit and its curve),
+    cached by model, segments and settings. ``patience`` is :data:`MLM_PATIENCE`, named so that a change of it
+    names new entries."""
+    fit = fit_mlm_head(loaded, train, heldout, steps=steps, batch_size=batch_size, validation=validation,
+                       seed=seed, lr=lr, eval_every=eval_every, progress=progress)
+    arrays = {k: v.detach().numpy() for k, v in fit.head.trainable_state().items()}
+    arrays["_heldout"] = np.array([fit.heldout_loss, fit.heldout_accuracy])
+    arrays["_fit"] = np.array([fit.steps, fit.best_step, fit.seconds])
+    arrays["_curve"] = np.array([[c["step"], c["loss"], c["top1"]] for c in fit.curve]).reshape(-1, 3)
+    return arrays
+
+
 def get_mlm_head(
     loaded: LoadedModel,
     train: Sequence[Encoded],
@@ -243,7 +274,6 @@ def get_mlm_head(
     seed: int = 0,
     lr: float = 1e-3,
     eval_every: int = MLM_EVAL_EVERY,
-    use_cache: bool = True,
     progress: bool = True,
 ) -> MLMHeadFit:
     """The checkpoint's own MLM head when it has one, else a head fitted on the frozen encoder
@@ -258,25 +288,8 @@ def get_mlm_head(
         raise ValueError(
             f"model {loaded.name} has no MLM head and mlm_fit_steps={steps}; set mlm_fit_steps > 0 to fit one"
         )
-    parts = {"model": loaded.key, "train": cache.digest(train), "heldout": cache.digest(heldout),
-             "validation": cache.digest(validation) if validation is not None else None, "lr": lr,
-             "steps": steps, "batch": batch_size, "seed": seed, "eval_every": eval_every,
-             "patience": MLM_PATIENCE, "code": "mlm-head-v3"}
-    fit_info: dict = {}
-
-    def compute() -> dict[str, np.ndarray]:
-        fit = fit_mlm_head(loaded, train, heldout, steps=steps, batch_size=batch_size, validation=validation,
-                           seed=seed, lr=lr, eval_every=eval_every, progress=progress)
-        fit_info["fit"] = fit
-        arrays = {k: v.detach().numpy() for k, v in fit.head.trainable_state().items()}
-        arrays["_heldout"] = np.array([fit.heldout_loss, fit.heldout_accuracy])
-        arrays["_fit"] = np.array([fit.steps, fit.best_step, fit.seconds])
-        arrays["_curve"] = np.array([[c["step"], c["loss"], c["top1"]] for c in fit.curve]).reshape(-1, 3)
-        return arrays
-
-    arrays = cache.cached_arrays("mlm_head", parts, compute, enabled=use_cache)
-    if "fit" in fit_info:
-        return fit_info["fit"]
+    arrays = fitted_head_arrays(loaded, train, heldout, steps=steps, batch_size=batch_size, validation=validation,
+                                seed=seed, lr=lr, eval_every=eval_every, progress=progress)
     head = MLMHead(loaded.model.embeddings.word_embeddings, loaded.model.config.hidden_size,
                    loaded.model.config.layer_norm_eps)
     head.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items() if not k.startswith("_")}, strict=False)

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from attnbook.core.errors import ParameterError
+from attnbook.data.glue import Example, TaskSpec
 
 
 @dataclass
@@ -171,8 +172,6 @@ def make_batches(examples: Sequence[Encoded], batch_size: int, pad_id: int = 0, 
         yield Batch(ids, mask, types, examples=exs, index=idx)
 
 
-
-
 def word_pieces(tokenizer: Any, words: Sequence[str]) -> list[list[str]]:
     """The WordPiece pieces of each word (a word that tokenizes to nothing becomes ``[UNK]``).
 
@@ -266,3 +265,40 @@ def content_word_index(encoded: Encoded, sentence: int, word: int) -> int:
     if word >= kept[sentence]:
         raise IndexError(f"word {word} of sentence {sentence} was truncated away")
     return 1 + word if sentence == 0 else 2 + kept[0] + word
+
+
+@dataclass
+class EncodedSet:
+    """Tokenised examples: per-example id lists and the gold labels."""
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]]
+    labels: np.ndarray
+    regression: bool
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self.input_ids))
+
+
+def encode_examples(tokenizer: Any, examples: Sequence[Example], spec: TaskSpec, max_length: int) -> EncodedSet:
+    """``[CLS] a [SEP] (b [SEP])`` WordPiece ids, truncated longest-first to ``max_length`` (as BERT's GLUE code)."""
+    if not examples:
+        raise ParameterError(f"no {spec.name} examples to encode")
+    a = [e.text_a for e in examples]
+    b = [e.text_b or "" for e in examples] if spec.is_pair else None
+    enc = tokenizer(a, b, truncation=True if b is None else "longest_first", max_length=max_length,
+                    return_token_type_ids=True)
+    dtype = np.float32 if spec.is_regression else np.int64
+    labels = np.asarray([e.label for e in examples], dtype=dtype)
+    return EncodedSet(list(enc["input_ids"]), list(enc["token_type_ids"]), labels, spec.is_regression)
+
+
+def collate(data: EncodedSet, idx: Sequence[int], pad_id: int) -> Batch:
+    """The examples ``idx`` padded to the longest of them, with their labels: one :class:`~attnbook.engine.inputs.Batch`."""
+    ids, mask = pad_rows([data.input_ids[i] for i in idx], pad_id)
+    types, _ = pad_rows([data.token_type_ids[i] for i in idx], 0)
+    return Batch(ids, mask, types, torch.from_numpy(data.labels[np.asarray(idx)]))

@@ -47,6 +47,7 @@ import torch
 from torch import nn
 
 from attnbook.core.errors import ModelError, ParameterError
+from attnbook.core.heads import parse_head_label
 
 #: name of the attention implementation registered with ``transformers.AttentionInterface``
 ATTN_IMPLEMENTATION = "attnbook"
@@ -228,7 +229,6 @@ def as_disabled(heads: Any, model: Any) -> torch.Tensor:
         pairs = heads
     for item in pairs:
         if isinstance(item, str):
-            from attnbook.core.heads import parse_head_label
 
             layer, head = parse_head_label(item)
         else:

@@ -15,7 +15,15 @@ import numpy as np
 import torch
 
 from attnbook.core.errors import ParameterError
-from attnbook.engine.interventions import Intervention, as_mask, intervene, model_shape, restore_attention, unwrap, use_attnbook_attention
+from attnbook.engine.interventions import (
+    Intervention,
+    as_mask,
+    intervene,
+    model_shape,
+    restore_attention,
+    unwrap,
+    use_attnbook_attention,
+)
 from attnbook.engine.sweeps import as_batches, output_of
 
 #: ``loss_fn(outputs[batch, ...], labels[batch]) -> losses[batch]`` (one loss per example)

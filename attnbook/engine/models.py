@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +94,28 @@ def hub_snapshot(name: str) -> Path:
         ) from exc
 
 
+@dataclass(frozen=True)
+class ClassifierInfo:
+    """What a fine-tuned (or head-only) sequence classifier is (:func:`attnbook.engine.finetune.get_finetuned`): its
+    task, Kovaleva's initialisation (``init``), the fine-tuning seed, the input length it was trained on, the
+    encoder it was made from (``base_fingerprint``), its checkpoint's cache key, and where in its training it
+    was saved (``step`` of ``n_steps``; the training log, ``None`` for an untrained head)."""
+
+    task: str
+    init: str
+    seed: int
+    max_length: int
+    base_fingerprint: str
+    checkpoint_key: str
+    train_log: dict | None = None
+    step: int | None = None
+    n_steps: int | None = None
+
+
 @dataclass
 class LoadedModel:
-    """An encoder, its tokenizer and what the book needs to know about them."""
+    """An encoder (or a classifier on one: ``classifier`` says what it is), its tokenizer and what the book needs to
+    know about them."""
 
     model: torch.nn.Module
     tokenizer: Any
@@ -104,13 +123,17 @@ class LoadedModel:
     path: Path | None = None
     fingerprint: str = ""
     revision: str = ""
-    extra: dict = field(default_factory=dict)
+    classifier: ClassifierInfo | None = None
 
     @property
     def key(self) -> str:
         """The identity of these weights, for every cache key: a fine-tuned classifier's checkpoint key,
         else the fingerprint of the weights (the model folder's files, or the parameters in memory)."""
-        return self.extra.get("checkpoint_key") or self.fingerprint
+        return self.classifier.checkpoint_key if self.classifier else self.fingerprint
+
+    def __digest__(self) -> tuple:
+        """What names this model in a cache key (:func:`attnbook.core.cache.memoized`): its weights' identity."""
+        return ("LoadedModel", self.key)
 
     @property
     def device(self) -> torch.device:

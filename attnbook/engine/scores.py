@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from attnbook.data.glue_metrics import glue_metrics, predictions_from_logits, task_score
+
 #: ``score_fn(logits[example, class], labels[example]) -> float`` (numpy arrays)
 ScoreFn = Callable[[np.ndarray, np.ndarray], float]
 
@@ -37,7 +39,6 @@ def f1_positive(logits: np.ndarray, labels: np.ndarray) -> float:
 def task_score_fn(task: Any) -> ScoreFn:
     """A ``score_fn`` giving the number Kovaleva et al.'s Table 1 prints for a GLUE ``task``
     (x 100: F1 for MRPC/QQP, Pearson r for STS-B, accuracy otherwise; see :mod:`attnbook.data.glue_metrics`)."""
-    from attnbook.data.glue_metrics import glue_metrics, predictions_from_logits, task_score
 
     def score(logits: np.ndarray, labels: np.ndarray) -> float:
         return task_score(task, glue_metrics(task, predictions_from_logits(task, logits), labels))

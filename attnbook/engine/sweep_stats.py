@@ -21,6 +21,7 @@ import numpy as np
 
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.scores import ScoreFn, accuracy, correct
+from attnbook.engine.sweeps import SweepResult
 from attnbook.stats import adjust_pvalues, bootstrap_counts, bootstrap_indices, bootstrap_summary, mcnemar_exact
 
 
@@ -127,7 +128,6 @@ def surviving_gains(
     interventions (a sweep of 144 heads is 144 tests), not only the gains. Returns the
     gains sorted by Δ with ``p_adjusted`` and ``survives``.
     """
-    from attnbook.engine.sweeps import SweepResult
 
     if isinstance(comparison, SweepResult):
         comparison = compare_to_baseline(comparison, **kwargs)

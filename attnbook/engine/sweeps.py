@@ -19,12 +19,13 @@ is kept for comparison; both give the same logits (tests check < 1e-5).
 
 **Around it.** The score functions are :mod:`attnbook.engine.scores` (importable from here too) and the
 paired statistics of a sweep (bootstrap of Δ, McNemar, gains surviving a correction)
-:mod:`attnbook.engine.sweep_stats`. :func:`cached_sweep` stores a sweep under a content key.
+:mod:`attnbook.engine.sweep_stats`. A :class:`SweepResult` is stored by :func:`attnbook.core.cache.memoized` through
+:meth:`SweepResult.to_arrays`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -32,10 +33,17 @@ import torch
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.engine.inputs import Batch
-from attnbook.engine.interventions import Intervention, Mode, intervene, model_shape, restore_attention, unwrap, use_attnbook_attention
+from attnbook.engine.interventions import (
+    Intervention,
+    Mode,
+    intervene,
+    model_shape,
+    restore_attention,
+    unwrap,
+    use_attnbook_attention,
+)
 from attnbook.engine.layers import first_query_only, has_bert_layer_parts
 from attnbook.engine.scores import ScoreFn, accuracy, accuracy_points, correct, f1_positive, task_score_fn  # noqa: F401
-
 
 # ----------------------------------------------------------------------------- batches
 
@@ -346,25 +354,6 @@ class SweepResult:
                    baseline_score=float(got["baseline_score"]), outputs=got["outputs"],
                    baseline_outputs=got["baseline_outputs"], gold=got["gold"], names=[str(n) for n in got["names"]],
                    meta={"cached": True})
-
-
-#: Version of the sweep code whose results :func:`cached_sweep` stores; part of every key.
-SWEEP_CACHE_VERSION = "headstudy-1"
-
-
-def cached_sweep(parts: dict, compute: Callable[[], "SweepResult"], *, enabled: bool = True) -> "SweepResult":
-    """``compute()`` (a :class:`SweepResult`) cached by content under ``parts``, which name the classifier's
-    :attr:`~attnbook.engine.models.LoadedModel.key`, :func:`~attnbook.core.cache.digest` of the batches and the sweep."""
-    from attnbook.core import cache
-
-    fresh: dict = {}
-
-    def arrays() -> dict[str, np.ndarray]:
-        fresh["sweep"] = compute()
-        return fresh["sweep"].to_arrays()
-
-    got = cache.cached_arrays("head-sweeps", {"code": SWEEP_CACHE_VERSION, **parts}, arrays, enabled=enabled)
-    return fresh["sweep"] if "sweep" in fresh else SweepResult.from_arrays(got)
 
 
 def sweep_configs(

@@ -7,7 +7,6 @@ papers' model (needs it in the Hugging Face cache or a network).
 from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
-
 from attnbook.chapters.profiles import PAPER_MODEL
 
 # quick: batch size 16; `make bench` measures segments/s by batch size (8 and 16 are within its noise on 2 cores)
@@ -24,17 +23,17 @@ register_chapter(
         "smoke": dict(
             model="embedded", n_segments=12, max_tokens=64, batch_size=4, seed=0,
             mlm_fit_steps=30, mlm_fit_batch=4, mlm_fit_segments=24, mlm_fit_lr=1e-3, mlm_eval_every=10,
-            grad_segments=4, use_cache=True,
+            grad_segments=4,
         ),
         "quick": dict(
             model="embedded", n_segments=1000, max_tokens=128, batch_size=16, seed=0,
             mlm_fit_steps=1000, mlm_fit_batch=16, mlm_fit_segments=860, mlm_fit_lr=1e-3, mlm_eval_every=50,
-            grad_segments=200, use_cache=True,
+            grad_segments=200,
         ),
         "paper": dict(
             model=PAPER_MODEL, n_segments=1000, max_tokens=128, batch_size=16, seed=0,
             mlm_fit_steps=0, mlm_fit_batch=16, mlm_fit_segments=860, mlm_fit_lr=1e-3, mlm_eval_every=50,
-            grad_segments=1000, use_cache=True,
+            grad_segments=1000,
         ),
     },
 )

@@ -11,7 +11,6 @@ Peak resident memory of the whole run ≈ 1.9 GB (train maps 170 MB + dev 77 MB 
 from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
-
 from attnbook.chapters.profiles import PAPER_MODEL
 
 register_chapter(
@@ -19,7 +18,7 @@ register_chapter(
     {
         "smoke": dict(
             # --- shared ---
-            model="embedded", seed=0, max_tokens=64, batch_size=8, use_cache=True,
+            model="embedded", seed=0, max_tokens=64, batch_size=8,
             # --- §4.2 dependency syntax (Table 1): UD EWT split, sentences (first n), punctuation ---
             syntax_split="dev", syntax_sentences=40, exclude_punct=False,
             # --- §4.3 coreference (Table 2): GUM/OntoGUM split, documents, windows ---
@@ -30,7 +29,7 @@ register_chapter(
         ),
         "quick": dict(
             # --- shared ---
-            model="embedded", seed=0, max_tokens=128, batch_size=32, use_cache=True,
+            model="embedded", seed=0, max_tokens=128, batch_size=32,
             # --- §4.2 dependency syntax (Table 1): all 2001 UD dev sentences ---
             syntax_split="dev", syntax_sentences=2001, exclude_punct=False,
             # --- §4.3 coreference (Table 2): all 30 GUM dev documents, every 128-piece window ---
@@ -42,7 +41,7 @@ register_chapter(
         ),
         "paper": dict(
             # --- shared ---
-            model=PAPER_MODEL, seed=0, max_tokens=128, batch_size=32, use_cache=True,
+            model=PAPER_MODEL, seed=0, max_tokens=128, batch_size=32,
             # --- §4.2 dependency syntax (Table 1) ---
             syntax_split="dev", syntax_sentences=2001, exclude_punct=False,
             # --- §4.3 coreference (Table 2): first 128-piece window of each document (Clark footnote 3) ---

@@ -27,13 +27,11 @@
 from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
-
 from attnbook.chapters.profiles import PAPER_MODEL
 
 _COMMON = dict(
     max_tokens=128, batch_size=16, seed=0, smoothing=0.0, n_clusters="auto", k_range=[3, 12],
     behaviour_threshold=0.5, broad_quantile=0.75, syntax_margin=0.05, exclude_punct=False, mds_n_init=4,
-    use_cache=True,
 )
 
 register_chapter(

@@ -36,19 +36,19 @@ register_chapter(
             model="embedded", recipe_overrides={},
             finetune="smoke", tasks=["SST-2", "STS-B"], table1_tasks=["SST-2", "STS-B", "QQP"],
             n_examples=8, max_tokens=64, batch_size=8, cv_folds=3, cnn_epochs=2, cnn_size=32, percentile=99.0,
-            direction="both", seed=0, use_cache=True, dev_caps={"default": 32}, n_resamples=200,
+            direction="both", seed=0, dev_caps={"default": 32}, n_resamples=200,
         ),
         "quick": dict(
             model="embedded", recipe_overrides={},
             finetune="quick", tasks=["MRPC", "STS-B", "SST-2", "RTE"], table1_tasks=_ALL_TASKS,
             n_examples=200, max_tokens=128, batch_size=16, cv_folds=5, cnn_epochs=40, cnn_size=32, percentile=99.0,
-            direction="both", seed=0, use_cache=True, dev_caps={"default": None, "QNLI": 1000}, n_resamples=2000,
+            direction="both", seed=0, dev_caps={"default": None, "QNLI": 1000}, n_resamples=2000,
         ),
         "paper": dict(
             model=PAPER_MODEL, recipe_overrides={},
             finetune="paper", tasks=_ALL_TASKS, table1_tasks=_ALL_TASKS,
             n_examples=1000, max_tokens=128, batch_size=16, cv_folds=5, cnn_epochs=40, cnn_size=32, percentile=99.0,
-            direction="both", seed=0, use_cache=True, dev_caps={"default": None}, n_resamples=2000,
+            direction="both", seed=0, dev_caps={"default": None}, n_resamples=2000,
         ),
     },
 )

@@ -30,21 +30,18 @@ register_chapter(
             tasks=["SST-2", "STS-B"], seeds=[0], analyse_unlearned=True, dev_caps={"default": 8},
             eval_caps={"default": 32},
             batch_size=8, n_resamples=500, alpha=0.05, match_tasks=["STS-B"], top_k=3, bench_examples=2, seed=0,
-            use_cache=True,
         ),
         "quick": dict(
             model="embedded", recipe_overrides={},
             tasks=["SST-2", "MRPC", "RTE", "STS-B"], seeds=[0, 1, 2], analyse_unlearned=False,
             eval_caps=None, dev_caps={"SST-2": 96, "MRPC": 96, "RTE": 64, "STS-B": 96, "default": 96}, batch_size=32,
             n_resamples=2000, alpha=0.05, match_tasks=["STS-B", "RTE"], top_k=3, bench_examples=4, seed=0,
-            use_cache=True,
         ),
         "paper": dict(
             model=PAPER_MODEL, recipe_overrides={},
             tasks=["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"], seeds=[0, 1, 2],
             analyse_unlearned=False, dev_caps={"default": None}, eval_caps=None, batch_size=32,
             n_resamples=2000, alpha=0.05, match_tasks=["STS-B", "RTE"], top_k=3, bench_examples=16, seed=0,
-            use_cache=True,
         ),
     },
 )

@@ -34,21 +34,20 @@ register_chapter(
             task="SST-2", ood_task=None, agreement_tasks=["SST-2", "STS-B"], seeds=[0],
             dev_cap=16, importance_cap=16, batch_size=16, step=0.25, random_seeds=[0], tolerance=1.0, alpha=0.01,
             n_resamples=200, checkpoints=[0.5], speed_batch_sizes=[1, 4], speed_examples=8, speed_repeats=3, seed=0,
-            use_cache=True,
         ),
         "quick": dict(
             model="embedded", recipe_overrides={},
             task="SST-2", ood_task=None, agreement_tasks=["SST-2", "MRPC", "RTE"], seeds=[0, 1, 2],
             dev_cap=160, importance_cap=128, batch_size=32, step=0.1, random_seeds=[0, 1], tolerance=1.0, alpha=0.01,
             n_resamples=1000, checkpoints=[0.1, 0.5], speed_batch_sizes=[1, 4, 16, 64], speed_examples=128,
-            speed_repeats=3, seed=0, use_cache=True,
+            speed_repeats=3, seed=0,
         ),
         "paper": dict(
             model=PAPER_MODEL, recipe_overrides={},
             task="MNLI-m", ood_task="MNLI-mm", agreement_tasks=["MNLI-m", "SST-2", "MRPC"],
             seeds=[0, 1, 2], dev_cap=None, importance_cap=None, batch_size=32, step=0.1, random_seeds=[0, 1, 2, 3, 4],
             tolerance=1.0, alpha=0.01, n_resamples=1000, checkpoints=[0.1, 0.25, 0.5], speed_batch_sizes=[1, 4, 16, 64],
-            speed_examples=512, speed_repeats=3, seed=0, use_cache=True,
+            speed_examples=512, speed_repeats=3, seed=0,
         ),
     },
 )

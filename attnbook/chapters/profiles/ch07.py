@@ -11,7 +11,7 @@
   passes over each training item.
 * ``trainable_layers``: ``"all"`` fine-tunes the whole encoder as the paper does (quick and paper); an integer k
   trains only the top k layers plus pooler and classifier on cached lower-layer states
-  (``attnbook.studies.niven_kao.bert``), a compute knob the smoke profile uses to stay within seconds.
+  (``attnbook.studies.niven_kao.pairwise``), a compute knob the smoke profile uses to stay within seconds.
 * ``bf16``: training passes under bfloat16 autocast (evaluation in float32).
 * ``group_by_length``: training batches hold items of similar length (each epoch's shuffle cut into chunks of 50
   batches, each sorted by length, the batches then shuffled: the GLUE chapters' grouping), so less of each batch is
@@ -46,12 +46,11 @@ less), and 2 epochs instead of 3 (2/3 of the training; not measured).
 from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
-
 from attnbook.chapters.profiles import PAPER_MODEL
 
 _COMMON = dict(
     seed=0, warmup=0.1, weight_decay=0.01, dropout=0.1, probes=["full", "W", "RW", "CW"],
-    word_baselines=True, min_applicability=20, use_cache=True,
+    word_baselines=True, min_applicability=20,
 )
 
 register_chapter(

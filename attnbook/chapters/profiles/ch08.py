@@ -21,11 +21,11 @@ from attnbook.chapters.profiles import PAPER_MODEL
 register_chapter(
     "08_head_atlas",
     {
-        "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0, use_cache=True,
+        "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0,
                       chapter_overrides={}),
-        "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True,
+        "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
                       chapter_overrides={}),
-        "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0, use_cache=True,
+        "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
                       chapter_overrides={}),
     },
 )

@@ -25,8 +25,7 @@ own registered parameters.
   RTE does not reach a classifier clearly better than its majority class within the
   budget (the best run, 57.8, has an exact 95% interval reaching below 52.7): it is
   trained with the cheapest recipe so Table 1 still reports it, and the analyses that
-  need a learned classifier skip it (:func:`attnbook.engine.finetune.score_interval`'s
-  ``learned``). bf16 autocast: 0.057 vs 0.095 CPU s per training example in the recipe
+  need a learned classifier skip it (:func:`attnbook.studies.heads_off.learned.learned`). bf16 autocast: 0.057 vs 0.095 CPU s per training example in the recipe
   experiments (one thread, a shared machine; an observation that chose the recipe, not a
   ``make bench`` figure); weights, optimiser state and every evaluation stay float32.
   ``seeds`` (pre-trained + fine-tuned) are 0, 1, 2 so chapters 4-6 can say how much the
@@ -41,6 +40,7 @@ paper profile keeps one (a GPU is one device).
 from __future__ import annotations
 
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.core.errors import ParameterError
 
 FINETUNE_PROFILES: dict[str, dict] = {
     "smoke": dict(
@@ -83,7 +83,6 @@ def recipe(params) -> dict:
     chapter's checkpoints alike (they share the cached classifiers). An unknown key raises
     :class:`~attnbook.core.errors.ParameterError` naming the keys that may be changed.
     """
-    from attnbook.core.errors import ParameterError
 
     name = params.get("finetune") or params["profile"]
     if name not in FINETUNE_PROFILES:

@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attnbook.charts import head_heatmap, line_view
+from attnbook.charts import COLUMN_WIDTH, head_heatmap, line_view
 from attnbook.core.errors import EmptyDataError
 from attnbook.core.heads import all_head_labels, head_label
 from attnbook.studies.clark.clusters import BROAD, NO_BEHAVIOUR, Clustering, primary_behaviour
@@ -235,7 +235,6 @@ def dendrogram_chart(clustering: Clustering, n_layers: int, n_heads: int, title:
 
     A dashed line marks the cut: ``"auto"`` places it between the merges that give the clusters.
     """
-    from attnbook.charts import COLUMN_WIDTH
 
     width = width or COLUMN_WIDTH - 130
     segs, leaves = dendrogram_frames(clustering, n_layers, n_heads)

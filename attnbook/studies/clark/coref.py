@@ -49,6 +49,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.data.gum import MENTION_KINDS, CorefDoc, Mention
@@ -60,8 +61,6 @@ from attnbook.engine.wordlevel import token_to_word_attention
 KINDS = MENTION_KINDS
 COLUMNS = ("all",) + KINDS
 
-#: version of the code that computes cached coreference results (part of cache keys)
-CODE_VERSION = "coref-2"
 
 #: the baselines' names as rows of Table 2, by key of :func:`baselines`
 BASELINE_NAMES = {"nearest": "Nearest", "head_match": "Head-word match", "rule_based": "Rule-based"}
@@ -401,6 +400,7 @@ class CorefHeadReducer:
                                  self.doc_correct.copy(), self.doc_n.copy())
 
 
+@cache.memoized("coref_heads", ignore=("batch_size", "progress"))
 def evaluate_heads(
     loaded: Any,
     wins: Sequence[CorefWindow],
@@ -408,32 +408,18 @@ def evaluate_heads(
     *,
     from_reduce: str = "mean",
     progress: bool = True,
-    use_cache: bool = False,
 ) -> CorefHeadAccuracy:
-    """Antecedent selection accuracy of every attention head on ``wins`` (Clark et al. §4.3, Table 2).
-
-    With ``use_cache`` the counts are cached (:func:`attnbook.core.cache.cached_arrays`) by model
-    key, a digest of the windows' inputs and queries (:func:`attnbook.core.cache.digest`),
-    ``from_reduce`` and :data:`CODE_VERSION`.
-    """
+    """Antecedent selection accuracy of every attention head on ``wins`` (Clark et al. §4.3, Table 2); cached by
+    model, the windows' inputs and queries, and ``from_reduce``."""
     wins = [w for w in wins if w.queries]
     if not wins:
         raise EmptyDataError("no window has a coreferent mention with an antecedent; use more documents")
-
-    def compute() -> CorefHeadAccuracy:
-        reducer = CorefHeadReducer(wins, loaded.n_layers, loaded.n_heads, from_reduce)
-        (result,) = stream_attention(
-            loaded, [w.encoded for w in wins], [reducer], batch_size=batch_size, progress=progress,
-            desc="coreference heads",
-        )
-        return result
-
-    if not use_cache:
-        return compute()
-    from attnbook.core import cache
-
-    parts = {"model": loaded.key, "windows": cache.digest(wins), "from_reduce": from_reduce, "code": CODE_VERSION}
-    return CorefHeadAccuracy.from_arrays(cache.cached_arrays("coref_heads", parts, lambda: compute().to_arrays()))
+    reducer = CorefHeadReducer(wins, loaded.n_layers, loaded.n_heads, from_reduce)
+    (result,) = stream_attention(
+        loaded, [w.encoded for w in wins], [reducer], batch_size=batch_size, progress=progress,
+        desc="coreference heads",
+    )
+    return result
 
 
 # --------------------------------------------------------------------------- baselines

@@ -43,10 +43,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
-from attnbook.engine.extract import Batch, Encoded
+from attnbook.engine.extract import Batch, Encoded, stream_attention
+from attnbook.stats import bootstrap_counts
 
-CODE_VERSION = "clustering-3"
 LN2 = math.log(2.0)
 
 
@@ -185,7 +186,6 @@ N_GROUPS = 40
 def resampled_distances(arrays: dict[str, np.ndarray], n_resamples: int = 200, seed: int = 0) -> np.ndarray:
     """``js_mean[resample, i, j]``: the mean JS divergences recomputed in ``n_resamples`` bootstrap resamples of the
     groups of segments of :class:`HeadDistances` (``arrays`` is its result; groups without tokens are left out)."""
-    from attnbook.stats import bootstrap_counts
 
     sums, tokens = np.asarray(arrays["js_sum_groups"], np.float64), np.asarray(arrays["n_tokens_groups"], np.float64)
     keep = tokens > 0
@@ -328,6 +328,7 @@ class HeadDistances:
         }
 
 
+@cache.memoized("head_distances", ignore=("batch_size", "progress"))
 def measure_head_distances(
     loaded,
     segments: Sequence[Encoded],
@@ -337,36 +338,18 @@ def measure_head_distances(
     seed: int = 0,
     batch_size: int = 16,
     progress: bool = True,
-    use_cache: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Stream ``loaded`` over ``segments`` and return :class:`HeadDistances` arrays (Clark §6).
-
-    With ``use_cache`` the arrays are cached by model key, segment digest, parameters and
-    :data:`CODE_VERSION`.
-    """
-    from attnbook.engine.extract import stream_attention
-
+    """Stream ``loaded`` over ``segments`` and return :class:`HeadDistances` arrays (Clark §6); cached by model,
+    segments and parameters."""
     if not segments:
         raise EmptyDataError("no segments to compare heads on")
-
-    def compute() -> dict[str, np.ndarray]:
-        reducer = HeadDistances(
-            loaded.n_layers, loaded.n_heads, smoothing=smoothing, query_fraction=query_fraction, seed=seed
-        )
-        (arrays,) = stream_attention(
-            loaded, segments, [reducer], batch_size=batch_size, progress=progress, desc="head distances (§6)"
-        )
-        return dict(arrays)
-
-    if not use_cache:
-        return compute()
-    from attnbook.core import cache
-
-    parts = {
-        "model": loaded.key, "data": cache.digest(segments), "code": CODE_VERSION,
-        "params": {"smoothing": smoothing, "query_fraction": query_fraction, "seed": seed},
-    }
-    return cache.cached_arrays("head_distances", parts, compute)
+    reducer = HeadDistances(
+        loaded.n_layers, loaded.n_heads, smoothing=smoothing, query_fraction=query_fraction, seed=seed
+    )
+    (arrays,) = stream_attention(
+        loaded, segments, [reducer], batch_size=batch_size, progress=progress, desc="head distances (§6)"
+    )
+    return dict(arrays)
 
 
 def off_diagonal(distances: np.ndarray) -> np.ndarray:

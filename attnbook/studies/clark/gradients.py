@@ -23,8 +23,9 @@ from attnbook.core.errors import EmptyDataError
 from attnbook.engine.gradients import MLMHead, MLMHeadFit, get_mlm_head, masked_copies, stream_attention_gradients
 from attnbook.engine.inputs import Batch, Encoded
 from attnbook.engine.models import LoadedModel
+from attnbook.stats import proportion_interval
 from attnbook.studies.clark.segments import clark_segments
-from attnbook.studies.clark.surface import PUNCT_TOKENS
+from attnbook.studies.clark.surface import PUNCT_TOKENS, layer_means
 
 #: segments held out to score the MLM head; a fit uses ``fit_segments`` (default ``MLM_FIT_SEGMENTS``) more to
 #: train on and ``MLM_VALID_SEGMENTS`` more to decide when to stop
@@ -106,15 +107,11 @@ def attention_gradients(
     return result
 
 
+@cache.memoized("attention_gradients", ignore=("batch_size", "progress"))
 def cached_attention_gradients(loaded: LoadedModel, head: MLMHead, examples: Sequence[Encoded], *,
-                               batch_size: int = 8, seed: int = 0, use_cache: bool = True,
-                               progress: bool = True) -> dict[str, np.ndarray]:
-    """:func:`attention_gradients`, cached by model, MLM head, inputs and seed."""
-    parts = {"model": loaded.key, "head": cache.digest(head.trainable_state()), "inputs": cache.digest(examples),
-             "seed": seed, "code": "attention-gradients-v3"}
-    return cache.cached_arrays("attention_gradients", parts,
-                               lambda: attention_gradients(loaded, head, examples, batch_size=batch_size, seed=seed,
-                                                           progress=progress), enabled=use_cache)
+                               batch_size: int = 8, seed: int = 0, progress: bool = True) -> dict[str, np.ndarray]:
+    """:func:`attention_gradients`, cached by model, MLM head (its trained weights), inputs and seed."""
+    return attention_gradients(loaded, head, examples, batch_size=batch_size, seed=seed, progress=progress)
 
 
 def _mlm_segments(loaded: LoadedModel, n_analysed: int, steps: int, max_tokens: int, seed: int,
@@ -132,7 +129,7 @@ def _mlm_segments(loaded: LoadedModel, n_analysed: int, steps: int, max_tokens: 
 
 def mlm_head(loaded: LoadedModel, n_analysed: int, *, steps: int, batch_size: int, max_tokens: int = 128,
              seed: int = 0, fit_segments: int = MLM_FIT_SEGMENTS, lr: float = 1e-3, eval_every: int = 50,
-             use_cache: bool = True, progress: bool = True) -> MLMHeadFit:
+             progress: bool = True) -> MLMHeadFit:
     """The MLM head for the §3.2 gradients (:func:`attnbook.engine.gradients.get_mlm_head`), on text disjoint
     from the analysed segments.
 
@@ -144,7 +141,7 @@ def mlm_head(loaded: LoadedModel, n_analysed: int, *, steps: int, batch_size: in
     """
     train, valid, heldout = _mlm_segments(loaded, n_analysed, steps, max_tokens, seed, fit_segments)
     return get_mlm_head(loaded, train, heldout, validation=valid, steps=steps, batch_size=batch_size, seed=seed,
-                        lr=lr, eval_every=eval_every, use_cache=use_cache, progress=progress)
+                        lr=lr, eval_every=eval_every, progress=progress)
 
 
 @dataclass
@@ -185,7 +182,6 @@ def mlm_quality(loaded: LoadedModel, fit: MLMHeadFit, n_analysed: int, *, steps:
     :func:`attnbook.engine.gradients.masked_copies`' with the seeds the fit used)."""
     from collections import Counter
 
-    from attnbook.stats import proportion_interval
 
     train, _, heldout = _mlm_segments(loaded, n_analysed, steps, max_tokens, seed, fit_segments)
     tok = loaded.tokenizer
@@ -201,3 +197,20 @@ def mlm_quality(loaded: LoadedModel, fit: MLMHeadFit, n_analysed: int, *, steps:
     low, high = proportion_interval(k, n)
     return MLMQuality(fit.source, k / n, low, high, n, sum(t == piece for t in held_targets) / n,
                       tok.convert_ids_to_tokens([piece])[0], list(fit.curve), fit.best_step, fit.steps)
+
+
+def mlm_head_numbers(fit: MLMHeadFit, quality: MLMQuality) -> dict:
+    """Chapter 1's results-file entry of the MLM head behind the §3.2 gradients (Clark et al. §3.2): where it comes
+    from, its held-out loss and accuracy with the accuracy's interval, the constant predictor's accuracy, and the fit
+    (updates run, the update kept, the validation curve)."""
+    return {"mlm_head": {"source": fit.source, "heldout_loss": fit.heldout_loss,
+                         "heldout_accuracy": fit.heldout_accuracy, "heldout_low": quality.low,
+                         "heldout_high": quality.high, "heldout_pieces": quality.n_pieces,
+                         "unigram_accuracy": quality.constant_accuracy, "steps": fit.steps,
+                         "best_step": fit.best_step, "validation_curve": fit.curve}}
+
+
+def gradient_numbers(grads: dict[str, np.ndarray]) -> dict:
+    """Chapter 1's results-file entry of Clark et al. Fig. 3: per key category, ``|dL / d attn|`` averaged over
+    each layer's heads (:func:`attention_gradients`' ``grad_<category>`` values)."""
+    return {"grad_by_layer": {k: layer_means(v).tolist() for k, v in grads.items() if k.startswith("grad_")}}

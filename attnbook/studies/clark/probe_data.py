@@ -18,15 +18,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.conllu import Sentence
 from attnbook.engine.extract import Batch, Encoded, stream_attention
 from attnbook.engine.inputs import encode_words
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.wordlevel import token_to_word_attention
-
-#: bump when a change here changes the numbers (part of cache keys)
-CODE_VERSION = "probes-1"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,6 +126,17 @@ def glove_word_vectors(
     return out, (oov / total if total else float("nan"))
 
 
+@cache.memoized("probe_word_maps", ignore=("batch_size", "progress", "desc"))
+def word_map_arrays(loaded: LoadedModel, encoded: Sequence[Encoded], *, batch_size: int = 32, progress: bool = True,
+                    desc: str = "attention maps for the probes (§5)") -> dict[str, np.ndarray]:
+    """Every example's float16 content-word maps (:class:`WordMapCollector`), flat, with each example's size;
+    cached by model and inputs."""
+    collector = WordMapCollector(len(encoded))
+    (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
+    return {"flat": np.concatenate([m.reshape(-1) for m in maps]),
+            "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
+
+
 def extract_word_maps(
     loaded: LoadedModel,
     encoded: Sequence[Encoded],
@@ -135,28 +144,9 @@ def extract_word_maps(
     batch_size: int = 32,
     progress: bool = True,
     desc: str = "attention maps for the probes (§5)",
-    use_cache: bool = False,
-    cache_parts: dict | None = None,
 ) -> list[np.ndarray]:
-    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:class:`WordMapCollector`).
-
-    With ``use_cache`` the maps are cached (:func:`attnbook.core.cache.cached_arrays`) under the
-    model key, the inputs' digest and ``cache_parts``.
-    """
-
-    def compute() -> dict[str, np.ndarray]:
-        collector = WordMapCollector(len(encoded))
-        (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
-        return {"flat": np.concatenate([m.reshape(-1) for m in maps]),
-                "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
-
-    if use_cache:
-        from attnbook.core import cache
-
-        parts = {"model": loaded.key, "inputs": cache.digest(encoded), "code": CODE_VERSION, **(cache_parts or {})}
-        arrays = cache.cached_arrays("probe_word_maps", parts, compute)
-    else:
-        arrays = compute()
+    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:func:`word_map_arrays`, cached)."""
+    arrays = word_map_arrays(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc)
     k = loaded.n_layers * loaded.n_heads
     out, at = [], 0
     for n in arrays["sizes"]:
@@ -177,7 +167,6 @@ def extract_probe_data(
     exclude_punct: bool = False,
     progress: bool = True,
     desc: str = "attention maps for the probes (§5)",
-    use_cache: bool = False,
 ) -> tuple[ProbeData, dict]:
     """Word-level maps of every head, gold heads and word vectors of ``sentences``.
 
@@ -192,8 +181,7 @@ def extract_probe_data(
     if word_vectors == "glove" and glove is None:
         raise ParameterError("word_vectors='glove' needs the GloVe table: pass glove=attnbook.data.glove.load_glove()")
     encoded = encode_for_probe(loaded.tokenizer, sentences, max_tokens)
-    maps = extract_word_maps(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc,
-                             use_cache=use_cache, cache_parts={"max_tokens": max_tokens})
+    maps = extract_word_maps(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc)
     info: dict = {}
     if word_vectors == "glove":
         vectors, info["oov_rate"] = glove_word_vectors(glove, sentences, encoded)

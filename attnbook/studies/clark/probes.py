@@ -49,6 +49,7 @@ Protocol (stated once):
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -56,6 +57,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.data.conllu import Sentence
@@ -64,7 +66,6 @@ from attnbook.engine.models import LoadedModel, wrap_model
 from attnbook.engine.train import Recipe, fit
 from attnbook.engine.wordlevel import token_to_word_attention
 from attnbook.studies.clark.probe_data import (
-    CODE_VERSION,
     ProbeBatch,
     ProbeData,
     attention_scale,
@@ -72,6 +73,7 @@ from attnbook.studies.clark.probe_data import (
     make_probe_batches,
     vector_standardizer,
 )
+from attnbook.studies.clark.syntax import best_heads_by_relation
 
 #: readable names of the Table 3 rows, in the paper's order (the paper's words are GloVe)
 TABLE3_NAMES: dict[str, str] = {
@@ -85,8 +87,6 @@ TABLE3_NAMES: dict[str, str] = {
 #: Adam learning rates per probe (see the module doc for how they were chosen)
 LEARNING_RATES: dict[str, float] = {"distances_words": 1e-2, "attn": 1e-2, "attn_words": 3e-3}
 
-#: version of the cached Table 3 summary (:func:`cached_run_probes`; the cached maps keep probe_data's version)
-RESULTS_VERSION = "probe-results-2"
 
 #: short signed distances (candidate minus dependent) with an indicator feature in :class:`DistanceMLP`
 SHORT_DISTANCES = (-4, -3, -2, -1, 1, 2, 3, 4)
@@ -368,14 +368,13 @@ def run_probes(
     random_init: bool = True,
     seed: int = 0,
     progress: bool = True,
-    use_cache: bool = False,
 ) -> dict:
     """Clark §5 Table 3 on ``loaded``: trains every probe on ``train_sentences``, scores UAS on ``dev_sentences``.
 
     ``lr``: ``None`` uses :data:`LEARNING_RATES`, a float sets every probe's, a dict
     overrides some. The random-init row uses a :func:`random_init_copy` seeded with
     ``seed`` and the ``attn_words`` learning rate. Every probe is trained with the same
-    seed and ``epochs``. ``use_cache`` caches the extracted maps.
+    seed and ``epochs``. The extracted maps are cached (:func:`~attnbook.studies.clark.probe_data.word_map_arrays`).
 
     Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`TABLE3_NAMES` in Table 3's order),
     ``per_sentence`` (``scored[sentence]`` and, per row, ``right[sentence]`` on the dev sentences, in input
@@ -390,7 +389,7 @@ def run_probes(
     def data_for(model: LoadedModel, sents: Sequence[Sentence], what: str) -> tuple[ProbeData, dict]:
         return extract_probe_data(
             model, sents, word_vectors=word_vectors, glove=glove, max_tokens=max_tokens, batch_size=batch_size,
-            exclude_punct=exclude_punct, progress=progress, desc=f"{what} maps (§5)", use_cache=use_cache,
+            exclude_punct=exclude_punct, progress=progress, desc=f"{what} maps (§5)",
         )
 
     def fit(name: str, probe: nn.Module, train: ProbeData, dev: ProbeData, rate_of: str) -> ProbeRun:
@@ -434,51 +433,38 @@ def run_probes(
     }
 
 
+@cache.memoized("probe_results", ignore=("progress",))
+def probe_result_arrays(loaded: LoadedModel, train_sentences: Sequence[Sentence], dev_sentences: Sequence[Sentence],
+                        *, glove=None, progress: bool = True, **kwargs) -> dict[str, np.ndarray]:
+    """:func:`run_probes`' summary as arrays (UAS per row, per-sentence counts, losses, the attention-only probe's
+    weights, the info record), cached by model, sentences, GloVe table and every keyword argument."""
+    res = run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, **kwargs)
+    attn = res["probes"]["attn"]
+    out = {
+        "rows": np.array(list(res["uas"])), "uas": np.array(list(res["uas"].values()), dtype=np.float64),
+        "attn_w": attn.w.detach().numpy(), "attn_u": attn.u.detach().numpy(),
+        "attn_scale": attn.alpha_scale.numpy(), "info": np.array(json.dumps(res["info"], sort_keys=True)),
+    }
+    out.update({f"losses_{k}": np.asarray(v, dtype=np.float64) for k, v in res["losses"].items()})
+    out.update({f"right_{k}": np.asarray(v, dtype=np.int64) for k, v in res["per_sentence"].items()})
+    return out
+
+
 def cached_run_probes(
     loaded: LoadedModel,
     train_sentences: Sequence[Sentence],
     dev_sentences: Sequence[Sentence],
     *,
     glove=None,
-    use_cache: bool = True,
     progress: bool = True,
     **kwargs,
 ) -> dict:
-    """:func:`run_probes` with its whole summary cached, so re-running a chapter costs no training.
-
-    The cache key names the model's key, digests of the train and dev sentences, the
-    GloVe table's content, every keyword argument and :data:`CODE_VERSION`. The result has
-    :func:`run_probes`' keys; on a cache hit ``probes`` holds only the attention-only probe,
-    rebuilt from its cached weights (the other probes are not kept).
-    """
-    import json
-
-    from attnbook.core import cache
-
-    if not use_cache:
-        return run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, **kwargs)
-    n_maps = loaded.n_layers * loaded.n_heads
-
-    def compute() -> dict[str, np.ndarray]:
-        res = run_probes(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, use_cache=True,
-                         **kwargs)
-        attn = res["probes"]["attn"]
-        out = {
-            "rows": np.array(list(res["uas"])), "uas": np.array(list(res["uas"].values()), dtype=np.float64),
-            "attn_w": attn.w.detach().numpy(), "attn_u": attn.u.detach().numpy(),
-            "attn_scale": attn.alpha_scale.numpy(), "info": np.array(json.dumps(res["info"], sort_keys=True)),
-        }
-        out.update({f"losses_{k}": np.asarray(v, dtype=np.float64) for k, v in res["losses"].items()})
-        out.update({f"right_{k}": np.asarray(v, dtype=np.int64) for k, v in res["per_sentence"].items()})
-        return out
-
-    parts = {"model": loaded.key, "train": cache.digest(train_sentences), "dev": cache.digest(dev_sentences),
-             "glove": None if glove is None else cache.digest(glove), "code": CODE_VERSION,
-             "results": RESULTS_VERSION,
-             "params": {k: kwargs[k] for k in sorted(kwargs)}}
-    a = cache.cached_arrays("probe_results", parts, compute)
+    """:func:`run_probes` with its whole summary cached (:func:`probe_result_arrays`), so re-running a chapter
+    costs no training. The result has :func:`run_probes`' keys; ``probes`` holds only the attention-only probe,
+    rebuilt from its weights (the other probes are not kept)."""
+    a = probe_result_arrays(loaded, train_sentences, dev_sentences, glove=glove, progress=progress, **kwargs)
     rows = [str(r) for r in a["rows"]]
-    attn = AttentionOnlyProbe(n_maps, a["attn_scale"])
+    attn = AttentionOnlyProbe(loaded.n_layers * loaded.n_heads, a["attn_scale"])
     with torch.no_grad():
         attn.w.copy_(torch.as_tensor(a["attn_w"]))
         attn.u.copy_(torch.as_tensor(a["attn_u"]))
@@ -529,7 +515,6 @@ def top_heads(weights, accuracy, n: int = 10):
     :class:`attnbook.studies.clark.syntax.HeadAccuracy` of the same model (Clark §4.2).
     Columns: label, w_head_to_dep, u_dep_to_head, "best head at (Table 1)".
     """
-    from attnbook.studies.clark.syntax import best_heads_by_relation
 
     best_for = best_heads_by_relation(accuracy)
     top = weights.head(n).copy()

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnbook.engine.extract import Batch
+from attnbook.core import cache
+from attnbook.core.heads import head_label
+from attnbook.engine.extract import Batch, stream_attention
 
 #: the statistics a :class:`SurfaceStats` returns, each ``values[layer, head]``
 STAT_NAMES = (
@@ -240,7 +242,6 @@ def positional_table(stats: dict[str, np.ndarray], threshold: float = 0.5):
     """The heads of :func:`positional_heads` as a table: direction, head (1-based ``layer-head``), avg. attention."""
     import pandas as pd
 
-    from attnbook.core.heads import head_label
 
     positional = positional_heads(stats, threshold)
     return pd.DataFrame(
@@ -250,20 +251,12 @@ def positional_table(stats: dict[str, np.ndarray], threshold: float = 0.5):
     )
 
 
-def surface_statistics(loaded, segments, *, batch_size: int = 16, use_cache: bool = True,
-                       progress: bool = True) -> dict[str, np.ndarray]:
-    """Clark §3 statistics of ``loaded`` over ``segments`` (streamed, cached by model and input content).
+@cache.memoized("surface", ignore=("batch_size", "progress"))
+def surface_statistics(loaded, segments, *, batch_size: int = 16, progress: bool = True) -> dict[str, np.ndarray]:
+    """Clark §3 statistics of ``loaded`` over ``segments`` (streamed; cached by model and input content).
 
     The cache key leaves out ``batch_size``: chapter 3 calls this function on chapter 1's segments and
     reads chapter 1's measurement back from the cache.
     """
-    from attnbook.core import cache
-    from attnbook.engine.extract import stream_attention
-
-    parts = {"model": loaded.key, "inputs": cache.digest(segments), "code": "surface-v2"}
-    return cache.cached_arrays(
-        "surface", parts,
-        lambda: stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
-                                 batch_size=batch_size, progress=progress)[0],
-        enabled=use_cache,
-    )
+    return stream_attention(loaded, segments, [SurfaceStats.for_tokenizer(loaded.tokenizer)],
+                            batch_size=batch_size, progress=progress)[0]

@@ -57,16 +57,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnbook.data.conllu import Sentence
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
-from attnbook.engine.extract import Batch, Encoded
 from attnbook.core.heads import head_label
+from attnbook.data.conllu import Sentence
+from attnbook.engine.extract import Batch, Encoded, stream_attention
 from attnbook.engine.inputs import encode_words
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.wordlevel import token_to_word_attention
-
-#: bump when a change here changes the numbers (part of cache keys)
-CODE_VERSION = "syntax-2"
 
 #: the two ways a head can express an edge
 DIRECTIONS = ("dep->head", "head->dep")
@@ -454,6 +452,7 @@ def evaluate_word_maps(
     return red.result()
 
 
+@cache.memoized("syntax_heads", ignore=("batch_size", "progress"))
 def evaluate_heads(
     loaded: LoadedModel,
     sentences: Sequence[Sentence],
@@ -465,39 +464,22 @@ def evaluate_heads(
     offsets: Sequence[int] = OFFSETS,
     from_reduce: str = "mean",
     progress: bool = True,
-    use_cache: bool = False,
 ) -> HeadAccuracy:
     """Evaluate every head of ``loaded`` as a dependency classifier on ``sentences`` (Clark §4.2).
 
-    Streams the model over the sentences (:class:`SyntaxReducer`); with ``use_cache`` the
-    counts are cached by model key, data digest, parameters and :data:`CODE_VERSION`.
+    Streams the model over the sentences (:class:`SyntaxReducer`); cached by model, sentences and parameters.
     """
-    from attnbook.engine.extract import stream_attention
-
     if not sentences:
         raise EmptyDataError("no sentences to evaluate")
     _check_relations(relations)
-
-    def compute() -> dict[str, np.ndarray]:
-        encoded = encode_sentences(
-            loaded.tokenizer, sentences, max_tokens=max_tokens, relations=relations, exclude_punct=exclude_punct
-        )
-        reducer = SyntaxReducer(relations, loaded.n_layers, loaded.n_heads, offsets, from_reduce)
-        (acc,) = stream_attention(
-            loaded, encoded, [reducer], batch_size=batch_size, progress=progress, desc="heads as parsers (§4.2)"
-        )
-        return acc.to_arrays()
-
-    if not use_cache:
-        return HeadAccuracy.from_arrays(compute())
-    from attnbook.core import cache
-
-    parts = {
-        "model": loaded.key, "data": cache.digest(sentences), "code": CODE_VERSION,
-        "params": {"max_tokens": max_tokens, "relations": list(relations), "exclude_punct": exclude_punct,
-                   "offsets": list(offsets), "from_reduce": from_reduce},
-    }
-    return HeadAccuracy.from_arrays(cache.cached_arrays("syntax_heads", parts, compute))
+    encoded = encode_sentences(
+        loaded.tokenizer, sentences, max_tokens=max_tokens, relations=relations, exclude_punct=exclude_punct
+    )
+    reducer = SyntaxReducer(relations, loaded.n_layers, loaded.n_heads, offsets, from_reduce)
+    (acc,) = stream_attention(
+        loaded, encoded, [reducer], batch_size=batch_size, progress=progress, desc="heads as parsers (§4.2)"
+    )
+    return acc
 
 
 # ---------------------------------------------------------------------------------------------

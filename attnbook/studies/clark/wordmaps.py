@@ -15,6 +15,7 @@ import numpy as np
 
 from attnbook.core.errors import EmptyDataError
 from attnbook.data.conllu import Sentence
+from attnbook.engine.extract import collect_maps
 from attnbook.engine.inputs import Encoded, encode_words, word_pieces
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.wordlevel import token_to_word_attention
@@ -77,7 +78,6 @@ class WordMapExample:
 def word_map_example(loaded: LoadedModel, sentences: Sequence[Sentence], *, max_tokens: int = 128,
                      deprels: Sequence[str] = EXAMPLE_DEPRELS) -> WordMapExample:
     """The first of ``sentences`` fit to show (:func:`find_example_sentence`), with its token and word maps."""
-    from attnbook.engine.extract import collect_maps
 
     sent = sentences[find_example_sentence(sentences, deprels)]
     enc = encode_words(loaded.tokenizer, sent.words, max_tokens=max_tokens)

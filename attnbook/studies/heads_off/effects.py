@@ -26,31 +26,32 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
-from attnbook.data.glue import GlueSplit, TaskSpec, task_spec
+from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_spec
 from attnbook.data.glue_metrics import TABLE1_METRIC
+from attnbook.engine import sweeps
+from attnbook.engine.finetune import get_finetuned
 from attnbook.engine.inputs import Batch
 from attnbook.engine.sweeps import SweepResult, classification_batches
-from attnbook.stats import adjust_pvalues, bootstrap_counts, mcnemar_exact
+from attnbook.stats import Estimate, adjust_pvalues, bootstrap_counts, mcnemar_exact, percentile_interval
 
 # ----------------------------------------------------------------------------- classifiers, data, sweeps
 
 
-def classifier(base: Any, task: str, recipe: dict, seed: int, *, fraction: float = 1.0, use_cache: bool = True):
+def classifier(base: Any, task: str, recipe: dict, seed: int, *, fraction: float = 1.0):
     """The classifier fine-tuned on ``task`` from ``base`` with the GLUE recipe ``recipe``
     (``FINETUNE_PROFILES[...]`` with the chapter's model), and its snapshots at ``recipe["save_at"]``;
     trained once and cached (:func:`attnbook.engine.finetune.get_finetuned`)."""
-    from attnbook.engine.finetune import get_finetuned
 
     clf, _ = get_finetuned(base, task, "pretrained_ft", recipe, seed, fraction=fraction,
-                           save_at=recipe.get("save_at", ()), evaluate_dev=False, use_cache=use_cache, progress=False)
+                           save_at=recipe.get("save_at", ()), evaluate_dev=False, progress=False)
     return clf
 
 
 def task_data(tokenizer: Any, task: str, split: str, cap: int | None, seed: int, *, batch_size: int = 32,
               max_length: int = 128) -> tuple[GlueSplit, list[Batch]]:
     """``split`` of ``task`` (at most ``cap`` examples, a seeded sample) and its :func:`dev_batches`."""
-    from attnbook.data.glue import load_split
 
     data = load_split(task, split, cap=cap, seed=seed)
     return data, dev_batches(tokenizer, data, batch_size=batch_size, max_length=max_length)
@@ -59,25 +60,18 @@ def task_data(tokenizer: Any, task: str, split: str, cap: int | None, seed: int,
 SWEEPS = ("single_heads", "layers", "all_but_one")
 
 
-def switched_off(model: Any, batches: Sequence[Batch], kind: str, mode: str, score_fn, *, use_cache: bool = True
-                 ) -> SweepResult:
+@cache.memoized("head-sweeps")
+def switched_off(model: Any, batches: Sequence[Batch], kind: str, mode: str, score_fn) -> SweepResult:
     """The sweep ``kind`` (:data:`SWEEPS`) of the classifier ``model`` (a :class:`~attnbook.engine.models.LoadedModel`)
     on ``batches``, heads switched off by ``mode`` (``"disable"``: Kovaleva's uniform attention; ``"mask"``:
-    Michel's gate). Cached under the classifier's key, the batches' digest, the sweep and the score function's
-    name (:func:`attnbook.engine.scores.score_name`; a sweep stores every output, so any other score can be
-    recomputed from it)."""
-    from attnbook.core import cache
-    from attnbook.engine import sweeps
-    from attnbook.engine.scores import score_name
-
+    Michel's gate). Cached by the classifier's weights, the batches, the sweep and the score function's name
+    (:func:`attnbook.engine.scores.score_name`; a sweep stores every output, so any other score can be recomputed
+    from it)."""
     if kind not in SWEEPS:
         raise ParameterError(f"kind is one of {SWEEPS}, got {kind!r}")
-    run = {"single_heads": lambda: sweeps.sweep_single_heads(model.model, batches, mode, score_fn),
-           "layers": lambda: sweeps.sweep_layers(model.model, batches, mode, score_fn),
-           "all_but_one": lambda: sweeps.sweep_all_but_one(model.model, batches, mode, score_fn)}[kind]
-    parts = {"classifier": model.key, "data": cache.digest(batches), "kind": kind, "mode": mode,
-             "score": score_name(score_fn)}
-    return sweeps.cached_sweep(parts, run, enabled=use_cache)
+    run = {"single_heads": sweeps.sweep_single_heads, "layers": sweeps.sweep_layers,
+           "all_but_one": sweeps.sweep_all_but_one}[kind]
+    return run(model.model, batches, mode, score_fn)
 
 
 def dev_batches(tokenizer: Any, split: GlueSplit, *, batch_size: int = 32, max_length: int = 128) -> list[Batch]:
@@ -319,7 +313,6 @@ def effect_intervals(sweep: SweepResult, task: str | TaskSpec, *, n_resamples: i
     nothing flips is not read as evidence of no change. Returns ``(table, draws)``: ``table`` in
     ``sweep.names`` order with ``name, delta, low, high, n``; ``draws[resample, *shape]`` the resampled changes.
     """
-    from attnbook.stats import percentile_interval
 
     n = len(sweep.gold)
     counts = bootstrap_counts(n, n_resamples, seed)
@@ -332,44 +325,9 @@ def effect_intervals(sweep: SweepResult, task: str | TaskSpec, *, n_resamples: i
     return table, draws
 
 
-def learned_status(classifier: Any, task: str, recipe: dict, *, n_resamples: int = 1000, seed: int = 0,
-                   use_cache: bool = True) -> dict:
-    """Has the fine-tuned ``classifier`` learned ``task``: is its dev score (the task's metric, x 100) surely above
-    the best constant predictor's on the same examples (the lower end of its 95% bootstrap interval above it)?
-
-    Returns ``learned``, ``score``, ``low``, ``high``, ``constant`` and ``n`` (dev examples). The numbers are
-    :func:`attnbook.engine.finetune.dev_metrics`'s (``score_low``, ``score_high``, ``constant_score``, ``learned``)
-    where it reports them; otherwise they are computed here from the classifier's dev predictions.
-    """
-    from attnbook.data.glue import load_split
-    from attnbook.engine.finetune import (
-        DEV_SAMPLE_SEED,
-        FinetuneParams,
-        dev_metrics,
-        predict_logits,
-    )
-    from attnbook.stats import percentile_interval
-
-    m = dev_metrics(classifier, task, recipe, use_cache=use_cache)
-    if "learned" in m:
-        f = lambda x: None if x is None else float(x)  # noqa: E731  (same units as "score": x 100)
-        return {"learned": bool(m["learned"]), "score": f(m["score"]), "low": f(m.get("score_low")),
-                "high": f(m.get("score_high")), "constant": f(m.get("constant_score")), "n": int(m.get("n", 0))}
-    p = FinetuneParams.from_mapping(recipe).for_task(task)
-    dev = load_split(task, "dev", cap=p.dev_cap, seed=DEV_SAMPLE_SEED)
-    logits = predict_logits(classifier, dev, task=task, batch_size=p.eval_batch_size, max_length=p.max_length)
-    gold = np.asarray(dev.labels)
-    score = float(weighted_scores(task, logits, gold, np.ones((1, len(gold))))[0])
-    lo, hi = percentile_interval(weighted_scores(task, logits, gold, bootstrap_counts(len(gold), n_resamples, seed)))
-    constant = trivial_score(task, gold)
-    return {"learned": bool(lo > constant), "score": score, "low": float(lo), "high": float(hi), "constant": constant,
-            "n": int(len(gold))}
-
-
 def effect_estimates(sweep: SweepResult, task: str | TaskSpec, *, n_resamples: int = 1000, seed: int = 0) -> list:
     """:func:`effect_intervals` as one :class:`~attnbook.stats.Estimate` per configuration (points, paired over the
     swept examples), in ``sweep.names`` order."""
-    from attnbook.stats import Estimate
 
     table, _ = effect_intervals(sweep, task, n_resamples=n_resamples, seed=seed)
     return [Estimate(float(r.delta), float(r.low), float(r.high), int(r.n), "dev examples (paired)")

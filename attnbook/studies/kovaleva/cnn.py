@@ -21,11 +21,8 @@ from torch import nn
 from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.train import Recipe, epochs_of, fit
-from attnbook.stats import Estimate
+from attnbook.stats import Estimate, bootstrap_counts, percentile_interval
 from attnbook.studies.kovaleva.patterns import CLASSES
-
-#: version of the CNN's training and cross-validation code; part of its cache keys
-CODE_VERSION = "kovaleva-cnn-1"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,7 +149,6 @@ def f1_estimate(y_true: np.ndarray, y_pred: np.ndarray, *, n_resamples: int = 20
                 unit: str = "labelled maps") -> Estimate:
     """Macro F1 (:func:`macro_f1`, over the classes present in ``y_true``) with its 95% percentile bootstrap
     interval over the maps (each resample weighs the maps by how often it draws them)."""
-    from attnbook.stats import bootstrap_counts, percentile_interval
 
     y, p = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
     if len(y) == 0:
@@ -290,33 +286,25 @@ def cnn_from_arrays(arrays: Mapping[str, np.ndarray]) -> PatternCNN:
     return model
 
 
-def _training_parts(images: torch.Tensor, labels: np.ndarray, epochs: int, seed: int) -> dict[str, Any]:
-    """What determines a CNN learnt from ``images`` and ``labels``: their contents and the recipe."""
-    return {"code": CODE_VERSION, "images": cache.digest(images), "labels": cache.digest(np.asarray(labels, np.int64)),
-            "size": int(images.shape[-1]), "epochs": int(epochs), "seed": int(seed)}
-
-
-def cross_validated_cnn(images: torch.Tensor, labels: np.ndarray, *, k: int = 5, seed: int = 0, epochs: int = 40,
-                        use_cache: bool = True) -> dict[str, np.ndarray]:
-    """:func:`cross_validate_cnn` of the labelled ``images``, cached under the images' and labels' digest, ``k``,
+@cache.memoized("kovaleva_cnn_cv")
+def cross_validated_cnn(images: torch.Tensor, labels: np.ndarray, *, k: int = 5, seed: int = 0, epochs: int = 40
+                        ) -> dict[str, np.ndarray]:
+    """:func:`cross_validate_cnn` of the labelled ``images``, cached by the images' and labels' content, ``k``,
     ``seed`` and ``epochs`` (Kovaleva §4.1 reports F1 0.86). Values are arrays (``macro_f1`` a 0-d one)."""
-    def compute() -> dict[str, np.ndarray]:
-        cv = cross_validate_cnn(images, labels, k=k, seed=seed, epochs=epochs)
-        return {name: np.asarray(v) for name, v in cv.items()}
-
-    parts = {**_training_parts(images, labels, epochs, seed), "folds": int(k)}
-    return cache.cached_arrays("kovaleva_cnn_cv", parts, compute, enabled=use_cache)
+    cv = cross_validate_cnn(images, labels, k=k, seed=seed, epochs=epochs)
+    return {name: np.asarray(v) for name, v in cv.items()}
 
 
-def trained_cnn(images: torch.Tensor, labels: np.ndarray, *, seed: int = 0, epochs: int = 40,
-                use_cache: bool = True) -> PatternCNN:
-    """The CNN trained on all labelled ``images`` (:func:`train_cnn`), cached under the images' and labels'
-    digest, ``seed`` and ``epochs``; returned in eval mode."""
-    parts = _training_parts(images, labels, epochs, seed)
-    arrays = cache.cached_arrays("kovaleva_cnn", parts,
-                                 lambda: cnn_to_arrays(train_cnn(images, labels, epochs=epochs, seed=seed)),
-                                 enabled=use_cache)
-    return cnn_from_arrays(arrays)
+@cache.memoized("kovaleva_cnn")
+def trained_cnn_arrays(images: torch.Tensor, labels: np.ndarray, *, seed: int = 0, epochs: int = 40
+                       ) -> dict[str, np.ndarray]:
+    """The weights of the CNN trained on all labelled ``images`` (:func:`train_cnn`), cached by content."""
+    return cnn_to_arrays(train_cnn(images, labels, epochs=epochs, seed=seed))
+
+
+def trained_cnn(images: torch.Tensor, labels: np.ndarray, *, seed: int = 0, epochs: int = 40) -> PatternCNN:
+    """The CNN trained on all labelled ``images`` (:func:`trained_cnn_arrays`, cached), in eval mode."""
+    return cnn_from_arrays(trained_cnn_arrays(images, labels, seed=seed, epochs=epochs))
 
 
 def f1_markdown(cnn_f1, note: str = "") -> str:

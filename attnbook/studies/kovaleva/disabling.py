@@ -19,10 +19,16 @@ import numpy as np
 import torch
 
 from attnbook.core.heads import head_label
+from attnbook.engine.extract import stream_batches
 from attnbook.engine.inputs import Batch
-from attnbook.stats import Estimate, bootstrap_counts, percentile_interval
+from attnbook.engine.interventions import disable_heads
+from attnbook.stats import Estimate, bootstrap_counts, percentile_interval, rank_agreement
 from attnbook.studies.heads_off.effects import extreme_heads, random_head_effect, trivial_score, weighted_scores
-from attnbook.studies.kovaleva.table1 import metric_label
+from attnbook.studies.heads_off.learned import constant_outputs, metric_label, score_of, versus_constant
+from attnbook.studies.heads_off.learned import learned as decide_learned
+from attnbook.studies.kovaleva.paper import holds_estimate
+from attnbook.studies.kovaleva.table1 import dev_outputs, score_estimate
+from attnbook.studies.kovaleva.word_match import match_estimate
 
 
 class _LayerMaps:
@@ -47,8 +53,6 @@ def disable_check(classifier: Any, batch: Batch, layer: int = 0, head: int = 0) 
     Returns ``L``, ``uniform_error`` (largest ``|alpha - 1/L|`` of the disabled head over every query row and the
     real keys) and ``other_heads_change`` (largest change of the layer's other heads).
     """
-    from attnbook.engine.extract import stream_batches
-    from attnbook.engine.interventions import disable_heads
 
     one = Batch(batch.input_ids[:1], batch.attention_mask[:1],
                 None if batch.token_type_ids is None else batch.token_type_ids[:1])
@@ -83,7 +87,7 @@ def baseline_numbers(dev_table: Any, learned: Mapping[tuple[str, int], str],
 
 
 def dev_baselines(classifiers: Mapping[str, Any], *, max_length: int = 128, batch_size: int = 64,
-                  n_resamples: int = 2000, seed: int = 0, use_cache: bool = True,
+                  n_resamples: int = 2000, seed: int = 0,
                   caps: Mapping[str, int | None] | None = None):
     """Each task's classifier on its **whole** dev set (``caps``: a seeded sample per task instead, for the smoke
     profile; :func:`attnbook.studies.kovaleva.table1.dev_outputs` caches the logits, shared with chapter 4's
@@ -93,27 +97,26 @@ def dev_baselines(classifiers: Mapping[str, Any], *, max_length: int = 128, batc
     ``table``: one row per classifier with the metric, the dev examples, this run's score with its 95% interval over
     them (:func:`attnbook.studies.kovaleva.table1.score_estimate`), the constant predictor's score and this run
     minus it, paired (:func:`~attnbook.studies.kovaleva.table1.versus_constant`). ``learned[key]``: ``""`` when the
-    classifier is better than its constant predictor, else the reason
-    (:func:`attnbook.studies.kovaleva.table1.learned_reason`).
+    classifier is better than its constant predictor, else the reason (the book's one decision,
+    :func:`attnbook.studies.heads_off.learned.learned`).
     """
     import pandas as pd
 
-    from attnbook.studies.kovaleva.table1 import (constant_outputs, dev_outputs, learned_reason, score_estimate,
-                                                  score_of, versus_constant)
 
     rows, learned = [], {}
     for key, clf in classifiers.items():
         t, seed_of = (key if isinstance(key, tuple) else (key, None))
         out = dev_outputs(clf, t, cap=dev_cap(caps, t) if caps else None, max_length=max_length,
-                          batch_size=batch_size, use_cache=use_cache)
+                          batch_size=batch_size)
         logits, labels = out["logits"], out["labels"]
         est = score_estimate(t, logits, labels, n_resamples=n_resamples, seed=seed)
+        verdict = decide_learned(t, logits, labels, n_resamples=n_resamples, seed=seed)
         vs = versus_constant(t, logits, labels, n_resamples=n_resamples, seed=seed)
-        const = score_of(t, constant_outputs(t, labels), labels)
-        learned[key] = learned_reason(t, logits, labels, n_resamples=n_resamples, seed=seed)
+        learned[key] = verdict.reason
         rows.append({"task": t} | ({} if seed_of is None else {"seed": seed_of}) | {
                      "metric": metric_label(t), "dev examples": f"{len(labels):,} of {int(out['n_total']):,}",
-                     "this run": est.text(".1f"), "constant predictor": round(const, 1),
+                     "this run": est.text(".1f"), "constant predictor": round(score_of(t, constant_outputs(t, labels),
+                                                                                       labels), 1),
                      "this run minus constant": vs.text("+.1f"), "learned": "no" if learned[key] else "yes"})
     return pd.DataFrame(rows), learned
 
@@ -250,7 +253,6 @@ def match_estimates(match: Mapping[str, Mapping[str, Any]], effects: Mapping[str
     """Per task of ``match`` (:func:`attnbook.studies.kovaleva.word_match.hurting_heads_match`): the hurting heads'
     ``percentiles`` and their ``mean_percentile`` with its interval
     (:func:`~attnbook.studies.kovaleva.word_match.match_estimate` on the task's :func:`sweep_effects` resamples)."""
-    from attnbook.studies.kovaleva.word_match import match_estimate
 
     return {t: {"percentiles": m["percentiles"],
                 "mean_percentile": match_estimate(m, effects[t]["resampled"], top_k, n_resamples=n_resamples,
@@ -263,7 +265,6 @@ def shared_estimate(single: Mapping[str, Any], effects: Mapping[str, Mapping[str
     """Kovaleva §5 for two tasks: the share of bootstrap resamples in which they share at least ``needed`` of their
     ``top_k`` most harmful heads (:func:`shared_hurting_heads`) and the heads shared on all examples (``"none"``);
     ``(None, "")`` unless there are exactly two tasks."""
-    from attnbook.studies.kovaleva.paper import holds_estimate
 
     if len(tasks) != 2:
         return None, ""
@@ -337,7 +338,6 @@ def cross_seed_agreement(deltas: Mapping[int, np.ndarray], top_k: int):
 
     import pandas as pd
 
-    from attnbook.stats import rank_agreement
 
     rows = []
     for a, b in itertools.combinations(sorted(deltas), 2):

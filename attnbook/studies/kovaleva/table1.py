@@ -22,17 +22,25 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from attnbook.core import cache
 from attnbook.core.errors import ParameterError
-from attnbook.data.glue import KOVALEVA_TASKS, available, task_path, task_spec
+from attnbook.data.glue import KOVALEVA_TASKS, available, load_split, task_path, task_spec
 from attnbook.data.glue_metrics import F1_TASKS, TABLE1_METRIC
-from attnbook.engine.finetune import (DEV_SAMPLE_SEED, INITS, FinetuneParams, base_encoder, check_init, get_finetuned,
-                                      metrics_from_logits)
+from attnbook.engine.classifiers import INITS, check_init
+from attnbook.engine.evaluate import metrics_from_logits, predict_logits
+from attnbook.engine.finetune import DEV_SAMPLE_SEED, FinetuneParams, base_encoder, get_finetuned
 from attnbook.engine.models import LoadedModel
 from attnbook.stats import Estimate, bootstrap_counts, mean_interval, percentile_interval, proportion_interval
-from attnbook.studies.kovaleva.paper import PAPER_TABLE1
+from attnbook.studies.heads_off.learned import (
+    constant_outputs,
+    learned,
+    metric_label,
+    score_of,
+    versus_constant,
+)
+from attnbook.studies.heads_off.learned import resampled_scores as _resampled
+from attnbook.studies.kovaleva.reference import PAPER_TABLE1
 
-#: version of the dev-set scoring; part of its cache key
-CODE_VERSION = "kovaleva-table1-2"
 #: bootstrap resamples of the intervals over dev examples
 N_RESAMPLES = 2000
 
@@ -44,11 +52,6 @@ INIT_LABELS = {
 }
 
 
-def metric_label(task: str) -> str:
-    """What a task's Table 1 score measures: ``"F1"``, ``"Pearson r"`` or ``"accuracy"``."""
-    return {"f1": "F1", "pearson": "Pearson r", "accuracy": "accuracy"}[TABLE1_METRIC[task]]
-
-
 def dev_cap_of(caps: Mapping[str, int | None] | int | None, task: str) -> int | None:
     """The dev examples scored for ``task``: ``caps`` itself when it is a number (or None: all), else its entry for
     the task or its ``"default"`` (None: the whole dev set)."""
@@ -57,51 +60,17 @@ def dev_cap_of(caps: Mapping[str, int | None] | int | None, task: str) -> int | 
     return caps.get(task, caps.get("default"))
 
 
+@cache.memoized("kovaleva_dev_outputs", ignore=("batch_size", "progress"))
 def dev_outputs(classifier: LoadedModel, task: str, *, cap: int | None = None, max_length: int = 128,
-                batch_size: int = 64, use_cache: bool = True, progress: bool = False) -> dict[str, np.ndarray]:
+                batch_size: int = 64, progress: bool = False) -> dict[str, np.ndarray]:
     """The classifier's ``logits[example, label]`` on ``task``'s dev set (``cap``: a seeded sample of that many
     examples, :data:`~attnbook.engine.finetune.DEV_SAMPLE_SEED`; None: all) and the gold ``labels``, in the
-    split's order; cached under the classifier's key and the dev examples' digest."""
-    from attnbook.core import cache
-    from attnbook.data.glue import load_split
-    from attnbook.engine.finetune import predict_logits
-
+    split's order; cached by classifier, task, sample and input length."""
     spec = task_spec(task)
     dev = load_split(spec, "dev", cap=cap, seed=DEV_SAMPLE_SEED)
-    parts = {"code": CODE_VERSION, "classifier": classifier.key, "task": spec.name, "dev": cache.digest(dev.examples),
-             "max_length": int(max_length)}
-
-    def compute() -> dict[str, np.ndarray]:
-        logits = predict_logits(classifier, dev, task=spec, batch_size=batch_size, max_length=max_length,
-                                progress=progress)
-        return {"logits": logits, "labels": dev.labels, "n_total": np.array(dev.n_total)}
-
-    return cache.cached_arrays("kovaleva_dev_outputs", parts, compute, enabled=use_cache)
-
-
-def constant_outputs(task: str, labels: np.ndarray) -> np.ndarray:
-    """Logits of the task's constant predictor on ``labels`` (:func:`attnbook.studies.heads_off.effects.trivial_score`):
-    the majority class for accuracy, always the positive class for F1; for Pearson r a constant score (r taken as 0)."""
-    spec = task_spec(task)
-    labels = np.asarray(labels)
-    out = np.zeros((len(labels), spec.num_labels), dtype=np.float32)
-    if spec.is_regression:
-        return out
-    cls = 1 if TABLE1_METRIC[spec.name] == "f1" else int(np.argmax(np.bincount(labels.astype(np.int64),
-                                                                                minlength=spec.num_labels)))
-    out[:, cls] = 1.0
-    return out
-
-
-def _resampled(task: str, logits: np.ndarray, labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    from attnbook.studies.heads_off.effects import weighted_scores
-
-    return np.nan_to_num(weighted_scores(task, logits, labels, counts))
-
-
-def score_of(task: str, logits: np.ndarray, labels: np.ndarray) -> float:
-    """The task's Table 1 score (x 100) of ``logits`` (a Pearson r of a constant output counts as 0)."""
-    return float(_resampled(task_spec(task).name, logits, np.asarray(labels), np.ones((1, len(labels))))[0])
+    logits = predict_logits(classifier, dev, task=spec, batch_size=batch_size, max_length=max_length,
+                            progress=progress)
+    return {"logits": logits, "labels": dev.labels, "n_total": np.array(dev.n_total)}
 
 
 def score_estimate(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resamples: int = N_RESAMPLES,
@@ -119,26 +88,13 @@ def score_estimate(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resam
     return Estimate(value, float(lo), float(hi), len(labels), "dev examples")
 
 
-def paired_difference(task: str, logits_a: np.ndarray, logits_b: np.ndarray, labels: np.ndarray, *,
-                      n_resamples: int = N_RESAMPLES, seed: int = 0) -> tuple[Estimate, np.ndarray]:
-    """Score of ``logits_a`` minus score of ``logits_b`` (points) on the same dev examples, with its paired
-    bootstrap 95% interval (the same draws for both); also returns the resampled differences."""
-    spec = task_spec(task)
-    labels = np.asarray(labels)
-    value = score_of(spec.name, logits_a, labels) - score_of(spec.name, logits_b, labels)
-    counts = bootstrap_counts(len(labels), n_resamples, seed)
-    d = _resampled(spec.name, logits_a, labels, counts) - _resampled(spec.name, logits_b, labels, counts)
-    lo, hi = percentile_interval(d)
-    return Estimate(value, float(lo), float(hi), len(labels), "dev examples"), d
-
-
 def paired_mean_difference(task: str, outputs_a: Sequence[tuple[np.ndarray, np.ndarray]],
                            outputs_b: Sequence[tuple[np.ndarray, np.ndarray]], *, n_resamples: int = N_RESAMPLES,
                            seed: int = 0) -> tuple[Estimate, np.ndarray]:
     """Mean score over the seeds of ``outputs_a`` minus the mean over the seeds of ``outputs_b`` (each a list of
     ``(logits, labels)`` on the same dev examples), with its paired bootstrap 95% interval over the dev examples
     (the same draws for every seed of both); also returns the resampled differences. With one seed on each side
-    this is :func:`paired_difference`."""
+    this is :func:`attnbook.studies.heads_off.learned.paired_difference`."""
     spec = task_spec(task)
     labels = np.asarray(outputs_a[0][1])
     counts = bootstrap_counts(len(labels), n_resamples, seed)
@@ -150,59 +106,26 @@ def paired_mean_difference(task: str, outputs_a: Sequence[tuple[np.ndarray, np.n
     return Estimate(value, float(lo), float(hi), len(labels), "dev examples" + seeds), d
 
 
-def versus_constant(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resamples: int = N_RESAMPLES,
-                    seed: int = 0) -> Estimate:
-    """The classifier's score minus its constant predictor's (:func:`constant_outputs`), paired over the dev
-    examples: a classifier whose interval reaches 0 is no better than a constant predictor."""
-    return paired_difference(task, logits, constant_outputs(task, labels), labels, n_resamples=n_resamples,
-                             seed=seed)[0]
-
-
-def learned_reason(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resamples: int = N_RESAMPLES,
-                   seed: int = 0) -> str:
-    """``""`` when the classifier of ``logits`` learned its task, else why not: it gives one class to nearly every
-    example, the paired interval of its score minus the constant predictor's reaches 0
-    (:func:`attnbook.studies.kovaleva.paper.constant_reason`), or its score's 95% interval does not clear the
-    constant predictor's score (``learned`` of :func:`attnbook.engine.finetune.score_interval`, the criterion the
-    other chapters use)."""
-    from attnbook.engine.finetune import score_interval
-    from attnbook.studies.kovaleva.paper import constant_reason
-
-    spec = task_spec(task)
-    m = metrics_from_logits(spec, logits, labels)
-    vs = versus_constant(spec.name, logits, labels, n_resamples=n_resamples, seed=seed)
-    const = score_of(spec.name, constant_outputs(spec.name, labels), labels)
-    why = constant_reason({"top_class_share": m.get("top_class_share", float("nan")), "vs_constant_low": vs.low,
-                           "vs_constant_high": vs.high, "constant": const, "metric": metric_label(spec.name)})
-    if why:
-        return why
-    si = score_interval(spec, logits, labels)
-    if not si["learned"]:
-        return (f"its score's 95% interval [{si['score_low']:.1f}, {si['score_high']:.1f}] does not clear the constant "
-                f"predictor's {si['constant_score']:.1f}")
-    return ""
-
-
-def seed_outputs(classifier: LoadedModel, task: str, params: Mapping[str, Any], dev_caps, *, use_cache: bool = True,
+def seed_outputs(classifier: LoadedModel, task: str, params: Mapping[str, Any], dev_caps, *,
                  progress: bool = False) -> dict[str, np.ndarray]:
     """:func:`dev_outputs` of one fine-tuned classifier as :func:`table1` scores it (the recipe's ``max_length`` and
     evaluation batch, ``dev_caps`` as :func:`dev_cap_of` reads them): the cached outputs behind its Table 1 cell."""
     p = FinetuneParams.from_mapping(params)
     return dev_outputs(classifier, task, cap=dev_cap_of(dev_caps, task_spec(task).name), max_length=p.max_length,
-                       batch_size=p.eval_batch_size, use_cache=use_cache, progress=progress)
+                       batch_size=p.eval_batch_size, progress=progress)
 
 
 def seed_learned_reason(task: str, outputs: Mapping[str, np.ndarray], *, n_resamples: int = N_RESAMPLES) -> str:
-    """Chapter 4's verdict on one classifier from its :func:`seed_outputs` (:func:`learned_reason`; ``""``: it
-    learned its task): what Table 1's ``learned`` column holds, and what the head atlas reads back."""
-    return learned_reason(task, outputs["logits"], outputs["labels"], n_resamples=n_resamples)
+    """The book's one verdict (:func:`attnbook.studies.heads_off.learned.learned`) on a classifier from its
+    :func:`seed_outputs`, as its reason (``""``: it learned its task): what Table 1's ``learned`` column holds, and
+    what the head atlas reads back."""
+    return learned(task, outputs["logits"], outputs["labels"], n_resamples=n_resamples).reason
 
 
 def jobs(tasks: Sequence[str], recipe: Mapping[str, Any], inits: Sequence[str] = INITS) -> list[tuple[str, str, int]]:
     """The ``(task, init, seed)`` classifiers :func:`table1` fine-tunes for ``tasks`` under ``recipe``: every seed of
     ``pretrained_ft`` and every random seed of ``random_ft``, for the tasks whose training file is in the data
     directory (a task without one gets a "not run" row and trains nothing)."""
-    from attnbook.data.glue import available
 
     seeds, random_seeds = list(recipe["seeds"]), list(recipe.get("random_seeds") or recipe["seeds"])
     out = []
@@ -224,7 +147,6 @@ def table1(
     inits: Sequence[str] = INITS,
     dev_caps: Mapping[str, int | None] | int | None = "params",
     missing: str = "skip",
-    use_cache: bool = True,
     progress: bool = True,
     n_resamples: int = N_RESAMPLES,
 ):
@@ -284,9 +206,9 @@ def table1(
             scores, accs, shares, outputs, learned = [], [], [], [], {}
             for seed in init_seeds:
                 # the recipe's snapshots too, so chapters 5-6 (which ask for them) load this run, never retrain it
-                clf, _ = get_finetuned(base, spec, init, p, seed, use_cache=use_cache, progress=progress,
+                clf, _ = get_finetuned(base, spec, init, p, seed, progress=progress,
                                        evaluate_dev=False, save_at=save_at)
-                out = seed_outputs(clf, spec.name, p, caps, use_cache=use_cache, progress=progress)
+                out = seed_outputs(clf, spec.name, p, caps, progress=progress)
                 m = metrics_from_logits(spec, out["logits"], out["labels"])
                 outputs.append((out["logits"], out["labels"]))
                 scores.append(m["score"])
@@ -295,7 +217,7 @@ def table1(
                     accs.append(100.0 * m["accuracy"])
                 row["n_dev"], row["n_dev_total"] = m["n"], int(out["n_total"])
                 learned[int(seed)] = seed_learned_reason(spec.name, out, n_resamples=n_resamples)
-                log = clf.extra.get("train_log") or {}
+                log = clf.classifier.train_log or {}
                 row["n_train"] = int(log.get("n_train", 0))
                 one = score_estimate(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
                 row["seed_runs"][int(seed)] = {"score": one.value, "low": one.low, "high": one.high,

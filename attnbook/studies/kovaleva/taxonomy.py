@@ -18,13 +18,10 @@ import torch
 
 from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
-from attnbook.engine.extract import Batch, Encoded
+from attnbook.engine.extract import Batch, Encoded, stream_attention
 from attnbook.stats import Estimate, ratio_estimate
 from attnbook.studies.kovaleva.cnn import PatternCNN, resize_images
 from attnbook.studies.kovaleva.patterns import CLASSES, DEFAULT_RULES, PatternRules, map_features_batch
-
-#: version of the pattern-share measurement; part of its cache key
-CODE_VERSION = "kovaleva-patterns-2"
 
 # ---------------------------------------------------------------------------------------------
 # counting classes over a corpus (Fig. 2)
@@ -105,7 +102,6 @@ def pattern_proportions(
     ``classify`` is one classifier (returns one :class:`PatternCounter` result) or a dict of
     them (returns a dict of results; every classifier sees the same forward passes).
     """
-    from attnbook.engine.extract import stream_attention
 
     if not examples:
         raise EmptyDataError("no examples to classify")
@@ -141,30 +137,25 @@ def unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]
     return out
 
 
-def pattern_share_parts(loaded, examples: Sequence[Encoded], cnn: PatternCNN,
-                        rules: PatternRules = DEFAULT_RULES) -> dict:
-    """The cache-key parts of :func:`pattern_shares`: the model's identity (:attr:`LoadedModel.key
-    <attnbook.engine.models.LoadedModel.key>`: a fine-tuned classifier's checkpoint key, else its weights),
-    the inputs' digest, the CNN's weights, the rule set and the special-token ids it looks for."""
-    tok = loaded.tokenizer
-    return {"code": CODE_VERSION, "model": loaded.key, "inputs": cache.digest(list(examples)),
-            "cnn": cache.digest(cnn), "rules": cache.digest(rules),
-            "specials": [int(tok.cls_token_id), int(tok.sep_token_id)]}
+@cache.memoized("kovaleva_patterns", ignore=("batch_size",))
+def pattern_share_arrays(loaded, examples: Sequence[Encoded], cnn: PatternCNN, rules: PatternRules,
+                         specials: tuple[int, int], *, batch_size: int = 16) -> dict[str, np.ndarray]:
+    """:func:`pattern_shares` as flat arrays, cached by the model's identity (a fine-tuned classifier's checkpoint,
+    else its weights), the inputs, the CNN's weights, the rule set and the special-token ids (``specials``:
+    ``[CLS]`` and ``[SEP]``) the classifiers look for."""
+    classifiers = {"cnn": cnn_classifier(cnn, cnn.size), "rules": rule_classifier(specials[0], specials[1], rules)}
+    return flatten(pattern_proportions(loaded, list(examples), classifiers, batch_size=batch_size))
 
 
 def pattern_shares(loaded, examples: Sequence[Encoded], cnn: PatternCNN, *, rules: PatternRules = DEFAULT_RULES,
-                   batch_size: int = 16, use_cache: bool = True) -> dict[str, dict[str, np.ndarray]]:
+                   batch_size: int = 16) -> dict[str, dict[str, np.ndarray]]:
     """Kovaleva Fig. 2 for one model on one task's inputs: :class:`PatternCounter` results under the CNN
-    (``"cnn"``) and the rule set (``"rules"``), from the same forward passes; cached under
-    :func:`pattern_share_parts`, so the pre-trained encoder and a classifier fine-tuned from it are two
+    (``"cnn"``) and the rule set (``"rules"``), from the same forward passes; cached
+    (:func:`pattern_share_arrays`), so the pre-trained encoder and a classifier fine-tuned from it are two
     computations."""
     tok = loaded.tokenizer
-    classifiers = {"cnn": cnn_classifier(cnn, cnn.size),
-                   "rules": rule_classifier(tok.cls_token_id, tok.sep_token_id, rules)}
-    flat = cache.cached_arrays(
-        "kovaleva_patterns", pattern_share_parts(loaded, examples, cnn, rules),
-        lambda: flatten(pattern_proportions(loaded, examples, classifiers, batch_size=batch_size)), enabled=use_cache)
-    return unflatten(flat)
+    specials = (int(tok.cls_token_id), int(tok.sep_token_id))
+    return unflatten(pattern_share_arrays(loaded, examples, cnn, rules, specials, batch_size=batch_size))
 
 
 def share_estimates(result: Mapping[str, np.ndarray], *, n_resamples: int = 2000, seed: int = 0

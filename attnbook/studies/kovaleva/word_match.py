@@ -16,8 +16,10 @@ import torch
 
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
+from attnbook.engine.extract import stream_batches
 from attnbook.engine.inputs import Batch
-from attnbook.stats import Estimate
+from attnbook.stats import Estimate, bootstrap_counts, percentile_interval
+from attnbook.studies.heads_off.effects import extreme_heads
 
 
 def cross_sentence_matches(
@@ -105,7 +107,6 @@ def skip_token_ids(tokenizer: Any) -> list[int]:
 def word_match_shares(model: Any, batches: Sequence[Batch], skip_ids: Iterable[int] = ()) -> dict:
     """:class:`WordMatchShare` of ``model`` (a :class:`~attnbook.engine.models.LoadedModel` or a torch module
     with eager attention) over ``batches`` of sentence pairs, run by the engine."""
-    from attnbook.engine.extract import stream_batches
 
     return stream_batches(model, batches, [WordMatchShare(tuple(skip_ids))], desc="word matching")[0]
 
@@ -118,7 +119,6 @@ def hurting_heads_match(classifier: Any, batches: Sequence[Batch], delta: np.nda
     0-based), ``percentiles`` (head label -> share of heads whose share is at most that head's, in the order
     of ``hurting``) and ``top_matching`` (the head with the largest share).
     """
-    from attnbook.studies.heads_off.effects import extreme_heads
 
     wm = word_match_shares(classifier.model, batches, skip_token_ids(classifier.tokenizer))
     share = wm["share"]
@@ -135,7 +135,6 @@ def match_estimate(match: Mapping[str, Any], resampled: np.ndarray, top_k: int, 
     resampled changes (``resampled[resample, layer, head]``,
     :func:`attnbook.studies.kovaleva.disabling.resampled_deltas`, same ``seed`` and examples) and the shares are
     measured on the same draws of inputs."""
-    from attnbook.stats import bootstrap_counts, percentile_interval
 
     mass = np.asarray(match["unit_mass"], dtype=np.float64)  # [input, layer, head]
     queries = np.asarray(match["unit_queries"], dtype=np.float64)

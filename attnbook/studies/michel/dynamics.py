@@ -18,6 +18,7 @@ from attnbook.studies.heads_off import effects as heads_off
 from attnbook.studies.michel.importance import importance_of
 from attnbook.studies.michel.pruning import (
     curve_frame,
+    curve_statistics,
     largest_safe_share,
     pruning_sweep,
 )
@@ -42,7 +43,6 @@ def training_dynamics(
     final_importance: np.ndarray,
     step: float = 0.1,
     tolerance: float = 1.0,
-    use_cache: bool = True,
     with_sweeps: bool = False,
 ):
     """Michel §6: the pruning curve of the classifier after each share ``fractions`` of its fine-tuning, and of
@@ -61,9 +61,9 @@ def training_dynamics(
 
     out, sweeps = [], {}
     for f in [*fractions, 1.0]:
-        clf = final if f == 1.0 else heads_off.classifier(base, task, dict(recipe), seed, fraction=f, use_cache=use_cache)
-        values = final_importance if f == 1.0 else importance_of(clf, importance_batches, use_cache=use_cache)
-        sweep = pruning_sweep(clf, eval_batches, values, score_fn, step=step, use_cache=use_cache)
+        clf = final if f == 1.0 else heads_off.classifier(base, task, dict(recipe), seed, fraction=f)
+        values = final_importance if f == 1.0 else importance_of(clf, importance_batches)
+        sweep = pruning_sweep(clf, eval_batches, values, score_fn, step=step)
         sweeps[checkpoint_name(f)] = sweep
         cur = curve_frame(sweep, "importance", step=step)
         unpruned = float(cur.loc[cur["share_pruned"] == 0, "score"].iloc[0])
@@ -79,7 +79,6 @@ def checkpoint_statistics(sweeps: Mapping[str, Any], task: str, tolerance: float
                           seed: int = 0) -> dict:
     """:func:`attnbook.studies.michel.pruning.curve_statistics` of every checkpoint's curve (``sweeps`` from
     :func:`training_dynamics` with ``with_sweeps``), with one set of bootstrap draws, so checkpoints compare paired."""
-    from attnbook.studies.michel.pruning import curve_statistics
 
     return curve_statistics({name: [s] for name, s in sweeps.items()}, task, tolerance, n_resamples=n_resamples,
                             seed=seed)

@@ -27,18 +27,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attnbook.core import cache
 from attnbook.core.errors import ParameterError
 from attnbook.core.heads import head_label
 from attnbook.engine.mask_gradients import LossFn, mask_gradients
 from attnbook.engine.scores import ScoreFn, accuracy, correct
 from attnbook.engine.sweep_stats import bootstrap_delta
 from attnbook.engine.sweeps import SweepResult, sweep_single_heads
-from attnbook.stats import paired_ttest, rank_agreement
+from attnbook.stats import Estimate, bootstrap_counts, paired_ttest, pearson, percentile_interval, rank_agreement
 from attnbook.studies.heads_off import effects as heads_off
-
-#: Version of the importance code whose scores :func:`importance_of` stores; part of every key (the value
-#: the scores were first cached under, when they shared the sweeps' version string).
-IMPORTANCE_CACHE_VERSION = "headstudy-1"
 
 
 def default_loss(outputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -82,16 +79,12 @@ def head_importance(
     return normalize_per_layer(values) if normalize else values
 
 
-def importance_of(classifier: Any, batches: Sequence[Any], *, use_cache: bool = True) -> np.ndarray:
+@cache.memoized("head-importance")
+def importance_of(classifier: Any, batches: Sequence[Any]) -> np.ndarray:
     """:func:`head_importance` (normalised, per example) of ``classifier`` (a
-    :class:`~attnbook.engine.models.LoadedModel`) on ``batches``, cached under the classifier's
-    :attr:`~attnbook.engine.models.LoadedModel.key` and :func:`~attnbook.core.cache.digest` of the batches."""
-    from attnbook.core import cache
-
-    parts = {"code": IMPORTANCE_CACHE_VERSION, "kind": "importance", "key": classifier.key,
-             "data": cache.digest(batches)}
-    return cache.cached_arrays("head-importance", parts, lambda: {"I": head_importance(classifier.model, batches)},
-                               enabled=use_cache)["I"]
+    :class:`~attnbook.engine.models.LoadedModel`) on ``batches``, cached by the classifier's weights and the
+    batches' content."""
+    return head_importance(classifier.model, batches)
 
 
 def importance_by_task(
@@ -105,7 +98,6 @@ def importance_by_task(
     known: Mapping[str, np.ndarray] | None = None,
     batch_size: int = 32,
     max_length: int = 128,
-    use_cache: bool = True,
 ) -> tuple[dict[str, np.ndarray], list[Path]]:
     """``I_h`` of the classifier fine-tuned on each of ``tasks`` from ``base`` (recipe ``recipe``, seed ``seed``),
     each on (at most ``cap`` of, sampled with ``data_seed``) its own training examples, as Michel §4.1 compute it.
@@ -118,22 +110,22 @@ def importance_by_task(
     for task in tasks:
         if task in scores:
             continue
-        clf = heads_off.classifier(base, task, dict(recipe), seed, use_cache=use_cache)
+        clf = heads_off.classifier(base, task, dict(recipe), seed)
         split, batches = heads_off.task_data(base.tokenizer, task, "train", cap, data_seed, batch_size=batch_size,
                                    max_length=max_length)
         paths.append(split.path)
-        scores[task] = importance_of(clf, batches, use_cache=use_cache)
+        scores[task] = importance_of(clf, batches)
     return scores, paths
 
 
-def importance_on_halves(classifier: Any, batches: Sequence[Any], seed: int, *, use_cache: bool = True
+def importance_on_halves(classifier: Any, batches: Sequence[Any], seed: int
                          ) -> tuple[np.ndarray, np.ndarray]:
     """``I_h`` of ``classifier`` on two disjoint, seeded random halves of the examples of ``batches``
     (is the ranking a property of the model or of the sample it is computed on?)."""
     n = sum(int(b.size) for b in batches)
     first, second = heads_off.halves(n, seed)
-    return (importance_of(classifier, heads_off.subset_batches(batches, first), use_cache=use_cache),
-            importance_of(classifier, heads_off.subset_batches(batches, second), use_cache=use_cache))
+    return (importance_of(classifier, heads_off.subset_batches(batches, first)),
+            importance_of(classifier, heads_off.subset_batches(batches, second)))
 
 
 def task_agreement(scores: Mapping[str, np.ndarray]):
@@ -258,7 +250,6 @@ def delta_correlation(first: SweepResult, second: SweepResult, task: str, *, n_r
     """Michel §3.4: Pearson r between the single-head Δ of two sweeps of the same heads (two dev sets, or two
     halves of one), with a 95% interval: each sweep's examples are resampled on their own (independent draws), the
     Δ of every head recomputed and r taken in every resample. Returns an :class:`~attnbook.stats.Estimate`."""
-    from attnbook.stats import Estimate, bootstrap_counts, pearson, percentile_interval
 
     a = heads_off.resampled_deltas(first, task, bootstrap_counts(len(first.gold), n_resamples, seed))
     b = heads_off.resampled_deltas(second, task, bootstrap_counts(len(second.gold), n_resamples, seed + 1))

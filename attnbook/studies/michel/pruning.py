@@ -21,13 +21,21 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import model_shape, unwrap
 from attnbook.engine.mask_gradients import LossFn
-from attnbook.engine.scores import ScoreFn, accuracy, score_name
+from attnbook.engine.pruning import (
+    least_important_heads,
+    measure_throughput,
+    pruned_copy,
+)
+from attnbook.engine.scores import ScoreFn, accuracy
 from attnbook.engine.sweeps import SweepResult, as_batches, sweep_configs
+from attnbook.stats import Estimate, bootstrap_counts, mean_interval, percentile_interval
+from attnbook.studies.heads_off.effects import weighted_scores
 from attnbook.studies.michel.importance import (
     head_importance,
     normalize_per_layer,
@@ -207,6 +215,7 @@ def summarize_curves(curves):
 # ----------------------------------------------------------------------------- cached curves of a classifier
 
 
+@cache.memoized("pruning-curves")
 def pruning_curve(
     classifier: Any,
     batches: Sequence[Batch],
@@ -215,25 +224,14 @@ def pruning_curve(
     *,
     step: float = 0.1,
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    use_cache: bool = True,
     **options: Any,
 ):
     """:func:`iterative_pruning` of ``classifier`` (a :class:`~attnbook.engine.models.LoadedModel`) scored on
-    ``batches``, cached under the classifier's key, the batches' digest, the ordering (its digest), the step,
-    the seeds (random orders only), the score function's name and any further ``options`` of
-    :func:`iterative_pruning`. ``seed`` is ``None`` for a curve that is not a random order, also when read back."""
-
-    from attnbook.core import cache
-
-    is_random = isinstance(ordering, str) and ordering == "random"
-    parts = {"classifier": classifier.key, "kind": "pruning", "data": cache.digest(batches),
-             "ordering": cache.digest(ordering), "step": step, "seeds": [int(s) for s in seeds] if is_random else [],
-             "score": score_name(score_fn)}
-    if options:
-        parts["options"] = cache.digest(options)
-    frame = cache.cached_frame("pruning-curves", parts, lambda: iterative_pruning(
-        classifier.model, batches, score_fn, ordering=ordering, step=step, seeds=seeds, **options), enabled=use_cache)
-    return frame
+    ``batches``, cached by the classifier's weights, the batches, the ordering, the step, the seeds, the score
+    function and any further ``options`` of :func:`iterative_pruning`. ``seed`` is ``None`` for a curve that is not a
+    random order, also when read back."""
+    return iterative_pruning(classifier.model, batches, score_fn, ordering=ordering, step=step, seeds=seeds,
+                             **options)
 
 
 def curves_by_ordering(
@@ -244,15 +242,14 @@ def curves_by_ordering(
     *,
     step: float = 0.1,
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    use_cache: bool = True,
 ):
     """Michel Fig. 3: one :func:`pruning_curve` per named ``orderings[name][layer, head]`` (prune in increasing
     order; the ``ordering`` column holds the name), then one random order per seed (``ordering`` "random")."""
     import pandas as pd
 
-    frames = [pruning_curve(classifier, batches, values, score_fn, step=step, use_cache=use_cache).assign(ordering=name)
+    frames = [pruning_curve(classifier, batches, values, score_fn, step=step).assign(ordering=name)
               for name, values in orderings.items()]
-    frames.append(pruning_curve(classifier, batches, RANDOM, score_fn, step=step, seeds=seeds, use_cache=use_cache))
+    frames.append(pruning_curve(classifier, batches, RANDOM, score_fn, step=step, seeds=seeds))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -364,30 +361,32 @@ def speed_numbers(speed, share: float) -> dict:
 # ----------------------------------------------------------------------------- curves with their examples (intervals)
 
 
-def pruning_sweep(classifier: Any, batches: Sequence[Batch], order: np.ndarray | int, score_fn: ScoreFn, *,
-                  step: float = 0.1, use_cache: bool = True) -> SweepResult:
-    """One pruning curve of ``classifier`` on ``batches`` as a sweep that keeps every example's output (so the curve
-    can be bootstrapped over examples): the heads go in increasing order of ``order[layer, head]``, or, for an
-    integer ``order``, in the seeded random order of :func:`iterative_pruning`'s ``"random"``. Configuration ``k``
-    is the model after step ``k`` of :func:`pruning_schedule`; cached under the classifier's key, the batches'
-    digest, the order and the step."""
-    from attnbook.core import cache
-    from attnbook.engine.sweeps import cached_sweep
-
+@cache.memoized("head-sweeps")
+def ordered_pruning_sweep(classifier: Any, batches: Sequence[Batch], heads: list[tuple[int, int]], score_fn: ScoreFn,
+                          *, step: float = 0.1) -> SweepResult:
+    """The sweep of :func:`pruning_sweep` for heads pruned in the order ``heads`` (0-based ``(layer, head)``),
+    cached by the classifier's weights, the batches, the order, the step and the score function."""
     module = unwrap(classifier.model)
     n_layers, n_heads = model_shape(module)
     schedule = pruning_schedule(n_layers * n_heads, step)
+    masks = masks_from_order(heads, [n for _, n in schedule], (n_layers, n_heads))
+    names = [f"{n} pruned" for _, n in schedule]
+    return sweep_configs(module, batches, masks, "mask", score_fn, names=names, kind="pruning")
+
+
+def pruning_sweep(classifier: Any, batches: Sequence[Batch], order: np.ndarray | int, score_fn: ScoreFn, *,
+                  step: float = 0.1) -> SweepResult:
+    """One pruning curve of ``classifier`` on ``batches`` as a sweep that keeps every example's output (so the curve
+    can be bootstrapped over examples): the heads go in increasing order of ``order[layer, head]``, or, for an
+    integer ``order``, in the seeded random order of :func:`iterative_pruning`'s ``"random"``. Configuration ``k``
+    is the model after step ``k`` of :func:`pruning_schedule` (:func:`ordered_pruning_sweep`, cached)."""
+    n_layers, n_heads = model_shape(unwrap(classifier.model))
     if isinstance(order, (int, np.integer)):
         perm = np.random.default_rng(int(order)).permutation(n_layers * n_heads)
         heads = [divmod(int(k), n_heads) for k in perm]
     else:
         heads = pruning_order(order)
-    masks = masks_from_order(heads, [n for _, n in schedule], (n_layers, n_heads))
-    names = [f"{n} pruned" for _, n in schedule]
-    parts = {"classifier": classifier.key, "data": cache.digest(batches), "kind": "pruning-curve",
-             "order": cache.digest([list(h) for h in heads]), "step": step, "score": score_name(score_fn)}
-    sweep = cached_sweep(parts, lambda: sweep_configs(module, batches, masks, "mask", score_fn, names=names,
-                                                      kind="pruning"), enabled=use_cache)
+    sweep = ordered_pruning_sweep(classifier, batches, [(int(l), int(h)) for l, h in heads], score_fn, step=step)
     sweep.meta["order"] = [head_label(l, h) for l, h in heads]
     return sweep
 
@@ -412,7 +411,6 @@ def curve_frame(sweep: SweepResult, ordering: str, seed: Any = None, *, step: fl
 def resampled_curve(sweep: SweepResult, task: str, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The curve's scores ``[resample, step]`` and its unpruned score ``[resample]`` in every resample
     ``counts[resample, example]`` of the examples (the task's metric, x 100)."""
-    from attnbook.studies.heads_off.effects import weighted_scores
 
     base = np.nan_to_num(weighted_scores(task, sweep.baseline_outputs, sweep.gold, counts))
     scores = np.stack([np.nan_to_num(weighted_scores(task, o, sweep.gold, counts)) for o in sweep.flat_outputs()], 1)
@@ -442,8 +440,6 @@ def curve_statistics(sweeps: Mapping[str, Sequence[SweepResult]], task: str, tol
     within ``tolerance`` points of the unpruned score and the mean score up to ``max_share``) and their draws
     ``safe_draws``, ``area_draws``; the curves must share their examples and schedule.
     """
-    from attnbook.core.errors import EmptyDataError
-    from attnbook.stats import Estimate, bootstrap_counts, percentile_interval
 
     first = next(iter(sweeps.values()))[0]
     n = len(first.gold)
@@ -469,7 +465,6 @@ def curve_statistics(sweeps: Mapping[str, Sequence[SweepResult]], task: str, tol
 
 def difference(stats_: Mapping[str, dict], a: str, b: str, what: str = "area"):
     """``a`` minus ``b`` of :func:`curve_statistics` (``what``: ``"area"`` or ``"safe"``), paired over the examples."""
-    from attnbook.stats import Estimate, percentile_interval
 
     x, y = stats_[a], stats_[b]
     d = x[f"{what}_draws"] - y[f"{what}_draws"]
@@ -490,11 +485,6 @@ def speed_runs(model: Any, pool: Mapping[str, torch.Tensor], importance: np.ndar
     ``gain_pct`` and ``n_pruned``."""
     import pandas as pd
 
-    from attnbook.engine.pruning import (
-        least_important_heads,
-        measure_throughput,
-        pruned_copy,
-    )
 
     module = unwrap(model)
     heads = least_important_heads(importance, share)
@@ -517,7 +507,6 @@ def speed_summary(runs):
     :class:`~attnbook.stats.Estimate` with a t-interval over the repeats (no interval from one repeat)."""
     import pandas as pd
 
-    from attnbook.stats import mean_interval
 
     rows = []
     for bs, g in runs.groupby("batch_size", sort=True):

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from attnbook.studies.niven_kao.bert import INPUTS, summarize
+from attnbook.studies.niven_kao.pairwise import INPUTS, summarize
 from attnbook.studies.niven_kao.cues import top_cues
 from attnbook.studies.niven_kao.paper import PAPER
 

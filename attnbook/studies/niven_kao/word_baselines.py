@@ -1,11 +1,11 @@
 """The bag-of-vectors (BoV) and BiLSTM baselines of Niven & Kao (2019) §3, Table 1 and Table 3.
 
-Like the BERT scorer (:mod:`attnbook.studies.niven_kao.bert`), every baseline scores each
+Like the BERT scorer (:mod:`attnbook.studies.niven_kao.pairwise`), every baseline scores each
 argument–warrant pair on its own with shared parameters, ``z_j = Linear([pool(argument); pool(w_j)])``,
 ``p = softmax([z_0, z_1])`` (:class:`WordPairScorer`), over GloVe word vectors that are fine-tuned.
 The words are those of the cue statistics (:func:`attnbook.studies.niven_kao.cues.tokenize`, "n't" →
 "not"); the vectors here are GloVe 6B 50d (the paper: 840B 300d). The probes of §5 drop the claim
-and/or the reason (:data:`attnbook.studies.niven_kao.bert.INPUTS`).
+and/or the reason (:data:`attnbook.studies.niven_kao.pairwise.INPUTS`).
 
 Training is the paper's grid-searched recipe (:data:`PAPER_WORD_CONFIGS`): Adam, the learning
 rate times 0.1 whenever dev accuracy drops, the best dev epoch kept, through the one training loop
@@ -14,7 +14,7 @@ and :func:`run_word_baselines` every variant of a chapter for both kinds.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -26,8 +26,9 @@ from attnbook.core.errors import ParameterError
 from attnbook.data.arct import ArctItem, labels_of
 from attnbook.engine.inputs import pad_rows
 from attnbook.engine.train import Recipe, epochs_of, fit
-from attnbook.studies.niven_kao.bert import CODE_VERSION, INPUTS, accuracy_of
+from attnbook.studies.niven_kao.pairwise import INPUTS, accuracy_of
 from attnbook.studies.niven_kao.cues import tokenize
+
 
 @dataclass
 class WordData:
@@ -207,6 +208,7 @@ def run_word_seeds(
     return pd.DataFrame(rows)
 
 
+@cache.memoized("arct_word_runs", version=f"torch {torch.__version__}")
 def run_word_seeds_cached(
     glove: Any,
     train: Sequence[ArctItem],
@@ -216,21 +218,10 @@ def run_word_seeds_cached(
     cfg: WordTrainConfig,
     inputs: str = "full",
     seeds: Sequence[int] = (0,),
-    use_cache: bool = True,
 ):
-    """:func:`run_word_seeds`, cached like :func:`run_seeds_cached` (keyed by the GloVe file too)."""
+    """:func:`run_word_seeds`, cached by the GloVe table, the data, the settings and torch's version."""
     columns = ["model", "inputs", "seed", "best_epoch", "dev_accuracy", "oov_share"] + [f"{k}_accuracy" for k in tests]
-    parts = {
-        "code": CODE_VERSION, "glove": cache.digest(glove),
-        "inputs": inputs, "seeds": [int(s) for s in seeds], "cfg": asdict(cfg), "columns": columns,
-        "data": cache.digest(train, dev, tests),
-        "torch": torch.__version__,
-    }
-    return cache.cached_frame(
-        "arct_word_runs", parts,
-        lambda: run_word_seeds(glove, train, dev, tests, cfg=cfg, inputs=inputs, seeds=seeds)[columns],
-        enabled=use_cache,
-    )
+    return run_word_seeds(glove, train, dev, tests, cfg=cfg, inputs=inputs, seeds=seeds)[columns]
 
 
 def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:
@@ -262,8 +253,7 @@ def run_word_baselines(
     seeds = range(P["seed"], P["seed"] + P["word_seeds"])
     return {
         kind: pd.concat([
-            run_word_seeds_cached(glove, train, dev, tests, cfg=word_config(kind, P), inputs=inputs, seeds=seeds,
-                                  use_cache=P["use_cache"])
+            run_word_seeds_cached(glove, train, dev, tests, cfg=word_config(kind, P), inputs=inputs, seeds=seeds)
             for inputs in P["probes"]
         ], ignore_index=True)
         for kind in KINDS
@@ -282,5 +272,5 @@ def run_word_adversarial(
     kind (:data:`KINDS`), ``P["word_seeds"]`` seeds, the settings of :func:`word_config`."""
     seeds = range(P["seed"], P["seed"] + P["word_seeds"])
     return {kind: run_word_seeds_cached(glove, train, dev, tests, cfg=word_config(kind, P), inputs="full",
-                                        seeds=seeds, use_cache=P["use_cache"])
+                                        seeds=seeds)
             for kind in KINDS}

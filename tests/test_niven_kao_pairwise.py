@@ -11,7 +11,7 @@ from arct_items import planted_cue_items
 from attnbook.core.errors import ParameterError
 from attnbook.data.arct import ArctItem
 from attnbook.engine.layers import first_query_only
-from attnbook.studies.niven_kao import bert as M
+from attnbook.studies.niven_kao import pairwise as M
 from conftest import make_tiny_bert
 
 

@@ -1,28 +1,27 @@
-"""Kovaleva et al.'s numbers and the "paper vs this run" comparisons of chapters 4 and 5.
+"""Kovaleva et al. beside this run: the rules and the "paper vs this run" rows of chapters 4 and 5.
 
-Every number of the paper the book compares with lives here, cited by section, figure or table:
-:data:`PAPER` (§4.1-4.5), :data:`PAPER_TABLE1` (Table 1) and :data:`PAPER_DISABLING` (§4.6, §5). The
-measurements are elsewhere (:mod:`~attnbook.studies.kovaleva.table1`, :mod:`~attnbook.studies.kovaleva.taxonomy`,
-:mod:`~attnbook.studies.kovaleva.framenet`, :mod:`~attnbook.studies.kovaleva.features`,
-:mod:`~attnbook.studies.kovaleva.disabling`, :mod:`~attnbook.studies.kovaleva.word_match`); this module
-turns their results into rows made by :func:`attnbook.verdict.row`, each with its rule from :mod:`attnbook.verdict`
-stated in words and this run's number as an :class:`~attnbook.stats.Estimate` with its 95% interval where it is a
-sample estimate (:func:`table1_comparisons`, :func:`taxonomy_comparisons`, :func:`fig2_comparisons`,
-:func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_comparisons`,
-:func:`disabling_comparisons`), and into the paragraphs that count them (:func:`agreement_markdown`,
-:func:`disabling_findings`).
+Each function turns a measurement's results into rows made by :func:`attnbook.verdict.row`, each with its rule from
+:mod:`attnbook.verdict` stated in words and this run's number as an :class:`~attnbook.stats.Estimate` with its 95%
+interval where it is a sample estimate: Table 1 (:func:`table1_comparisons`), §4.1 (:func:`taxonomy_comparisons`,
+:func:`fig2_comparisons`), §4.2 (:func:`framenet_comparisons`), §4.3 (:func:`change_comparisons`), §4.4-4.5
+(:func:`feature_comparisons`, :func:`feature_rows`, on the claims of :func:`feature_claims`) and §4.6, §5
+(:func:`disabling_comparisons`).
 
 Two kinds of row cannot fail and are ``not comparable`` with the reason: a quantity that is fixed by construction
 (the heads above the 99th percentile of 72 per-head means), and a row scored on a classifier no better than its
-constant predictor (majority class, always "paraphrase" for F1, Pearson 0) - ours or, in Table 1, the paper's.
+constant predictor (majority class, always "paraphrase" for F1, Pearson 0) - ours or, in Table 1, the paper's
+(:mod:`~attnbook.studies.kovaleva.paper.learned`).
 
 Layers are compared by *relative depth* when the model is shallower than bert-base: "the
 last two layers" of a 6-layer model are its layers 5-6.
+
+The paper's numbers are in :mod:`~attnbook.studies.kovaleva.paper.claims`; the measurements in
+:mod:`~attnbook.studies.kovaleva.table1`, :mod:`~attnbook.studies.kovaleva.taxonomy`,
+:mod:`~attnbook.studies.kovaleva.framenet`, :mod:`~attnbook.studies.kovaleva.features`,
+:mod:`~attnbook.studies.kovaleva.disabling` and :mod:`~attnbook.studies.kovaleva.word_match`.
 """
 from __future__ import annotations
 
-import math
-from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -30,48 +29,18 @@ import numpy as np
 from attnbook import verdict
 from attnbook.core.errors import EmptyDataError
 from attnbook.stats import Estimate, percentile_interval
-from attnbook.studies.kovaleva.features import CLS_FEATURES, LINGUISTIC
+from attnbook.studies.kovaleva.features import CLS_FEATURES, LINGUISTIC, resampled_statistics
+from attnbook.studies.kovaleva.paper.claims import PAPER, PAPER_DISABLING, PAPER_TABLE1
+from attnbook.studies.kovaleva.paper.learned import (
+    is_missing,
+    learned_tasks,
+    not_learned_seeds,
+    paper_constant_reason,
+    row_reason,
+)
+from attnbook.studies.kovaleva.table1 import paired_mean_difference
 
-#: Kovaleva et al.'s numbers used by the comparisons (section or figure in the comment).
-PAPER: dict[str, Any] = {
-    "cnn_f1": 0.86,  # §4.1, F1 of the 8-layer CNN on ~400 annotated maps
-    "heterogeneous": (0.32, 0.61),  # §4.1 / Fig. 2: MRPC 32% ... QQP 61%
-    "vertical_min": 1 / 3,  # Fig. 2: Vertical is at least about a third of the maps on every task
-    "annotated_vertical": 0.30,  # §4.1: "Vertical" is 30% of the annotated maps
-    "framenet_sentences": 473,  # §4.2
-    "framenet_top": (0.209, 0.201),  # §4.2: the two heads above the 99th percentile
-    "framenet_n_heads": 2,
-    "finetune_gain": 35.9,  # §4.3: mean gain of fine-tuning over pre-trained BERT, 7 tasks
-    # §4.5 / Fig. 7: what the last layer's [CLS] attends to most
-    "cls_top": {"MRPC": "[SEP]", "SST-2": "[SEP]", "QQP": "[SEP]", "MNLI-m": "[SEP]",
-                "STS-B": "punctuation", "RTE": "punctuation", "QNLI": "punctuation"},
-    "changed_last_two_except": ("QQP",),  # §4.3 / Fig. 5: the last two layers change most, except on QQP
-}
-
-
-#: Kovaleva et al., Table 1 (GLUE dev sets, bert-base-uncased): task -> init -> (score, accuracy or None).
-#: The score is F1 for MRPC and QQP (accuracy second), Pearson x 100 for STS-B (labelled "Acc" in the paper,
-#: see :mod:`attnbook.data.glue_metrics`), accuracy elsewhere.
-PAPER_TABLE1: dict[str, dict[str, tuple[float, float | None]]] = {
-    "MRPC": {"pretrained": (0.0, 31.6), "random_ft": (81.2, 68.3), "pretrained_ft": (87.9, 82.3)},
-    "STS-B": {"pretrained": (33.1, None), "random_ft": (2.9, None), "pretrained_ft": (82.7, None)},
-    "SST-2": {"pretrained": (49.1, None), "random_ft": (80.5, None), "pretrained_ft": (92.0, None)},
-    "QQP": {"pretrained": (0.0, 60.9), "random_ft": (0.0, 63.2), "pretrained_ft": (65.2, 78.6)},
-    "RTE": {"pretrained": (52.7, None), "random_ft": (52.7, None), "pretrained_ft": (64.6, None)},
-    "QNLI": {"pretrained": (52.8, None), "random_ft": (49.5, None), "pretrained_ft": (84.4, None)},
-    "MNLI-m": {"pretrained": (31.7, None), "random_ft": (61.0, None), "pretrained_ft": (78.6, None)},
-}
-
-#: Kovaleva et al. §4.6 (Fig. 8-9) and §5: disabling heads and layers of fine-tuned bert-base (chapter 5).
-PAPER_DISABLING: dict[str, Any] = {
-    "tasks_improved": "7 of 7",  # §4.6 / Fig. 8: on every task some head's removal raises the score
-    "best_gain": {"MRPC": 1.2, "STS-B": 0.1},  # §4.6: the best single-head gains quoted (points; others in Fig. 8)
-    "random_head_tasks": ("MRPC", "RTE"),  # §4.6: disabling a random head helps on average
-    "rte_layer1": 3.2,  # §4.6 / Fig. 9: disabling layer 1 on RTE (points)
-    "layer_gain": "some (e.g. RTE)",  # Fig. 9: tasks where disabling a layer helps
-    "largest_layer_drop": "-0.2 (QNLI, MNLI)",  # Fig. 9: the largest drop from disabling a layer
-    "match_heads": ("4-1", "2-12"),  # §5: heads STS-B and RTE depend on most; they match words across sentences
-}
+Comparison = verdict.Comparison
 
 # ---------------------------------------------------------------------------------------------
 # the rules (stated in words in every row, see attnbook.verdict)
@@ -92,12 +61,12 @@ VERTICAL_RULE = verdict.Beyond(PAPER["vertical_min"] - 0.03, above=True, what="V
 MATCH_RULE = verdict.Beyond(0.5, above=True, strong=0.75, what="mean percentile")
 #: the slack (share) around the paper's Heterogeneous range of Fig. 2
 HETEROGENEOUS_SLACK = 0.05
-#: A classifier that gives one answer to at least this share of dev examples is a constant predictor.
-CONSTANT_PREDICTOR_SHARE = 0.95
-
-
-def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+#: Fig. 9: the paper's largest drop from disabling a layer is 0.2 points; a drop of this many points or more
+#: contradicts "disabling a layer costs little" (:class:`~attnbook.verdict.NoEffect`).
+LAYER_DROP_EFFECT = 1.0
+#: why §4.1's rows are not comparable when the pattern labels describe another model's maps
+TRANSFER_REASON = ("the pattern labels describe another model's maps: the classifier learned from them is applied to "
+                   "this model's maps untested")
 
 
 def in_range(value: float, low: float, high: float, slack: float = 0.0) -> bool:
@@ -125,103 +94,10 @@ def holds_estimate(claims: np.ndarray, n_units: int, unit: str) -> Estimate:
     return Estimate(float(c.mean()), None, None, int(n_units), f"{unit} (share of bootstrap resamples)")
 
 
-def not_run_row(experiment: str, quantity: str, paper: Any, reason: str) -> dict:
+def not_run_row(experiment: str, quantity: str, paper: Any, reason: str) -> Comparison:
     """A row for a measurement that was not made here: ``not comparable`` with the reason."""
     return verdict.row(experiment, quantity, paper=paper, ours="n/a", estimate=Estimate(float("nan")),
                        rule=verdict.NotComparable(reason))
-
-
-# ---------------------------------------------------------------------------------------------
-# constant predictors
-# ---------------------------------------------------------------------------------------------
-def is_constant_predictor(row) -> bool:
-    """Whether a row of :func:`attnbook.studies.kovaleva.table1.table1` gives one class to at least
-    :data:`CONSTANT_PREDICTOR_SHARE` of the dev examples (regression rows have no share and never are)."""
-    share = row.get("top_class_share", float("nan"))
-    return share == share and share >= CONSTANT_PREDICTOR_SHARE
-
-
-def constant_reason(row) -> str:
-    """Why the classifier of a Table 1 row is no better than its constant predictor, or ``""`` when it is better:
-    it gives one class to nearly every dev example, or the paired 95% interval of its score minus the constant
-    predictor's (``vs_constant_low``/``_high``) reaches 0."""
-    if is_constant_predictor(row):
-        return (f"our classifier gives one class to {row['top_class_share']:.0%} of dev examples: a constant "
-                "predictor, so the cell is the dev set's class balance, not what was learned")
-    low = row.get("vs_constant_low", float("nan"))
-    if low == low and low <= 0:
-        what = "Pearson 0" if row.get("metric") == "Pearson r" else f"its constant predictor ({row['constant']:.1f})"
-        return (f"our classifier is no better than {what}: ours minus it "
-                f"[{low:+.1f}, {row['vs_constant_high']:+.1f}] points, paired over dev examples")
-    return ""
-
-
-def row_reason(row) -> str:
-    """Why a Table 1 row's cell is not comparable because of our classifier, or ``""``: with per-seed flags
-    (``row["learned"]``, seed -> reason) only when no seed's classifier beats its constant predictor; else
-    :func:`constant_reason` of the row."""
-    learned = row.get("learned") or {}
-    if learned:
-        bad = {s: why for s, why in learned.items() if why}
-        if len(bad) < len(learned):
-            return ""
-        if len(bad) == 1:
-            return next(iter(bad.values()))
-        return f"no seed's classifier beats its constant predictor (seeds {', '.join(map(str, bad))}): " + \
-            next(iter(bad.values()))
-    return constant_reason(row)
-
-
-def not_learned_seeds(row) -> list[int]:
-    """The seeds of a Table 1 row whose classifier is no better than its constant predictor."""
-    return [int(s) for s, why in (row.get("learned") or {}).items() if why]
-
-
-def paper_constant_reason(row) -> str:
-    """Why the paper's Table 1 cell is a constant predictor's score, or ``""``: it equals (within 0.05) the score
-    of always answering one class on this dev set (needs the whole dev set scored here: ``n_dev == n_dev_total``)."""
-    from attnbook.data.glue_metrics import constant_baselines
-
-    outputs = row.get("outputs")
-    if not outputs or _nan(row.get("paper")) or row.get("n_dev") != row.get("n_dev_total"):
-        return ""
-    labels = outputs[0][1]
-    for name, score in constant_baselines(row["task"], labels).items():
-        if abs(score - float(row["paper"])) <= 0.05:
-            return f"the paper's cell is the score of always answering '{name}' on this dev set: a constant predictor"
-    return ""
-
-
-def learned_tasks(df, init: str = "pretrained_ft", seed: int | None = None) -> dict[str, str]:
-    """Task -> ``""`` when its ``init`` classifier of :func:`~attnbook.studies.kovaleva.table1.table1` is better
-    than its constant predictor, else the reason (``"not run"`` when it was not run). With ``seed``: that seed's
-    classifier (the one a chapter analyses); without: the row as a whole (:func:`row_reason`)."""
-    out = {}
-    for _, r in df[df["init"] == init].iterrows():
-        if _nan(r["ours"]):
-            out[r["task"]] = "not run"
-        elif seed is not None and int(seed) in (r.get("learned") or {}):
-            why = r["learned"][int(seed)]
-            out[r["task"]] = f"seed {seed}: {why}" if why else ""
-        else:
-            out[r["task"]] = row_reason(r)
-    return out
-
-
-def constant_predictors(df) -> list[str]:
-    """``"task (init)"`` of the fine-tuned rows of :func:`attnbook.studies.kovaleva.table1.table1` that are no better
-    than their constant predictor (:func:`constant_reason`)."""
-    out = []
-    for _, r in df.iterrows():
-        if r["init"] == "pretrained" or _nan(r["ours"]):
-            continue
-        bad, seeds = not_learned_seeds(r), r.get("learned") or {}
-        if row_reason(r):
-            out.append(f"{r['task']} ({r['init']})")
-        elif bad:
-            out.append(f"{r['task']} ({r['init']}, seed{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} "
-                       f"of {len(seeds)})")
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,29 +105,28 @@ def constant_predictors(df) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 def _cell_estimate(r) -> Estimate:
     low = r.get("ours_low", float("nan"))
-    if _nan(low):
+    if is_missing(low):
         return Estimate(float(r["ours"]))
     return Estimate(float(r["ours"]), float(low), float(r["ours_high"]), int(r["n_dev"]),
                     r.get("unit") or "dev examples")
 
 
-def _paired(task: str, a, b, n_resamples: int, seed: int) -> tuple[Estimate, np.ndarray] | None:
+def row_difference(task: str, a, b, n_resamples: int, seed: int) -> tuple[Estimate, np.ndarray] | None:
     """Mean score over the seeds of row ``a`` minus that of row ``b`` of the same task, paired over the dev examples
     (:func:`attnbook.studies.kovaleva.table1.paired_mean_difference`); ``None`` without outputs."""
-    from attnbook.studies.kovaleva.table1 import paired_mean_difference
-
     oa, ob = a.get("outputs"), b.get("outputs")
     if not oa or not ob:
         return None
     return paired_mean_difference(task, oa, ob, n_resamples=n_resamples, seed=seed)
 
 
-def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[dict]:
+def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Comparison]:
     """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
 
     * each cell: ours (95% interval over dev examples) against the paper's, :data:`CELL_RULE`; ``not comparable``
-      when our classifier is no better than its constant predictor (:func:`constant_reason`), when the paper's cell
-      is a constant predictor's score (:func:`paper_constant_reason`), or when the task was not run;
+      when our classifier is no better than its constant predictor
+      (:func:`~attnbook.studies.kovaleva.paper.learned.row_reason`), when the paper's cell is a constant predictor's
+      score (:func:`~attnbook.studies.kovaleva.paper.learned.paper_constant_reason`), or when the task was not run;
     * per task, pre-trained + fine-tuning minus random init + fine-tuning, paired over the dev examples: the paper
       finds it positive on every task (:data:`GAIN_POSITIVE`); not comparable when our pre-trained + fine-tuning
       classifier is no better than its constant predictor;
@@ -263,7 +138,7 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[di
     by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
     for _, r in df.iterrows():
         q = f"{r['task']}, {r['init']}"
-        if _nan(r["ours"]):
+        if is_missing(r["ours"]):
             rows.append(not_run_row("Table 1", q, float(r["paper"]), r["note"] or "not run"))
             continue
         note = f"{r['metric']}; {int(r['n_dev'])} dev examples" + (
@@ -283,10 +158,10 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[di
             continue
         q = f"{t}: pre-trained + FT minus random init + FT (points)"
         paper = round(float(a["paper"] - b["paper"]), 1)
-        if _nan(a["ours"]) or _nan(b["ours"]):
+        if is_missing(a["ours"]) or is_missing(b["ours"]):
             rows.append(not_run_row("Table 1", q, paper, "not run"))
             continue
-        est = _paired(t, a, b, n_resamples, seed)
+        est = row_difference(t, a, b, n_resamples, seed)
         if est is None:
             est = (Estimate(float(a["ours"] - b["ours"])), None)
         rule = verdict.NotComparable(learned[t]) if learned.get(t) else GAIN_POSITIVE
@@ -296,9 +171,9 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[di
     gains, names, paper_gain, draws = [], [], [], []
     for t in tasks:
         a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
-        if a is None or b is None or _nan(a["ours"]) or _nan(b["ours"]) or learned.get(t):
+        if a is None or b is None or is_missing(a["ours"]) or is_missing(b["ours"]) or learned.get(t):
             continue
-        est = _paired(t, a, b, n_resamples, seed)
+        est = row_difference(t, a, b, n_resamples, seed)
         gains.append(float(a["ours"] - b["ours"]))
         names.append(t)
         paper_gain.append(float(a["paper"] - b["paper"]))
@@ -322,75 +197,19 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[di
     return rows
 
 
-def table1_note(df, cpu_seconds: float) -> str:
-    """The paragraph under Table 1: how to read a cell, the CPU time of fine-tuning and scoring, the tasks not
-    run, and a warning naming the fine-tuned classifiers no better than their constant predictor."""
-    notes = df[df["note"] != ""][["task", "init", "note"]].drop_duplicates("task")
-    constant = constant_predictors(df)
-    return (f"Cells read *ours [95% interval over dev examples] (paper)*; MRPC/QQP cells are F1/accuracy. "
-            f"Fine-tuning and scoring took {cpu_seconds:.0f} CPU seconds in this run (near 0 when every checkpoint "
-            "was cached). "
-            + ("Not run: " + "; ".join(f"{r.task} ({r.note.replace('not run: ', '')})" for r in notes.itertuples())
-               + ". " if len(notes) else "")
-            + ("**Warning:** " + ", ".join(constant) + " are no better than a constant predictor (majority class; "
-               "always 'paraphrase' for F1; Pearson 0): their cells are not comparable, and the fine-tuned maps "
-               "below carry little of such a task." if constant else ""))
-
-
-def _per_task(value: Any, tasks: Sequence[str], fmt: str = "g", none: str = "all") -> str:
-    """A recipe value as text: one value, or ``task value`` per task when it is a per-task mapping."""
-    one = lambda v: none if v is None else format(v, fmt)  # noqa: E731
-    if isinstance(value, Mapping):
-        vals = {t: value.get(t, value.get("default")) for t in tasks}
-        if len(set(map(str, vals.values()))) == 1:
-            return one(next(iter(vals.values())))
-        return ", ".join(f"{t} {one(v)}" for t, v in vals.items())
-    return one(value)
-
-
-def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
-    """How the classifiers of this run were fine-tuned (from the recipe, so it holds in every profile) and how
-    much fine-tuning moved each task's score over the untrained classifier (from the Table 1 rows, with the paired
-    interval; a task whose fine-tuned classifier is no better than its constant predictor is named as such)."""
-    tasks = [t for t in dict.fromkeys(df["task"])
-             if not _nan(df[(df["task"] == t) & (df["init"] == "pretrained_ft")]["ours"].max())]
-    seeds = recipe.get("seeds") or [0]
-    rseeds = recipe.get("random_seeds") or seeds
-    text = (f"The classifiers were fine-tuned with the `{finetune}` recipe: "
-            f"{_per_task(recipe.get('epochs'), tasks)} epoch(s), training examples {_per_task(recipe.get('train_cap'), tasks, ',')}, "
-            f"learning rate {_per_task(recipe.get('lr'), tasks)}; pre-trained + fine-tuning over seed(s) "
-            f"{', '.join(map(str, seeds))}, random init + fine-tuning over seed(s) {', '.join(map(str, rseeds))}. ")
-    moved, flat = [], []
-    by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
-    for t in tasks:
-        a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
-        if b is None or _nan(b["ours"]):
-            continue
-        if row_reason(a):
-            flat.append(t)
-            continue
-        est = _paired(t, a, b, 1000, 0)
-        d = est[0] if est is not None else Estimate(float(a["ours"] - b["ours"]))
-        moved.append(f"{t} {d.text('+.1f')}")
-    if moved:
-        text += ("Pre-trained + fine-tuning minus the untrained classifier (points, mean over seeds, 95% interval "
-                 "over dev examples): " + ", ".join(moved) + ". ")
-    if flat:
-        text += ("On " + ", ".join(flat) + " the fine-tuned classifier is no better than a constant predictor: "
-                 "for those tasks there is little that fine-tuning could have changed in the maps.")
-    return text.strip()
+def beside_table1(baselines):
+    """``baselines`` (:func:`attnbook.studies.kovaleva.disabling.baselines`) with a last column ``"Kovaleva Table 1"``:
+    the paper's pre-trained + fine-tuned score of each task (:data:`PAPER_TABLE1`; NaN where it has none)."""
+    out = baselines.copy()
+    out["Kovaleva Table 1"] = [PAPER_TABLE1.get(t, {}).get("pretrained_ft", (float("nan"),))[0] for t in out["task"]]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # §4.1 taxonomy
 # ---------------------------------------------------------------------------------------------
-#: why §4.1's rows are not comparable when the pattern labels describe another model's maps
-TRANSFER_REASON = ("the pattern labels describe another model's maps: the classifier learned from them is applied to "
-                   "this model's maps untested")
-
-
 def taxonomy_comparisons(cnn_f1: Estimate, vertical_share: Estimate, *, reviewed: bool, n_maps: int,
-                         classes_note: str = "", transfer: str = "") -> list[dict]:
+                         classes_note: str = "", transfer: str = "") -> list[Comparison]:
     """Rows for §4.1 on the labelled maps.
 
     * the CNN's cross-validated macro F1 (interval: bootstrap over maps of the pooled out-of-fold predictions)
@@ -418,7 +237,7 @@ def taxonomy_comparisons(cnn_f1: Estimate, vertical_share: Estimate, *, reviewed
 
 
 def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapping[str, str] | None = None,
-                     transfer: str = "") -> list[dict]:
+                     transfer: str = "") -> list[Comparison]:
     """Rows for §4.1 / Fig. 2 from ``shares[task][class]`` (the fine-tuned models' maps, CNN classes, each an
     :class:`~attnbook.stats.Estimate` over inputs):
 
@@ -453,7 +272,7 @@ def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapp
 # §4.2 FrameNet
 # ---------------------------------------------------------------------------------------------
 def framenet_comparisons(n_kept: int, n_above: int, n_heads_total: int, top: Estimate | None = None,
-                         top_label: str = "", lift: Estimate | None = None) -> list[dict]:
+                         top_label: str = "", lift: Estimate | None = None) -> list[Comparison]:
     """Rows for §4.2 from :func:`attnbook.studies.kovaleva.framenet.frame_heads` /
     :func:`~attnbook.studies.kovaleva.framenet.top_head_estimates`.
 
@@ -497,7 +316,7 @@ def framenet_comparisons(n_kept: int, n_above: int, n_heads_total: int, top: Est
 # §4.3 what fine-tuning changes
 # ---------------------------------------------------------------------------------------------
 def change_comparisons(changes: Mapping[str, Mapping[str, np.ndarray]], learned: Mapping[str, str] | None = None
-                       ) -> list[dict]:
+                       ) -> list[Comparison]:
     """Rows for §4.3 / Fig. 5 per task, from ``changes[task]`` = ``{"change": [layer], "resampled": [resample,
     layer], "n": inputs}`` (:func:`attnbook.studies.kovaleva.features.layer_change_estimates`): ``1 - mean cosine``
     of each layer and its bootstrap resamples over the inputs.
@@ -615,7 +434,7 @@ FEATURE_ROWS: dict[str, tuple[str, str, str, str]] = {
 
 
 def feature_comparisons(claims: Mapping[str, Mapping[str, np.ndarray]], point: Mapping[str, Mapping[str, bool]],
-                        n_inputs: Mapping[str, int], learned: Mapping[str, str] | None = None) -> list[dict]:
+                        n_inputs: Mapping[str, int], learned: Mapping[str, str] | None = None) -> list[Comparison]:
     """Rows for §4.4 (Fig. 6) and §4.5 (Fig. 7) per task: ``claims[task][key]`` from :func:`feature_claims` (one
     bool per bootstrap resample of the task's inputs), ``point[task][key]`` whether the claim holds on all inputs,
     judged by :class:`~attnbook.verdict.Holds`. A task whose fine-tuned classifier learned nothing is
@@ -636,12 +455,11 @@ def feature_comparisons(claims: Mapping[str, Mapping[str, np.ndarray]], point: M
 
 
 def feature_rows(finetuned: Mapping[str, Mapping[str, np.ndarray]], pretrained: Mapping[str, Mapping[str, np.ndarray]],
-                 learned: Mapping[str, str] | None = None, *, n_resamples: int = 2000, seed: int = 0) -> list[dict]:
+                 learned: Mapping[str, str] | None = None, *, n_resamples: int = 2000,
+                 seed: int = 0) -> list[Comparison]:
     """:func:`feature_comparisons` from :func:`attnbook.studies.kovaleva.features.feature_statistics` results per
     task: the claims are checked on all inputs and in every bootstrap resample of them (the fine-tuned and the
     pre-trained model on the same draws, :func:`attnbook.studies.kovaleva.features.resampled_statistics`)."""
-    from attnbook.studies.kovaleva.features import resampled_statistics
-
     claims, point, n = {}, {}, {}
     for t in finetuned:
         ft = resampled_statistics(finetuned[t], n_resamples=n_resamples, seed=seed)
@@ -655,67 +473,8 @@ def feature_rows(finetuned: Mapping[str, Mapping[str, np.ndarray]], pretrained: 
 
 
 # ---------------------------------------------------------------------------------------------
-# the paragraph under the table
-# ---------------------------------------------------------------------------------------------
-def agreement_markdown(rows: Sequence[Mapping[str, Any]], model_name: str) -> str:
-    """A paragraph counting the outcomes of ``rows`` and naming the findings that agree and disagree (only rows
-    whose interval decided; inconclusive and not comparable ones are counted, not listed as findings)."""
-    if not rows:
-        return "*No comparisons were made.*"
-    counts = Counter(r["verdict"] for r in rows)
-    parts = [f"{counts[v]} {v}" for v in verdict.OUTCOMES if counts[v]]
-    cells = [r for r in rows if r["experiment"] == "Table 1" and "," in r["quantity"]]
-    findings = [r for r in rows if r not in cells]
-    name = lambda r: f"{r['experiment']}: {r['quantity']}"  # noqa: E731
-    agree = [name(r) for r in findings if r["verdict"] == verdict.AGREES]
-    partly = [name(r) for r in findings if r["verdict"] == verdict.PARTLY]
-    dis = [name(r) for r in findings if r["verdict"] == verdict.DISAGREES]
-    text = (f"Of {len(rows)} comparisons between Kovaleva et al. (bert-base-uncased) and this run ({model_name}), "
-            f"{', '.join(parts)}. ")
-    if cells:
-        cc = Counter(r["verdict"] for r in cells)
-        judged = len(cells) - cc[verdict.NOT_COMPARABLE]
-        text += (f"Of the {len(cells)} Table 1 cells, {cc[verdict.NOT_COMPARABLE]} are not comparable (not run, or a "
-                 f"constant predictor on either side); of the other {judged}, {cc[verdict.AGREES]} agree with the paper "
-                 f"by the cell rule ({CELL_RULE.words}). ")
-    if agree:
-        text += "Findings that hold here: " + "; ".join(agree) + ". "
-    if partly:
-        text += "Findings that hold in part: " + "; ".join(partly) + ". "
-    if dis:
-        text += "Findings that do not: " + "; ".join(dis) + ". "
-    if counts[verdict.INCONCLUSIVE]:
-        text += (f"{counts[verdict.INCONCLUSIVE]} rows are inconclusive: their 95% interval is too wide to tell, "
-                 "and more data (inputs, dev examples, instances) would decide them.")
-    return text.strip()
-
-
-# ---------------------------------------------------------------------------------------------
 # chapter 5: §4.6 disabling heads and layers, §5 word matching
 # ---------------------------------------------------------------------------------------------
-def beside_table1(baselines):
-    """``baselines`` (:func:`attnbook.studies.kovaleva.disabling.baselines`) with a last column ``"Kovaleva Table 1"``:
-    the paper's pre-trained + fine-tuned score of each task (:data:`PAPER_TABLE1`; NaN where it has none)."""
-    out = baselines.copy()
-    out["Kovaleva Table 1"] = [PAPER_TABLE1.get(t, {}).get("pretrained_ft", (float("nan"),))[0] for t in out["task"]]
-    return out
-
-
-def caution_markdown(not_learned: Mapping[str, str]) -> str:
-    """The caution under chapter 5's baseline table naming the classifiers no better than their constant
-    predictor on the whole dev set (``not_learned[task]`` = the reason)."""
-    weak = {t: r for t, r in not_learned.items() if r}
-    if not weak:
-        return ""
-    return ("**Caution.** " + "; ".join(f"{t}: {r}" for t, r in weak.items()) + ". Switching heads off in such a "
-            "classifier has nothing learned to destroy, so its rows below are not comparable with the paper's.")
-
-
-#: Fig. 9: the paper's largest drop from disabling a layer is 0.2 points; a drop of this many points or more
-#: contradicts "disabling a layer costs little" (:class:`~attnbook.verdict.NoEffect`).
-LAYER_DROP_EFFECT = 1.0
-
-
 def _over_seeds(per_seed: Mapping[int, Estimate]) -> Estimate:
     """What :class:`~attnbook.verdict.Cases` judges for a gain found on several seeds: the seeds whose paired
     interval lies above 0 (``value``), those whose interval does not lie below 0 (``high``), of ``n`` seeds."""
@@ -733,7 +492,7 @@ def disabling_comparisons(effects: Mapping[str, Mapping[str, Any]], learned: Map
                           matches: Mapping[str, Mapping[str, Any]], top_k: int, profile: str,
                           shared: Estimate | None = None, shared_note: str = "",
                           seed_effects: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
-                          agreement: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
+                          agreement: Mapping[str, Mapping[str, float]] | None = None) -> list[Comparison]:
     """Rows for Kovaleva §4.6 (Fig. 8-9) and §5, from chapter 5's sweeps.
 
     ``effects[task]`` (:func:`attnbook.studies.kovaleva.disabling.sweep_effects`, the task's first analysed seed):
@@ -832,28 +591,3 @@ def disabling_comparisons(effects: Mapping[str, Mapping[str, Any]], learned: Map
             estimate=shared, rule=verdict.NotComparable(reason) if reason else verdict.Holds(
                 f"at least {len(heads)} heads are among the {top_k} most harmful for both tasks")))
     return rows
-
-
-def disabling_findings(rows: Sequence[Mapping[str, Any]], surviving: Mapping[str, Sequence[str]], model_name: str,
-                       n_layers: int, n_swept: Mapping[str, int], n_dev: Mapping[str, int]) -> str:
-    """Chapter 5's paragraph under the table, generated from the rows: the outcomes counted, the findings that
-    agree or disagree, the gains that survive Holm, and what differs from the paper's set-up."""
-    counts = Counter(r["verdict"] for r in rows)
-    name = lambda r: r["quantity"]  # noqa: E731
-    agree = [name(r) for r in rows if r["verdict"] == verdict.AGREES]
-    dis = [name(r) for r in rows if r["verdict"] == verdict.DISAGREES]
-    swept = ", ".join(f"{t} {n_swept[t]:,} of {n_dev[t]:,}" for t in n_swept)
-    text = (f"**Agreement.** Of {len(rows)} comparisons, "
-            + ", ".join(f"{counts[v]} {v}" for v in verdict.OUTCOMES if counts[v]) + ". ")
-    if agree:
-        text += "Agreeing: " + "; ".join(agree) + ". "
-    if dis:
-        text += "Disagreeing: " + "; ".join(dis) + ". "
-    if counts[verdict.INCONCLUSIVE]:
-        text += (f"{counts[verdict.INCONCLUSIVE]} inconclusive: the paired 95% interval contains 0, and the sweeps "
-                 "score a sample of each dev set, too few examples to tell a gain of the paper's size from none. ")
-    text += ("Gains that survive the Holm correction: "
-             + ("; ".join(f"{t}: {', '.join(s)}" for t, s in surviving.items() if s) or "none")
-             + f". The model here is {model_name} ({n_layers} layers); the sweeps score dev examples ({swept}); "
-             "the paper's is bert-base-uncased on the full dev sets, and it reports no significance test.")
-    return text

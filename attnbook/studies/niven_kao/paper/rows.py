@@ -1,98 +1,33 @@
-"""Niven & Kao (2019) beside this run: the paper's numbers, its seed tables and the comparison rows.
+"""Niven & Kao (2019) beside this run: the comparison rows, the estimates they judge and the paper's tables.
 
-The measurements are in :mod:`attnbook.studies.niven_kao.cues` (§4 cues, §6 construction),
-:mod:`attnbook.studies.niven_kao.bert` (§3, §5, §6 BERT runs) and :mod:`attnbook.studies.niven_kao.words`
-(BoV and BiLSTM). This module only puts the paper's numbers beside them:
-
-* :data:`PAPER`, every number of the paper the chapter uses, with its table or section;
-* the tables in the paper's layout, ours beside the paper's (:func:`not_cue_table` for Table 2,
-  :func:`seed_table` and :func:`table1_seed_table` for Table 1, :func:`probe_seed_table` for Table 3,
-  :func:`adversarial_seed_table` for Table 4) and the run's description (:func:`run_markdown`);
+* the rules, one per kind of quantity, which every row states in words (:data:`RULES`,
+  :func:`attnbook.verdict.row`);
+* the tables in the paper's layout, ours beside the paper's (:func:`not_cue_table` for Table 2, :func:`seed_table` and
+  :func:`table1_seed_table` for Table 1, :func:`probe_seed_table` for Table 3, :func:`adversarial_seed_table` for
+  Table 4);
 * this run's numbers as estimates with 95% intervals (:func:`seed_estimate`: t over seeds, or one run's exact
-  interval over test items; :func:`combined_estimate`; :func:`cue_estimate`: exact over items);
-* the "paper vs this run" rows (:func:`paper_comparison`), each judged by one of :data:`RULES`, one rule per kind of
-  quantity, which the row states in words (:func:`attnbook.verdict.row`);
-* the prose generated from the numbers and the rows: :func:`cue_markdown`, :func:`not_cue_markdown`, and the closing
-  paragraphs (:func:`agreement_markdown`: what this run fine-tuned, then the paper's two findings as the rows decide
-  them).
+  interval over test items; :func:`combined_estimate`; :func:`cue_estimate`: exact over items), the constant
+  predictor and the paper's degenerate-run filter (§3) they are judged against, and the per-seed records;
+* the "paper vs this run" rows (:func:`paper_comparison`).
+
+The paper's numbers are in :mod:`attnbook.studies.niven_kao.paper.claims`; the measurements in
+:mod:`attnbook.studies.niven_kao.cues` (§4 cues, §6 construction), :mod:`attnbook.studies.niven_kao.pairwise` (§3, §5, §6
+BERT runs) and :mod:`attnbook.studies.niven_kao.word_baselines` (BoV and BiLSTM).
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from attnbook import stats, verdict
 from attnbook.data import arct
 from attnbook.data.arct import ArctItem
 from attnbook.stats import Estimate
 from attnbook.studies.niven_kao import cues
-from attnbook.studies.niven_kao.bert import INPUTS, TrainConfig, summarize
-
-
-def _stats(mean: float, std: float | None = None, median: float | None = None, max_: float | None = None) -> dict:
-    return {k: v for k, v in (("mean", mean), ("std", std), ("median", median), ("max", max_)) if v is not None}
-
-
-#: Every number of Niven & Kao (2019) the chapter compares with (test accuracy unless the key says otherwise).
-#: Sources: Table 1 (baselines, BERT), §4 text (degenerate runs), Table 2 (the "not" cue),
-#: Table 3 (probes), Table 4 (adversarial test). 20 seeds per row (``n_seeds``).
-PAPER: dict[str, Any] = {
-    "n_seeds": 20,
-    "table1": {
-        "Human (trained)": _stats(0.909, 0.11),
-        "Human (untrained)": _stats(0.798, 0.16),
-        "BERT (Large)": {**_stats(0.671, 0.09, 0.712, 0.770), "dev_mean": 0.701, "dev_std": 0.05},
-        "GIST": {**_stats(0.711, 0.01), "dev_mean": 0.716, "dev_std": 0.01},
-        "BERT (Base)": {**_stats(0.623, 0.07, 0.651, 0.685), "dev_mean": 0.680, "dev_std": 0.02},
-        "World Knowledge": {**_stats(0.568, 0.03, None, 0.610), "dev_mean": 0.674, "dev_std": 0.01},
-        "BoV": {**_stats(0.564, 0.02, 0.569, 0.595), "dev_mean": 0.639, "dev_std": 0.02},
-        "BiLSTM": {**_stats(0.552, 0.02, 0.552, 0.592), "dev_mean": 0.658, "dev_std": 0.01},
-    },
-    # BERT Large failed to train in 5 of 20 runs (training accuracy < 80%); the other 15 runs:
-    "bert_large_non_degenerate": {**_stats(0.716, 0.04), "n_failed": 5, "n_runs": 20},
-    # Table 2: productivity and coverage of the cue "not"; the headline row is "all" (train+dev+test).
-    "not_cue": {
-        "train": {"productivity": 0.65, "coverage": 0.66},
-        "dev": {"productivity": 0.62, "coverage": 0.44},
-        "test": {"productivity": 0.52, "coverage": 0.77},
-        "all": {"productivity": 0.61, "coverage": 0.64},
-    },
-    # Table 3: probing with partial input (BERT = BERT Large).
-    "table3": {
-        "BERT": {
-            "full": _stats(0.671, 0.09, 0.712, 0.770),
-            "W": _stats(0.656, 0.05, 0.675, 0.712),
-            "RW": _stats(0.600, 0.10, 0.574, 0.750),
-            "CW": _stats(0.532, 0.09, 0.503, 0.732),
-        },
-        "BoV": {
-            "full": _stats(0.564, 0.02, 0.569, 0.595),
-            "W": _stats(0.567, 0.02, 0.572, 0.606),
-            "RW": _stats(0.554, 0.02, 0.557, 0.579),
-            "CW": _stats(0.545, 0.02, 0.544, 0.589),
-        },
-        "BiLSTM": {
-            "full": _stats(0.552, 0.02, 0.552, 0.592),
-            "W": _stats(0.550, 0.02, 0.547, 0.577),
-            "RW": _stats(0.547, 0.02, 0.551, 0.577),
-            "CW": _stats(0.552, 0.02, 0.550, 0.601),
-        },
-    },
-    # Table 4: adversarial test set (train on train-swapped, validate/test on *-adv-negated; README erratum).
-    "table4": {
-        "BERT": {
-            "full": _stats(0.504, 0.01, 0.505, 0.533),
-            "W": _stats(0.501, 0.00, 0.501, 0.502),
-            "RW": _stats(0.500, 0.00, 0.500, 0.502),
-            "CW": _stats(0.501, 0.01, 0.500, 0.518),
-        },
-        # not in the ACL paper's table; recomputed from the authors' per-seed results (reference note)
-        "BoV": {"full": _stats(0.499, 0.001, 0.499, 0.501)},
-        "BiLSTM": {"full": _stats(0.500, 0.001, 0.500, 0.503)},
-    },
-    "bert_recipe": {"lr": 2e-5, "epochs": 20, "batch_items": 8, "warmup": 0.1, "weight_decay": 0.01},
-}
+from attnbook.studies.niven_kao.pairwise import INPUTS, summarize
+from attnbook.studies.niven_kao.paper.claims import PAPER
 
 # ---- the rules (one per kind of quantity; each row states its own in words) ----------------------
 
@@ -128,8 +63,6 @@ def seed_table(frames: Mapping[str, Any], column: str = "test_accuracy", paper: 
     and ``chance_dev`` the row also counts the degenerate runs (:func:`degenerate_mask`) and gives the mean without
     them (``mean, trained``), the number the comparison rows use.
     """
-    import pandas as pd
-
     rows = []
     for label, frame in frames.items():
         s = summarize(frame[column])
@@ -187,23 +120,6 @@ def adversarial_seed_table(bert_full: Any, adversarial: Mapping[str, Any], words
         frames[label] = frame
         table4[label] = PAPER["table4"][_WORD_ROWS[kind][1]]["full"]
     return seed_table(frames, paper=table4)
-
-
-def run_markdown(cfg: TrainConfig, *, n_seeds: int, n_layers: int, max_length: int, n_train: int, n_dev: int,
-                 n_test: int) -> str:
-    """What this run's BERT training did, beside the paper's recipe (every layer, 20 seeds)."""
-    partial = cfg.trainable_layers is not None and cfg.trainable_layers < n_layers
-    trained = f"the top {cfg.trainable_layers} of {n_layers} layers" if partial else f"every layer ({n_layers})"
-    text = (
-        f"This run: {n_seeds} seeds, {cfg.epochs} epochs, lr {cfg.lr:g}, {cfg.batch_size} items per step, "
-        f"at most {max_length} pieces per pair; fine-tuned: **{trained}** plus pooler and classifier "
-        f"(paper: every layer, {PAPER['n_seeds']} seeds). {n_train} training, {n_dev} dev and {n_test} test items."
-    )
-    if cfg.bf16:
-        text += " Training passes run in bfloat16 (evaluation in float32)."
-    if partial:
-        text += " Frozen layers run once per distinct input and are shared by all runs."
-    return text
 
 
 # ---- this run's numbers with their intervals -------------------------------------------------------
@@ -358,21 +274,9 @@ def seed_records(frame: Any, sizes: Mapping[str, int], *, n_dev: int | None = No
     return records
 
 
-def degenerate_markdown(bert: Mapping[str, Any], n_dev: int, chance_dev: float) -> str:
-    """Which BERT runs stayed at chance on dev and are left out of the means (the paper's filter, §3), per input."""
-    parts = []
-    for inputs, frame in bert.items():
-        mask = degenerate_mask(frame["dev_accuracy"], n_dev, chance_dev)
-        seeds = ", ".join(str(int(s)) for s in frame["seed"][mask])
-        parts.append(f"{INPUTS[inputs]}: {int(mask.sum())} of {len(frame)}" + (f" (seeds {seeds})" if seeds else ""))
-    return (f"Degenerate runs (dev accuracy whose exact 95% interval over the {n_dev} dev items does not lie above "
-            f"the constant predictor's {chance_dev:.3f}), left out of the means and the comparison rows as the paper "
-            "leaves out the runs that failed to train: " + "; ".join(parts) + ".")
-
-
 # ---- paper vs this run -------------------------------------------------------------------------
 
-#: experiments of the rows the closing paragraph reads (:func:`agreement_markdown`)
+#: experiments of the rows the closing paragraph reads (:func:`attnbook.studies.niven_kao.paper.agreement_markdown`)
 E_FULL = "§3 BERT, full input (C, R, W)"
 E_WARRANTS = "§5 finding: warrants alone"
 E_ORIGINAL_ADV = "§6 trained on original data, tested adversarially"
@@ -386,10 +290,12 @@ def original_adv_experiment(model: str) -> str:
 
 
 def probe_experiment(inputs: str) -> str:
+    """The experiment of a §5 BERT probe on the input variant ``inputs`` (Table 3)."""
     return f"§5 probe, BERT ({INPUTS[inputs]})"
 
 
 def adversarial_experiment(inputs: str, model: str = "BERT") -> str:
+    """The experiment of ``model`` trained on ``train-swapped`` and tested adversarially on ``inputs`` (§6, Table 4)."""
     return f"§6 adversarial test, {model} ({INPUTS[inputs]})"
 
 
@@ -398,12 +304,12 @@ def _judged(rule: verdict.Rule, reason: str | None) -> verdict.Rule:
 
 
 def _mean_row(experiment: str, paper: float, est: Estimate, reason: str | None, note: str,
-              quantity: str = Q_MEAN) -> dict:
+              quantity: str = Q_MEAN) -> verdict.Comparison:
     return verdict.row(experiment, quantity, paper=paper, ours=est, rule=_judged(ACCURACY_RULE, reason), note=note)
 
 
 def _max_row(experiment: str, paper: float, values: Sequence[float], n_items: int, reason: str | None,
-             note: str) -> dict:
+             note: str) -> verdict.Comparison:
     """The best seed beside the paper's best: compared only over the paper's number of seeds, then with the best
     run's exact interval over its test items (conditional on those seeds; it leaves out seed-to-seed variation)."""
     values = [float(v) for v in values]
@@ -431,7 +337,7 @@ def paper_comparison(
     model_name: str = "",
     dev: Sequence[ArctItem] | None = None,
     words_adversarial: Mapping[str, Any] | None = None,
-) -> list[dict]:
+) -> list[verdict.Comparison]:
     """The "paper vs this run" rows of the chapter (:func:`attnbook.verdict.row`), each judged by its stated rule.
 
     ``not_rows``: :func:`not_cue_table` (with an ``all`` row); ``bert``: per-seed frames by input variant (with
@@ -451,7 +357,7 @@ def paper_comparison(
     (:func:`constant_reason`), a maximum over another number of seeds than the paper's (:func:`max_rule_reason`),
     and W and R,W on the adversarial test set, whose two copies of an item they cannot tell apart.
     """
-    rows: list[dict] = []
+    rows: list[verdict.Comparison] = []
     n_dev = None if dev is None else len(dev)
     chance_dev = None if dev is None else constant_accuracy(train, dev)
     table = not_rows.set_index("split")
@@ -576,167 +482,3 @@ def paper_comparison(
                                 note=f"{at_half} of {n_cues} cues at exactly 0.5: every warrant appears once with each "
                                      "label; an exact count, no interval"))
     return rows
-
-
-# ---- the prose beside the numbers --------------------------------------------------------------
-
-
-def cue_markdown(table: Any, *, min_applicability: int, cue: str = "not", n: int = 3) -> str:
-    """What the cue scatter shows, from the numbers: the cue that applies to the most items and the bigrams with
-    ``cue`` that are more productive than it (each sentence only when it holds)."""
-    by_app = cues.top_cues(table, min_applicability=min_applicability, by="applicability", n=None)
-    if len(by_app) < 2:
-        return "Too few cues apply to enough items to say more."
-    first, second = by_app.iloc[0], by_app.iloc[1]
-    lines = [f'The cue that applies to the most items is "{first["cue"]}" ({int(first["applicability"])} items, '
-             f'productivity {first["productivity"]:.2f}); the next is "{second["cue"]}" '
-             f'({int(second["applicability"])} items, productivity {second["productivity"]:.2f}).']
-    base = by_app[by_app["cue"] == cue]
-    if len(base):
-        pi = float(base["productivity"].iloc[0])
-        words = by_app["cue"].str.split(" ")
-        more = by_app[(by_app["order"] == 2) & words.apply(lambda w: cue in w) & (by_app["productivity"] > pi)]
-        if len(more):
-            listed = ", ".join(f'"{r.cue}" ({r.productivity:.2f} on {int(r.applicability)} items)'
-                               for r in more.head(n).itertuples())
-            lines.append(f'Bigrams with "{cue}" that are rarer than it but more productive than its {pi:.2f}: '
-                         f"{listed}.")
-        else:
-            lines.append(f'No bigram with "{cue}" is more productive than "{cue}" itself ({pi:.2f}).')
-    return " ".join(lines)
-
-
-def not_cue_markdown(not_rows: Any) -> str:
-    """Productivity of "not" per split with exact 95% intervals beside Table 2, and whether the test set's lies
-    above chance (a sentence for each case)."""
-    table = not_rows.set_index("split")
-    splits = [s for s in ("train", "dev", "test") if s in table.index]
-    if not splits:
-        return ""
-    parts = []
-    for s in splits:
-        e = cue_estimate(table.loc[s], "productivity")
-        parts.append(f"{s} {e.text('.2f')} (paper: {PAPER['not_cue'][s]['productivity']:.2f})")
-    text = ('Productivity of "not" in this count, with exact 95% intervals over the items it applies to: '
-            + "; ".join(parts) + ".")
-    if "test" in table.index:
-        e = cue_estimate(table.loc["test"], "productivity")
-        if e.has_interval and e.low > 0.5:
-            text += ' On the test set, too, "not" marks the correct warrant more often than chance.'
-        elif e.has_interval and e.high < 0.5:
-            text += ' On the test set "not" marks the wrong warrant more often than the correct one.'
-        else:
-            text += (' On the test set the interval includes one half: there "not" is no longer shown to be a '
-                     "useful cue.")
-    return text
-
-
-def _trained(cfg: TrainConfig | None, n_layers: int | None) -> str:
-    if cfg is None:
-        return ""
-    if cfg.trainable_layers is None or (n_layers is not None and cfg.trainable_layers >= n_layers):
-        return "every layer"
-    of = f" of {n_layers}" if n_layers else ""
-    return f"only the top {cfg.trainable_layers}{of} layers (plus pooler and classifier)"
-
-
-def training_markdown(cfg: TrainConfig | None, n_layers: int | None, model_name: str, n_seeds: int,
-                      n_runs: int | None = None) -> str:
-    """The caveat every BERT finding of this run carries, from the parameters: what was fine-tuned and how, over
-    how many seeds (``n_seeds`` kept of ``n_runs`` run), beside the paper's BERT."""
-    trained = _trained(cfg, n_layers)
-    how = ""
-    if cfg is not None:
-        how = (f" for {cfg.epochs} epochs at lr {cfg.lr:g}, {cfg.batch_size} items per step"
-               + (", training passes in bfloat16" if cfg.bf16 else ""))
-    runs = f"{n_seeds} seeds" if n_runs in (None, n_seeds) else f"{n_seeds} non-degenerate seeds of {n_runs}"
-    text = (f"This run's BERT is {model_name or 'the chapter model'}, {trained} fine-tuned{how}, over {runs} "
-            f"(the paper: BERT Large, every layer, {PAPER['n_seeds']} seeds).")
-    if trained.startswith("only"):
-        text += (" Its BERT rows describe a model whose lower layers keep their pre-trained weights, "
-                 "not BERT fine-tuned in full as in the paper.")
-    elif n_layers is not None and n_layers < 24:
-        text += (f" The encoder is smaller than the paper's BERT ({n_layers} layers), so its accuracies say how far "
-                 "such a model gets with these cues, not what BERT Large reaches.")
-    return text
-
-
-def _reason(row: Mapping[str, Any]) -> str:
-    return str(row["rule"]).removeprefix("not comparable: ")
-
-
-def warrants_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The §5 finding "the warrants alone carry most of it", stated as this run's gap row decides it."""
-    by = {(r["experiment"], r["quantity"]): r for r in rows}
-    gap, full, w = by.get((E_WARRANTS, Q_GAP)), by.get((E_FULL, Q_MEAN)), by.get((probe_experiment("W"), Q_MEAN))
-    if gap is None or full is None or w is None:
-        return ""
-    numbers = (f"mean test accuracy {full['ours']} with the full input and {w['ours']} with the warrants alone, "
-               f"a gap of {gap['ours']} (paper: {gap['paper']}, Table 3)")
-    outcome = gap["verdict"]
-    if outcome == verdict.AGREES:
-        return f"As in the paper, the warrants alone get about as far as the full input here: {numbers}."
-    if outcome == verdict.PARTLY:
-        return f"The warrants alone come near the full input, though not as near as in the paper: {numbers}."
-    if outcome == verdict.DISAGREES:
-        short = gap["low"] is not None and gap["low"] > float(gap["paper"])
-        how = "fall well short of the full input" if short else "do clearly better than the full input"
-        return f"Unlike in the paper, the warrants alone {how} here: {numbers}."
-    if outcome == verdict.INCONCLUSIVE:
-        return (f"This run cannot tell whether the warrants alone carry most of it, as in the paper: {numbers}; "
-                f"the interval is too wide for the rule ({gap['rule']}).")
-    return f"This run cannot test whether the warrants alone carry most of it: {_reason(gap)}."
-
-
-def adversarial_markdown(rows: Sequence[Mapping[str, Any]], inputs: str = "full") -> str:
-    """The §6 finding (BERT ends at chance on the adversarial test set) as this run's rows decide it."""
-    by = {(r["experiment"], r["quantity"]): r for r in rows}
-    mean, halves = by.get((adversarial_experiment(inputs), Q_MEAN)), by.get((adversarial_experiment(inputs), Q_HALVES))
-    if mean is None:
-        return ""
-    numbers = f"mean test accuracy {mean['ours']} (paper: {mean['paper']}, Table 4)"
-    outcome = mean["verdict"]
-    if outcome == verdict.NOT_COMPARABLE:
-        return f"The adversarial test cannot be judged here: {_reason(mean)}."
-    if outcome in (verdict.AGREES, verdict.PARTLY):
-        text = f"As in the paper, BERT trained for the adversarial test ends at chance there: {numbers}."
-    elif outcome == verdict.DISAGREES:
-        text = f"Unlike in the paper, BERT does not end at chance on the adversarial test set: {numbers}."
-    else:
-        text = f"On the adversarial test set the {numbers} is too uncertain to tell whether it sits at chance."
-    if halves is not None and halves["verdict"] in (verdict.AGREES, verdict.PARTLY):
-        text += (f" Its accuracies on the original and the negated half add up to {halves['ours']}: it mostly gives "
-                 "both copies of an item the same answer, so it does not use the claim.")
-    elif halves is not None and halves["verdict"] == verdict.DISAGREES:
-        text += (f" Its accuracies on the two halves add up to {halves['ours']}, not about 1: it answers the two "
-                 "copies of an item differently, so the claim changes its answer.")
-    return text
-
-
-def agreement_markdown(rows: Sequence[Mapping[str, Any]], cfg: TrainConfig, *, n_layers: int | None = None,
-                       model_name: str = "", n_runs: int | None = None) -> str:
-    """The chapter's closing paragraphs, generated from the rows: the outcomes counted, what this run's BERT
-    fine-tuned (from ``cfg`` and ``n_runs``, the seeds run: the caveat every BERT finding carries), then the two
-    headline findings of the paper (§5 warrants alone, §6 adversarial test) as this run's rows decide them."""
-    counts = {o: sum(r["verdict"] == o for r in rows) for o in verdict.OUTCOMES}
-    lines = [f"**Agreement.** Of {len(rows)} comparisons, "
-             + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + "."]
-    full = next((r for r in rows if r["experiment"] == E_FULL and r["quantity"] == Q_MEAN), None)
-    if full is not None:
-        n_seeds = int(full["n"]) if full.get("unit") == "seeds" else (1 if full["low"] is not None else 0)
-        lines.append(training_markdown(cfg, n_layers, model_name, n_seeds, n_runs))
-    findings = [t for t in (warrants_markdown(rows), adversarial_markdown(rows)) if t]
-    if findings:
-        lines.append(" ".join(findings))
-    return "\n\n".join(lines)
-
-
-__all__: list[str] = [
-    "PAPER", "ACCURACY_RULE", "CUE_RULE", "BELOW_CHANCE_RULE", "COUNT_RULE", "RULES",
-    "not_cue_table", "seed_table", "table1_seed_table", "probe_seed_table", "adversarial_seed_table", "run_markdown",
-    "run_estimate", "seed_estimate", "combined_estimate", "cue_estimate", "constant_accuracy", "constant_reason",
-    "max_rule_reason", "degenerate_mask", "non_degenerate", "seeds_note", "seed_records", "degenerate_markdown",
-    "original_adv_experiment",
-    "paper_comparison", "cue_markdown", "not_cue_markdown", "training_markdown", "warrants_markdown",
-    "adversarial_markdown", "agreement_markdown",
-]

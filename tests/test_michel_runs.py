@@ -1,35 +1,39 @@
 """Chapter 6 over several fine-tuning seeds (issue 18): per-seed analysis, agreement between seeds, joined intervals."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from test_importance import dev_batches
-from tiny_models import tiny_classifier
+from tiny_models import Named, tiny_classifier
 
 from attnbook.engine.inputs import Batch
 from attnbook.engine.scores import accuracy_points
 from attnbook.stats import Estimate
 from attnbook.studies.heads_off import effects as hs
+from attnbook.studies.heads_off.learned import Learned
 from attnbook.studies.michel import importance as imp
 from attnbook.studies.michel import pruning as mp
-from attnbook.studies.michel import seeds
+from attnbook.studies.michel import runs
 
 
 def test_across_seeds_joins_intervals_so_rules_need_every_seed():
-    e = seeds.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples"), Estimate(0.1, -0.1, 0.3, 100, "dev examples")])
+    e = runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples"), Estimate(0.1, -0.1, 0.3, 100, "dev examples")])
     assert (e.value, e.low, e.high) == (pytest.approx(0.3), -0.1, 0.6)
     assert e.unit == "dev examples; every one of 2 seed(s)"
-    one = seeds.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples")])
+    one = runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples")])
     assert one.unit == "dev examples" and one.low == 0.4
 
 
+def status(ok: bool) -> Learned:
+    return Learned("SST-2", ok, "" if ok else "below", 60.0, 55.0, 65.0, 50.0, 100, 5.0 if ok else -1.0, 15.0, 0.6)
+
+
 def test_analysed_skips_seeds_that_did_not_learn():
-    runs = [seeds.SeedRun(s, None, {"learned": s != 1}) for s in (0, 1, 2)]
-    todo, ok = seeds.analysed(runs)
+    runs = [runs.SeedRun(s, None, status(s != 1)) for s in (0, 1, 2)]
+    todo, ok = runs.analysed(runs)
     assert [r.seed for r in todo] == [0, 2] and ok
-    todo, ok = seeds.analysed([runs[1]])
+    todo, ok = runs.analysed([runs[1]])
     assert [r.seed for r in todo] == [1] and not ok
 
 
@@ -38,10 +42,10 @@ def test_analyse_every_seed_and_their_agreement():
     imp_b = [Batch.from_mapping(b) for b in dev_batches(seed=31)]
     runs = []
     for s in (0, 1):
-        clf = SimpleNamespace(key=f"tiny-{s}", model=tiny_classifier(seed=50 + s))
-        run = seeds.SeedRun(s, clf, {"learned": True})
-        seeds.analyse(run, "MNLI-m", dev_b, imp_b, accuracy_points, step=0.5, random_seeds=[0, 1], tolerance=1.0,
-                      n_resamples=100, use_cache=False)
+        clf = Named(key=f"tiny-{s}", model=tiny_classifier(seed=50 + s))
+        run = runs.SeedRun(s, clf, status(True))
+        runs.analyse(run, "MNLI-m", dev_b, imp_b, accuracy_points, step=0.5, random_seeds=[0, 1], tolerance=1.0,
+                      n_resamples=100)
         runs.append(run)
     r = runs[0]
     assert r.effects.shape[0] == 12 and r.effect_draws.shape == (100, 3, 4)
@@ -50,11 +54,11 @@ def test_analyse_every_seed_and_their_agreement():
     by_imp = r.curves[r.curves["ordering"] == mp.BY_IMPORTANCE]
     assert np.allclose(by_imp["score"].to_numpy(), own["score"].to_numpy())  # the cached sweep is the same curve
     assert r.curve_stats[mp.BY_IMPORTANCE]["safe"].value == mp.largest_safe_share(by_imp, r.ablation.baseline_score, 1.0)
-    agree = seeds.seed_agreement(runs, k=3)
+    agree = runs.seed_agreement(runs, k=3)
     assert agree["pairs"]["seeds"].tolist() == ["0 vs 1"] and agree["rho_importance"].low is None
-    band = seeds.curve_band(runs)
+    band = runs.curve_band(runs)
     assert band["n_seeds"].tolist() == [2, 2, 2] and (band["spread"] >= 0).all()
-    allc = seeds.all_curves(runs)
+    allc = runs.all_curves(runs)
     assert f"{mp.BY_IMPORTANCE}, seed 1" in set(allc["ordering"]) and (allc["ordering"] == mp.RANDOM).sum() == 12
     halves = hs.halves(len(r.ablation.gold), 0)
     rho = imp.delta_correlation(hs.subset_sweep(r.ablation, halves[0], accuracy_points),

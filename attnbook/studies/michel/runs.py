@@ -1,7 +1,7 @@
 """Chapter 6's head findings over several fine-tuning seeds (issue 18), with 95% intervals over the dev examples.
 
 For each seed the task's classifier is fine-tuned (shared and cached, :func:`attnbook.studies.heads_off.effects.
-classifier`), checked for having learned the task (:func:`attnbook.studies.heads_off.effects.learned_status`: a
+classifier`), checked for having learned the task (:func:`attnbook.studies.heads_off.learned.learned_status`: a
 classifier no better than its constant predictor is skipped, with its numbers), and analysed: every head masked
 alone (Michel §3.2) with paired intervals (:func:`~attnbook.studies.heads_off.effects.effect_intervals`), the
 importance scores ``I_h`` (§4.1), and the pruning curves by ``I_h``, by the single-head Δ (the oracle) and in
@@ -27,6 +27,7 @@ from attnbook.engine.scores import ScoreFn
 from attnbook.engine.sweeps import SweepResult
 from attnbook.stats import Estimate, mean_interval, rank_agreement
 from attnbook.studies.heads_off import effects as heads_off
+from attnbook.studies.heads_off.learned import Learned, learned_status
 from attnbook.studies.michel import pruning as mp
 from attnbook.studies.michel.importance import importance_of
 
@@ -37,7 +38,7 @@ class SeedRun:
 
     seed: int
     classifier: Any
-    status: dict
+    status: Learned
     ablation: SweepResult | None = None
     effects: pd.DataFrame | None = None
     effect_draws: np.ndarray | None = None
@@ -48,24 +49,22 @@ class SeedRun:
 
     @property
     def learned(self) -> bool:
-        return bool(self.status.get("learned"))
+        return self.status.learned
 
 
 def status_text(run: SeedRun, task: str) -> str:
-    """``"seed 1: 50.2 [46.8, 53.6] on 872 dev examples, constant predictor 50.9"``: why a seed is (not) analysed."""
-    s = run.status
-    interval = f" [{s['low']:.1f}, {s['high']:.1f}]" if s.get("low") is not None else ""
-    const = f", constant predictor {s['constant']:.1f}" if s.get("constant") is not None else ""
-    return f"seed {run.seed}: {task} {s['score']:.1f}{interval} on {s['n']} dev examples{const}"
+    """``"seed 1: SST-2 50.2 [46.8, 53.6] on 872 dev examples, constant predictor 50.9"``: why a seed is (not)
+    analysed."""
+    return run.status.text(f"seed {run.seed}")
 
 
-def classifiers(base: Any, task: str, recipe: Mapping[str, Any], seeds: Sequence[int], *, use_cache: bool = True
+def classifiers(base: Any, task: str, recipe: Mapping[str, Any], seeds: Sequence[int]
                 ) -> list[SeedRun]:
-    """The classifier of every seed with its :func:`~attnbook.studies.heads_off.effects.learned_status`."""
+    """The classifier of every seed with its :func:`~attnbook.studies.heads_off.learned.learned_status`."""
     runs = []
     for s in seeds:
-        clf = heads_off.classifier(base, task, dict(recipe), int(s), use_cache=use_cache)
-        runs.append(SeedRun(int(s), clf, heads_off.learned_status(clf, task, dict(recipe), use_cache=use_cache)))
+        clf = heads_off.classifier(base, task, dict(recipe), int(s))
+        runs.append(SeedRun(int(s), clf, learned_status(clf, task, dict(recipe))))
     return runs
 
 
@@ -77,16 +76,15 @@ def analysed(runs: Sequence[SeedRun]) -> tuple[list[SeedRun], bool]:
 
 
 def analyse(run: SeedRun, task: str, dev_b: Sequence[Batch], imp_b: Sequence[Batch], score_fn: ScoreFn, *,
-            step: float, random_seeds: Sequence[int], tolerance: float, n_resamples: int = 1000, seed: int = 0,
-            use_cache: bool = True) -> SeedRun:
+            step: float, random_seeds: Sequence[int], tolerance: float, n_resamples: int = 1000, seed: int = 0) -> SeedRun:
     """Fill ``run`` with the single-head ablation (paired intervals), ``I_h`` and the pruning curves (by ``I_h``,
     by the oracle -Δ, one random order per ``random_seeds``) with their :func:`~attnbook.studies.michel.pruning.
     curve_statistics`. Every seed is scored on the same ``dev_b`` with the same bootstrap draws (``seed``)."""
     clf = run.classifier
-    run.ablation = heads_off.switched_off(clf, dev_b, "single_heads", "mask", score_fn, use_cache=use_cache)
+    run.ablation = heads_off.switched_off(clf, dev_b, "single_heads", "mask", score_fn)
     run.effects, run.effect_draws = heads_off.effect_intervals(run.ablation, task, n_resamples=n_resamples, seed=seed)
-    run.importance = importance_of(clf, imp_b, use_cache=use_cache)
-    kw = dict(step=step, use_cache=use_cache)
+    run.importance = importance_of(clf, imp_b)
+    kw = dict(step=step)
     run.sweeps = {mp.BY_IMPORTANCE: [mp.pruning_sweep(clf, dev_b, run.importance, score_fn, **kw)],
                   mp.BY_ABLATION: [mp.pruning_sweep(clf, dev_b, -run.ablation.delta, score_fn, **kw)],
                   mp.RANDOM: [mp.pruning_sweep(clf, dev_b, int(r), score_fn, **kw) for r in random_seeds]}
@@ -165,8 +163,8 @@ def all_curves(runs: Sequence[SeedRun]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def learned_tasks(base: Any, tasks: Sequence[str], recipe: Mapping[str, Any], seed: int, *, known: Sequence[str] = (),
-                  use_cache: bool = True) -> tuple[list[str], list[str]]:
+def agreement_tasks(base: Any, tasks: Sequence[str], recipe: Mapping[str, Any], seed: int, *, known: Sequence[str] = ()
+                    ) -> tuple[list[str], list[str]]:
     """The ``tasks`` whose classifier (fine-tuning seed ``seed``) has learned its task, and a sentence for each one
     skipped (with its dev score and the constant predictor's). ``known`` tasks are kept without a check."""
     kept, skipped = [], []
@@ -174,7 +172,7 @@ def learned_tasks(base: Any, tasks: Sequence[str], recipe: Mapping[str, Any], se
         if task in known:
             kept.append(task)
             continue
-        run = classifiers(base, task, recipe, [seed], use_cache=use_cache)[0]
+        run = classifiers(base, task, recipe, [seed])[0]
         (kept if run.learned else skipped).append(task if run.learned else status_text(run, task))
     return kept, skipped
 
@@ -201,3 +199,32 @@ def pruning_numbers(curves: pd.DataFrame, band: pd.DataFrame, summary: pd.DataFr
     """The pruning curves of every seed and ordering, their band over seeds and the per-seed summary."""
     return {"pruning_curves": curves[["ordering", "ft_seed", "seed", "share_pruned", "score"]].to_dict("records"),
             "pruning_band_over_seeds": band.to_dict("records"), "pruning_intervals": summary.to_dict("records")}
+
+
+def seed_numbers(runs: Sequence[SeedRun]) -> dict:
+    """Chapter 6's results-file entries of the fine-tuning seeds: each seed's learned status (its dev score beside
+    the constant predictor's) and the seeds analysed (none when no classifier learned the task, :func:`analysed`)."""
+    todo, analysable = analysed(runs)
+    return {"seed_status": {str(r.seed): r.status.as_dict() for r in runs},
+            "analysed_seeds": [r.seed for r in todo] if analysable else []}
+
+
+def one_head_numbers(best: pd.DataFrame, chosen: pd.DataFrame, one_head: Estimate) -> dict:
+    """Michel §3.3's entries: the best head of each layer with the others masked (chosen on dev half A), its Δ judged
+    on half B, and the Δ of keeping one head in every layer at once."""
+    return {"all_but_one": best.to_dict("records"), "chosen_on_half_b": chosen.to_dict("records"),
+            "one_head_per_layer_delta": one_head.as_dict()}
+
+
+def across_numbers(between: str, runs: Sequence[SeedRun], across: Sequence[Estimate]) -> dict:
+    """Michel §3.4's entry: per analysed seed (``runs``, in the order of ``across``), the correlation of the
+    single-head Δ measured on the two sets that ``between`` names."""
+    return {"ablation_agreement": {"between": between, **{str(r.seed): e.as_dict() for r, e in zip(runs, across)}}}
+
+
+def task_agreement_numbers(task_pairs: Sequence[tuple[str, str, float]], halves: Mapping[str, Any],
+                           skipped: Sequence[str]) -> dict:
+    """Michel §3.4's agreement of ``I_h`` (Spearman ρ) between the tasks' classifiers (``task_pairs``: ``(task,
+    task, rho)``) and between two halves of the importance sample, and the tasks left out (not learned)."""
+    return {"importance_across_tasks": {f"{a} vs {b}": r for a, b, r in task_pairs},
+            "importance_across_halves": halves, "agreement_tasks_skipped": skipped}

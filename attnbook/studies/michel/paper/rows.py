@@ -1,10 +1,10 @@
-"""Michel, Levy & Neubig (2019) beside this run: the paper's numbers, the "paper vs this run" rows of chapter 6
-and the chapter's sentences about its numbers.
+"""Michel, Levy & Neubig (2019) beside this run: chapter 6's "paper vs this run" rows, the estimates they judge and
+the tables that put this run's numbers beside the paper's.
 
 The measurements are :mod:`attnbook.studies.michel.importance` (§3.2–§4.1), :mod:`attnbook.studies.michel.pruning`
-(§4.2–§4.3) and :mod:`attnbook.studies.michel.dynamics` (§6). Every row's outcome comes from
-:mod:`attnbook.verdict`; the conditions each rule checks are in the docstring of the function that makes the
-row, their thresholds in :data:`THRESHOLDS`. The paper's model is bert-base fine-tuned on MNLI unless noted.
+(§4.2–§4.3) and :mod:`attnbook.studies.michel.dynamics` (§6); the paper's numbers are in
+:mod:`attnbook.studies.michel.paper.claims`. Every row's outcome comes from :mod:`attnbook.verdict`; the conditions
+each rule checks are in the docstring of the function that makes the row, their thresholds in :data:`THRESHOLDS`.
 """
 from __future__ import annotations
 
@@ -15,31 +15,16 @@ import pandas as pd
 
 from attnbook import verdict
 from attnbook.stats import Estimate, percentile_interval
+from attnbook.studies.heads_off.effects import resolution
+from attnbook.studies.michel.paper.claims import PAPER
 from attnbook.studies.michel.pruning import (
     BY_ABLATION,
     BY_IMPORTANCE,
     RANDOM,
     difference,
 )
-from attnbook.studies.michel.seeds import across_seeds
-
-#: Michel et al.'s numbers used by the comparisons (section or table in the comment). Only the BERT half of the paper
-#: is reproduced: its machine-translation half (WMT Tables 1-2, the encoder-decoder attention of Fig. 4, the IWSLT
-#: training dynamics of §6) has no counterpart here (see :data:`NOT_REPRODUCED`).
-PAPER: dict[str, Any] = {
-    "one_head_bert": "most heads: no significant change (BERT on MNLI, §3.2)",
-    "layers_one_head_significant": (0, 12),  # §3.3, Table 3 (BERT): layers where one head alone differs significantly
-    "ablation_pearson_across": 0.68,  # §3.4: Pearson r of the single-head Δ, MNLI-matched vs mismatched
-    "prunable_share": 0.40,  # §4.2, Fig. 3: share of BERT's heads pruned by I_h with little loss
-    "table4_share": 0.50,  # §4.3, Table 4: share of heads removed for the speed test
-    # §4.3, Table 4 (GTX 1080Ti): batch size -> (original ex/s, pruned ex/s, gain %)
-    "table4": {1: (17.0, 17.3, 1.9), 4: (67.3, 69.1, 2.7), 16: (114.0, 134.0, 17.5), 64: (124.7, 146.6, 17.5)},
-}
-
-#: What of Michel et al. is not reproduced here, and why (the chapter prints it).
-NOT_REPRODUCED = ("the machine-translation half of the paper: the WMT single-head and one-head-per-layer "
-                  "ablations (Tables 1-2), the encoder-decoder attention of Fig. 4 and the IWSLT training dynamics of "
-                  "§6; this book has no translation model, so only the BERT experiments are reproduced")
+from attnbook.studies.michel.runs import across_seeds
+from attnbook.verdict import Comparison
 
 #: The thresholds of the rules (see each ``*_rows`` function for the rule they enter).
 THRESHOLDS: dict[str, Any] = {
@@ -74,8 +59,6 @@ def no_effect_counts(effects: pd.DataFrame, effect: float) -> tuple[int, int, in
 def mean_head_effect(run: Any) -> Estimate:
     """The change from removing one head drawn at random (the mean Δ over heads), paired over the dev examples, its
     interval never narrower than :func:`~attnbook.studies.heads_off.effects.resolution` around it."""
-    from attnbook.studies.heads_off.effects import resolution
-
     draws = run.effect_draws.reshape(len(run.effect_draws), -1).mean(1)
     value = float(np.mean(run.ablation.delta))
     lo, hi = percentile_interval(draws)
@@ -84,7 +67,7 @@ def mean_head_effect(run: Any) -> Estimate:
     return _est(value, min(lo, value - floor), max(hi, value + floor), n)
 
 
-def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[dict]:
+def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[Comparison]:
     """§3.2, one head removed (BERT), judged over every analysed fine-tuning seed:
 
     * a head drawn at random changes the score by less than ``tolerance`` points: :class:`~attnbook.verdict.
@@ -126,7 +109,7 @@ def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True
     ]
 
 
-def one_head_rows(chosen: pd.DataFrame, tolerance: float, seed: int, analysable: bool = True) -> list[dict]:
+def one_head_rows(chosen: pd.DataFrame, tolerance: float, seed: int, analysable: bool = True) -> list[Comparison]:
     """§3.3 with Table 3 (BERT) and App. A: no layer changes significantly when reduced to its best head. Each layer
     (best head chosen on dev half A) is judged on half B by :class:`~attnbook.verdict.NoEffect` (``tolerance``
     points); :class:`~attnbook.verdict.Cases` counts the layers (undecided layers make it inconclusive)."""
@@ -140,7 +123,7 @@ def one_head_rows(chosen: pd.DataFrame, tolerance: float, seed: int, analysable:
                         note=f"chosen on dev half A, judged on half B (NoEffect ±{tolerance:g} point(s)); seed {seed}")]
 
 
-def one_head_all_rows(effect: Estimate, tolerance: float, seed: int, analysable: bool = True) -> list[dict]:
+def one_head_all_rows(effect: Estimate, tolerance: float, seed: int, analysable: bool = True) -> list[Comparison]:
     """§3.3/§4.2: one head per layer in every layer at once loses much: :class:`~attnbook.verdict.Beyond` below
     ``-tolerance`` (partly) and below ``-THRESHOLDS["one_head_loss"] x tolerance`` (fully), paired interval."""
     reason = _not_learned(analysable)
@@ -153,7 +136,7 @@ def one_head_all_rows(effect: Estimate, tolerance: float, seed: int, analysable:
 
 
 def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
-                task_pairs: Sequence[tuple[str, str, float]], analysable: bool = True) -> list[dict]:
+                task_pairs: Sequence[tuple[str, str, float]], analysable: bool = True) -> list[Comparison]:
     """§3.4: the single-head Δ on two datasets correlate (Pearson r with its bootstrap interval, joined over seeds;
     :class:`~attnbook.verdict.Beyond` 0, fully at ``THRESHOLDS["pearson_strong"]``); ``between`` names the two
     sets (the paper's out-of-domain set when ``out_of_domain``, else two halves of one dev sample). The book's extra
@@ -175,7 +158,7 @@ def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
     ]
 
 
-def pruning_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[dict]:
+def pruning_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[Comparison]:
     """§4.2, Fig. 3, over every analysed seed (intervals over the dev examples, joined over seeds):
 
     * about 40% of the heads go with little loss: the safe share by I_h (within ``tolerance`` points), agrees when
@@ -205,7 +188,7 @@ def pruning_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True)
     ]
 
 
-def seed_rows(agreement: Mapping[str, Any]) -> list[dict]:
+def seed_rows(agreement: Mapping[str, Any]) -> list[Comparison]:
     """The book's cross-seed rows (the paper reports one fine-tuning run): Spearman ρ of I_h and of the single-head
     Δ between seeds, and the overlap of their top heads; not comparable."""
     if agreement.get("rho_importance") is None:
@@ -229,7 +212,7 @@ def speed_share(safe_share: float) -> float:
     return safe_share if safe_share > 0 else PAPER["table4_share"]
 
 
-def speed_rows(summary: pd.DataFrame, share: float) -> list[dict]:
+def speed_rows(summary: pd.DataFrame, share: float) -> list[Comparison]:
     """§4.3, Table 4: removing heads speeds up inference. The gain at the largest batch size with a t-interval over
     timing repeats: :class:`~attnbook.verdict.Beyond` 0, fully beyond ``THRESHOLDS["speed_gain"]`` %. The paper's
     is a GPU, this run's a CPU."""
@@ -241,7 +224,7 @@ def speed_rows(summary: pd.DataFrame, share: float) -> list[dict]:
                         note="one interval over timing repeats; a shared machine's timings are noisy")]
 
 
-def dynamics_rows(stats_: Mapping[str, dict], constant: float) -> list[dict]:
+def dynamics_rows(stats_: Mapping[str, dict], constant: float) -> list[Comparison]:
     """§6, Fig. 5 asked of fine-tuning checkpoints: is the safe share lower early than at the end? The paper's §6
     trains an IWSLT translation model from scratch, which is not reproduced, so the row is not comparable; it
     reports the paired difference (end minus the first checkpoint whose unpruned score is surely above the
@@ -262,7 +245,7 @@ def dynamics_rows(stats_: Mapping[str, dict], constant: float) -> list[dict]:
                                                            f"{', '.join(left)}" if left else ""))]
 
 
-def masking_rows(disable_vs_mask: Mapping[str, float]) -> list[dict]:
+def masking_rows(disable_vs_mask: Mapping[str, float]) -> list[Comparison]:
     """The book's question, not the paper's: do Kovaleva's disabling and Michel's masking rank heads alike
     (Spearman ρ of their Δ)? Not comparable."""
     rho = float(disable_vs_mask["spearman"])
@@ -276,12 +259,12 @@ def comparisons(*, runs: Sequence[Any], analysable: bool, chosen: pd.DataFrame, 
                 across: Sequence[Estimate], between: str, out_of_domain: bool,
                 task_pairs: Sequence[tuple[str, str, float]], agreement: Mapping[str, Any], speed: pd.DataFrame,
                 share: float, dynamics: Mapping[str, dict], constant: float, disable_vs_mask: Mapping[str, float],
-                tolerance: float) -> list[dict]:
+                tolerance: float) -> list[Comparison]:
     """Chapter 6's "paper vs this run" rows, in the order of the paper: :func:`ablation_rows`, :func:`one_head_rows`,
     :func:`one_head_all_rows`, :func:`across_rows`, :func:`pruning_rows`, :func:`seed_rows`, :func:`speed_rows`,
-    :func:`dynamics_rows`, :func:`masking_rows`. Each row is a dict for
+    :func:`dynamics_rows`, :func:`masking_rows`. Each row is a :class:`~attnbook.verdict.Comparison` for
     :meth:`attnbook.chapters.results.ChapterResults.compare` made by :func:`attnbook.verdict.row`. ``runs`` are the
-    analysed seeds (:func:`attnbook.studies.michel.seeds.analysed`); the single-seed rows use the first."""
+    analysed seeds (:func:`attnbook.studies.michel.runs.analysed`); the single-seed rows use the first."""
     seed = runs[0].seed
     return [*ablation_rows(runs, tolerance, analysable), *one_head_rows(chosen, tolerance, seed, analysable),
             *one_head_all_rows(one_head, tolerance, seed, analysable),
@@ -291,7 +274,7 @@ def comparisons(*, runs: Sequence[Any], analysable: bool, chosen: pd.DataFrame, 
 
 
 # ---------------------------------------------------------------------------------------------
-# Table 4 beside this run's speeds
+# tables: Table 4 beside this run's speeds, the pruning curves' estimates per seed
 # ---------------------------------------------------------------------------------------------
 def table4(speed: pd.DataFrame, share: float) -> pd.DataFrame:
     """This run's examples per second (mean ± sd over repeats) of the original and the pruned model per batch size
@@ -310,99 +293,6 @@ def table4(speed: pd.DataFrame, share: float) -> pd.DataFrame:
     })
 
 
-# ---------------------------------------------------------------------------------------------
-# the chapter's sentences
-# ---------------------------------------------------------------------------------------------
-def not_reproduced_markdown() -> str:
-    """What of the paper this chapter does not reproduce (:data:`NOT_REPRODUCED`)."""
-    return f"**Not reproduced here:** {NOT_REPRODUCED}."
-
-
-def seeds_markdown(runs: Sequence[Any], task: str, analysable: bool) -> str:
-    """Which fine-tuning seeds are analysed, and which are skipped because their classifier did not learn the task
-    (with the numbers: the dev score's interval against the constant predictor's score)."""
-    from attnbook.studies.michel.seeds import status_text
-
-    good = [r for r in runs if r.learned]
-    bad = [r for r in runs if not r.learned]
-    parts = []
-    if good:
-        parts.append(f"Analysed: {'; '.join(status_text(r, task) for r in good)}.")
-    if bad and analysable:
-        parts.append("Skipped, not better than always giving one answer: "
-                     f"{'; '.join(status_text(r, task) for r in bad)}.")
-    if not analysable:
-        parts.append(f"**No seed learned {task}** ({'; '.join(status_text(r, task) for r in bad)}): the analyses below "
-                     "run on these classifiers to show the method, but no finding is compared with the paper "
-                     "(every row is marked not comparable).")
-    return " ".join(parts)
-
-
-def ablation_markdown(run: Any, tolerance: float) -> str:
-    """§3.2 in words for one seed: the baseline, how many heads surely change the score by less than ``tolerance``
-    points, how many surely change it (up or down), how many the data cannot decide, the range of Δ."""
-    a, u, n = no_effect_counts(run.effects, tolerance)
-    e = run.effects
-    down, up = int((e["high"] < 0).sum()), int((e["low"] > 0).sum())
-    d = run.ablation.delta
-    return (f"Seed {run.seed}: baseline {run.ablation.baseline_score:.1f} on {len(run.ablation.gold)} dev examples. "
-            f"Of {n} heads, **{a}** surely change the score by less than {tolerance:g} point(s) (paired interval), "
-            f"**{u}** cannot be decided on this sample; {down} surely lower it and {up} surely raise it. "
-            f"Δ ranges from {d.min():+.2f} to {d.max():+.2f} points.")
-
-
-def one_head_markdown(chosen: pd.DataFrame, one_head: Estimate, tolerance: float) -> str:
-    """§3.3 in words: layers where keeping only the chosen head surely changes nothing / is undecided, and one head
-    per layer everywhere at once."""
-    a, u, n = no_effect_counts(chosen, tolerance)
-    return (f"Layers where keeping only the chosen head surely changes the score by less than {tolerance:g} point(s) "
-            f"on the other half: **{a} of {n}** ({u} undecided). Keeping only those heads in *every* layer at once "
-            f"({n} heads in all) changes the score by **{one_head.text('+.1f')}** points.")
-
-
-def seeds_agreement_markdown(agreement: Mapping[str, Any], band: pd.DataFrame) -> str:
-    """The cross-seed agreement in words: ρ of I_h and of Δ between seeds, top-k overlap, the spread of the I_h
-    pruning curves over seeds."""
-    if agreement.get("rho_importance") is None:
-        return "Only one fine-tuning seed was analysed: no agreement across seeds to report."
-    k = agreement["k"]
-    f = lambda e: "n/a" if e is None else e.text(".2f")  # noqa: E731
-    worst = band.loc[band["spread"].idxmax()]
-    return (f"Across fine-tuning seeds (mean over {len(agreement['pairs'])} pair(s)): Spearman ρ of I_h "
-            f"{f(agreement['rho_importance'])}, of the single-head Δ {f(agreement['rho_ablation'])}; of the top {k} "
-            f"heads, {f(agreement['top_importance'])} are shared by I_h and {f(agreement['top_ablation'])} by cost "
-            f"of removal (chance {agreement['chance']:.2f}). The I_h pruning curves of the seeds differ by up to "
-            f"{worst['spread']:.1f} points (at {worst['share_pruned']:.0%} pruned).")
-
-
-def findings_markdown(rows: Sequence[dict]) -> str:
-    """The chapter's findings, computed from its rows: counts per outcome, then the rows that agree, differ or
-    cannot be decided, each with its numbers."""
-    count = {o: sum(r["verdict"] == o for r in rows) for o in verdict.OUTCOMES}
-    parts = ["**Findings.** Of " + f"{len(rows)} comparisons: "
-             + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."]
-    for outcome, head in ((verdict.AGREES, "Hold here"), (verdict.PARTLY, "Hold in part"),
-                          (verdict.DISAGREES, "Do not hold here"), (verdict.INCONCLUSIVE, "The data cannot tell")):
-        these = [r for r in rows if r["verdict"] == outcome]
-        if these:
-            parts.append(f"{head}: " + "; ".join(f"{r['quantity']} (paper {r['paper']}, here {r['ours']})"
-                                                for r in these) + ".")
-    return " ".join(parts)
-
-
-def agreement_markdown(table: pd.DataFrame, model_name: str, task: str, n_dev: int, n_seeds: int,
-                       analysable: bool) -> str:
-    """The paragraph under the comparison table (``table``: :meth:`ChapterResults.table`): the outcomes counted and
-    the classifiers compared with the paper's."""
-    counts = table["outcome"].value_counts().to_dict()
-    return (
-        f"**Agreement.** Of {len(table)} comparisons, " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
-        + f". The classifiers here are {model_name} fine-tuned on {task} ({n_seeds} analysed seed(s), {n_dev} dev "
-        "examples scored after each intervention); the paper's is bert-base fine-tuned on MNLI."
-        + ("" if analysable else " None of them is better than its constant predictor, so no row is compared.")
-    )
-
-
 def pruning_summary(runs: Sequence[Any], tolerance: float) -> pd.DataFrame:
     """Per analysed seed and ordering: the largest share pruned within ``tolerance`` points and the mean score up to
     90% pruned, each with its 95% interval over the dev examples."""
@@ -413,29 +303,3 @@ def pruning_summary(runs: Sequence[Any], tolerance: float) -> pd.DataFrame:
                          f"safe share ({tolerance:g} pt)": st["safe"].text(".0%"),
                          "mean score to 90% pruned": st["area"].text(".1f")})
     return pd.DataFrame(rows)
-
-
-def across_markdown(between: str, runs: Sequence[Any], across: Sequence[Estimate]) -> str:
-    """The correlation of single-head Δ across two sets of data, per seed (§3.4)."""
-    return (f"{between}, Pearson r (95% interval over the dev examples): "
-            + "; ".join(f"seed {r.seed} {e.text('.2f')}" for r, e in zip(runs, across)) + ".")
-
-
-def importance_markdown(seed: int, vs_ablation: Mapping[str, float]) -> str:
-    return (f"Seed {seed}: importance against the single-head ablation (−Δ, how much removing the head costs): "
-            f"Spearman ρ = {vs_ablation['spearman']:.2f}.")
-
-
-def halves_markdown(task: str, halves: Mapping[str, float], not_learned: Sequence[str]) -> str:
-    """Importance on two halves of the training sample, and the tasks left out of the comparison across tasks."""
-    return (f"Importance on two disjoint halves of the {task} training sample: Spearman ρ = {halves['spearman']:.2f}; "
-            f"top-10 heads shared: {halves['top_k_overlap']:.0%} (chance {halves['top_k_chance']:.0%}). "
-            + (f"Left out of the comparison across tasks, not learned: {'; '.join(not_learned)}." if not_learned else ""))
-
-
-def disable_vs_mask_markdown(km: Mapping[str, float], disabled_delta, masked_delta) -> str:
-    """Disabling (uniform attention) against masking (a zero gate) of the same heads."""
-    return (f"Spearman ρ = **{km['spearman']:.2f}** (p = {km['spearman_p']:.2g}), Pearson r = {km['pearson']:.2f}; "
-            f"of the 10 heads whose removal costs most, {km['top_k_overlap']:.0%} are shared (chance "
-            f"{km['top_k_chance']:.0%}). Mean Δ: disabled {float(disabled_delta.mean()):+.2f}, masked "
-            f"{float(masked_delta.mean()):+.2f}.")

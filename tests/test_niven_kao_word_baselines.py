@@ -9,8 +9,8 @@ import torch
 
 from arct_items import FakeGloVe, planted_cue_items
 from attnbook.core.errors import ParameterError
-from attnbook.studies.niven_kao import bert
-from attnbook.studies.niven_kao import words as M
+from attnbook.studies.niven_kao import pairwise
+from attnbook.studies.niven_kao import word_baselines as M
 
 
 @pytest.mark.parametrize("kind", ["bov", "bilstm"])
@@ -28,7 +28,7 @@ def test_word_baselines_softmax_and_learning(kind):
     assert z.shape == (3, 2)
     p = M.predict_word_proba(model, data["test"])
     assert np.allclose(p.sum(1), 1)
-    assert bert.accuracy_of(p, data["test"].labels) >= 0.9
+    assert pairwise.accuracy_of(p, data["test"].labels) >= 0.9
 
 
 def test_word_scorer_inputs_and_errors():
@@ -52,7 +52,7 @@ def test_word_config_takes_the_chapter_sizes():
 def test_run_word_baselines_every_kind_and_input():
     torch.set_num_threads(1)
     train, dev, test = planted_cue_items(24, 0), planted_cue_items(8, 1), planted_cue_items(8, 2)
-    P = {"seed": 3, "word_seeds": 2, "probes": ["full", "W"], "use_cache": True, "train_threads": 1,
+    P = {"seed": 3, "word_seeds": 2, "probes": ["full", "W"], "train_threads": 1,
          "bilstm_epochs": 1, "bilstm_hidden": 4}
     runs = M.run_word_baselines(FakeGloVe(), train, dev, {"test": test}, P)
     assert list(runs) == list(M.KINDS)

@@ -10,7 +10,7 @@ the BERT version: warrant j is read as ``[CLS] claim reason [SEP] w_j [SEP]``
 (claim first, a full stop added to each sentence when missing, segment ids 0/1,
 as in the authors' code), BERT's pooler output (dense + tanh on ``[CLS]``) goes
 through dropout and a linear layer to give z_j. The bag-of-vectors (BoV) and
-BiLSTM baselines are in :mod:`attnbook.studies.niven_kao.words`.
+BiLSTM baselines are in :mod:`attnbook.studies.niven_kao.word_baselines`.
 
 The **probes** of §5 change only what the model sees (:data:`INPUTS`): the
 warrant alone (``W``: ``[CLS] w_j [SEP]``), reason and warrant (``RW``) or claim
@@ -58,6 +58,7 @@ from torch import nn
 from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.data.arct import ArctItem, labels_of
+from attnbook.engine.finetune import training_batches
 from attnbook.engine.inputs import pad_rows
 from attnbook.engine.layers import first_query_only
 from attnbook.engine.train import Recipe, epochs_of, fit
@@ -400,7 +401,6 @@ def train_pairwise(
     labels = torch.as_tensor(train.labels, dtype=torch.long)
 
     if cfg.group_by_length:  # the GLUE fine-tuning's length grouping, on the longer sequence of each item's pair
-        from attnbook.engine.finetune import training_batches
 
         per_epoch = math.ceil(len(items) / cfg.batch_size)
         grouped = training_batches(item_lengths(train), cfg.batch_size, per_epoch * cfg.epochs, seed, True)
@@ -537,10 +537,8 @@ def config_dict(cfg: TrainConfig) -> dict:
 
 # ---- cached runs ---------------------------------------------------------------------------------
 
-#: bump when a change to this module changes what a run computes (invalidates cached runs)
-CODE_VERSION = "arct_model-2"
 
-
+@cache.memoized("arct_bert_runs", ignore=("progress", "memo", "workers"), version=f"torch {torch.__version__}")
 def run_seeds_cached(
     loaded: Any,
     train: Sequence[ArctItem],
@@ -551,27 +549,16 @@ def run_seeds_cached(
     seeds: Sequence[int] = (0,),
     cfg: TrainConfig = TrainConfig(),
     max_length: int = 80,
-    use_cache: bool = True,
     progress: bool = False,
     memo: dict | None = None,
     workers: int = 1,
 ):
-    """:func:`run_seeds`, cached on disk (key: the model's ``key``, the data, the settings, :data:`CODE_VERSION`; not
-    ``workers``, which does not change the runs)."""
+    """:func:`run_seeds`, cached on disk by the model's weights, the data, the settings and torch's version (not by
+    ``workers``, which does not change the runs, nor ``memo``/``progress``)."""
     columns = (["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds"]
                + [f"{k}_accuracy" for k in tests])
-    parts = {
-        "code": CODE_VERSION, "model": loaded.key, "inputs": inputs, "seeds": [int(s) for s in seeds],
-        "cfg": config_dict(cfg), "max_length": int(max_length), "columns": columns,
-        "data": cache.digest(train, dev, tests),
-        "torch": torch.__version__,
-    }
-    return cache.cached_frame(
-        "arct_bert_runs", parts,
-        lambda: run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
-                          progress=progress, memo=memo, workers=workers)[columns],
-        enabled=use_cache,
-    )
+    return run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
+                     progress=progress, memo=memo, workers=workers)[columns]
 
 
 def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
@@ -589,3 +576,9 @@ def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
     )
     fields.update(overrides)
     return TrainConfig(**fields)
+
+
+def runs_numbers(runs: Mapping[str, Any], suffix: str = "_runs") -> dict:
+    """Chapter 7's results-file entries of seeded runs, one frame per model (one row per seed, e.g. the BoV and
+    BiLSTM baselines of Niven & Kao Table 1 or §6): ``<model><suffix>``, every column to 4 decimals."""
+    return {f"{kind}{suffix}": frame.round(4).to_dict("list") for kind, frame in runs.items()}

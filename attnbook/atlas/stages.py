@@ -1,0 +1,83 @@
+"""Chapter 8 (the head atlas) as stages, and every chapter's stages in one registry (:func:`chapter_stages`).
+
+Each study declares its chapters' stages beside its code (``studies/<paper>/stages.py``: the package function the
+notebook calls for each step and the work it costs, :class:`attnbook.engine.cost.Stage`); the atlas, the one place
+that joins the papers, joins their lists here. ``attnbook plan`` (:func:`attnbook.chapters.plan.chapter_work`) adds
+up a chapter's stages' costs, so a chapter's plan changes where its study changes.
+"""
+from __future__ import annotations
+
+from attnbook.atlas import sources
+from attnbook.core.errors import ParameterError
+from attnbook.engine.cost import (
+    GUM_DOCS,
+    GUM_WINDOWS_PER_DOC,
+    PIECES,
+    PIECES_DEV,
+    UD_SIZES,
+    Shape,
+    Stage,
+    StageParams,
+    Work,
+    cap,
+    framenet_work,
+    glue_size,
+)
+from attnbook.studies.clark import stages as clark
+from attnbook.studies.kovaleva import stages as kovaleva
+from attnbook.studies.michel import stages as michel
+from attnbook.studies.niven_kao import stages as niven_kao
+
+ATLAS = "08_head_atlas"
+
+
+def gather_cost(p: StageParams, s: Shape) -> list[Work]:
+    """What the atlas does with chapters 1-6's caches in place: it calls their functions again
+    (:func:`attnbook.atlas.sources.gather`), so it builds their inputs from text again (the cache keys are digests
+    of them), parses FrameNet's XML again, and loads every fine-tuned classifier it reads (chapter 4's analysed
+    seed per task, chapter 5's tasks x seeds, chapter 6's seeds and agreement tasks); model work is read back
+    from the caches. The parameters are the source chapters' own for the profile, with the atlas's model and its
+    ``chapter_overrides`` (as :func:`attnbook.atlas.sources.source_parameters` resolves them), through the book's
+    resolver ``p.resolve``."""
+    if p.resolve is None:
+        raise ParameterError("the atlas's cost needs the book's parameter resolver (StageParams.resolve)")
+    overrides = dict(p.get("chapter_overrides") or {})
+    p1, p2, p3, p4, p5, p6 = (p.resolve(c, p["profile"], {**overrides.get(c, {}), "model": p["model"]})
+                              for c in sorted(sources.SOURCE_CHAPTERS))
+    seg = lambda q: PIECES["wiki_fill"] * q["max_tokens"] * q["n_segments"]  # noqa: E731
+    docs = p2["coref_max_docs"] or GUM_DOCS
+    windows = docs * (1 if p2["coref_first_only"] else GUM_WINDOWS_PER_DOC)
+    ud = PIECES["ud"]
+    pieces = (seg(p1) + seg(p3) + ud * min(p2["syntax_sentences"], UD_SIZES["dev"])
+              + ud * min(p3["syntax_sentences"], UD_SIZES["dev"]) + 0.95 * p2["coref_max_tokens"] * windows)
+    glue_pieces = 0.0
+    for task in [t for t in p4["tasks"] if p.trainable(t)]:
+        glue_pieces += min(PIECES_DEV.get(task, 40.0), p4["max_tokens"]) * p4["n_examples"]
+    for task in [t for t in p5["tasks"] if p.trainable(t)]:
+        glue_pieces += PIECES_DEV.get(task, 40.0) * cap(p5["dev_caps"], glue_size(task, "dev"), task)
+    if p.trainable(p6["task"]):
+        glue_pieces += PIECES_DEV.get(p6["task"], 40.0) * (cap(p6["dev_cap"], glue_size(p6["task"], "dev"))
+                                                           + cap(p6["importance_cap"], glue_size(p6["task"], "train")))
+    out = [Work(p.chapter, "encoding chapters 1-6's inputs again (their cache keys)", "encode", pieces + glue_pieces)]
+    out += framenet_work(p.chapter, "parsing FrameNet's XML again (chapter 4)")
+    n4 = len([t for t in p4["tasks"] if p.trainable(t)])
+    n5 = len([t for t in p5["tasks"] if p.trainable(t)]) * len(p5["seeds"])
+    others = [t for t in dict.fromkeys(p6["agreement_tasks"]) if t != p6["task"] and p.trainable(t)]
+    n6 = len(p6["seeds"]) + 2 * len(others)  # learned or not, then importance scores of the learned ones
+    out.append(Work(p.chapter, f"loading up to {n4 + n5 + n6} fine-tuned classifiers (chapters 4-6)", "load",
+                    n4 + n5 + n6))
+    return out
+
+
+#: every chapter's stages, in book order within each chapter
+STAGES: dict[str, list[Stage]] = {
+    **clark.STAGES, **kovaleva.STAGES, **michel.STAGES, **niven_kao.STAGES,
+    ATLAS: [Stage(ATLAS, "gathering chapters 1-6's measurements", sources.gather, gather_cost)],
+}
+
+
+def chapter_stages(chapter_id: str) -> list[Stage]:
+    """The stages of chapter ``chapter_id`` (its notebook's steps that cost model work), in the notebook's order."""
+    if chapter_id not in STAGES:
+        raise ParameterError(f"no stages declared for chapter {chapter_id!r}; declared: {', '.join(STAGES)}")
+    return list(STAGES[chapter_id])

@@ -1,0 +1,81 @@
+"""Clark et al. (2019), "What does BERT look at?": the paper's numbers and "paper vs this run" for chapters 1-3.
+
+What lives where: :mod:`~attnbook.studies.clark.paper.claims` holds the paper's numbers, each with its section or
+table (§3 :data:`SURFACE`, §4.1 :data:`SPLIT_WORD_SHARE`, §4.2 :data:`TABLE1`, §4.3 :data:`TABLE2` and
+:data:`COREF_HEAD`, §5 :data:`TABLE3` and :data:`TABLE3_FINDINGS`), and computes nothing;
+:mod:`~attnbook.studies.clark.paper.rows` (§3-5) and :mod:`~attnbook.studies.clark.paper.cluster_rows` (§6) turn
+this run's measurements into comparison rows, each judged by a rule of :mod:`attnbook.verdict` on a bootstrap
+interval (the resample counts and the book's thresholds live beside them);
+:mod:`~attnbook.studies.clark.paper.tables` sets the paper's Tables 1-3 beside this run's (:class:`Report`); and
+:mod:`~attnbook.studies.clark.paper.text` writes the sentences generated from the numbers, the closing summaries
+through :func:`attnbook.verdict.summary_markdown`. Chapters and tests use the names below as ``paper.X``.
+"""
+from __future__ import annotations
+
+from attnbook.studies.clark.paper.claims import (
+    COREF_HEAD,
+    FIGURE5_RELATIONS,
+    PAPER_HEADS,
+    PAPER_LAYERS,
+    PAPER_MODEL,
+    SPLIT_WORD_SHARE,
+    SURFACE,
+    TABLE1,
+    TABLE2,
+    TABLE3,
+    TABLE3_FINDINGS,
+    PaperRow,
+)
+from attnbook.studies.clark.paper.cluster_rows import (
+    N_RESAMPLES_CLUSTERS,
+    clustering_comparison,
+    distance_setup_rows,
+)
+from attnbook.studies.clark.paper.rows import (
+    BROAD_SHARE,
+    MARGIN_RULE,
+    N_RESAMPLES,
+    SHARE_RULE,
+    SPECIALIST_MARGIN,
+    coref_comparison,
+    mlm_head_rows,
+    probe_comparison,
+    relative_layers,
+    resampled_surface,
+    surface_comparison,
+    syntax_comparison,
+)
+from attnbook.studies.clark.paper.tables import (
+    Report,
+    paper_table2,
+    table1,
+    table1_frame,
+    table2,
+    table2_frame,
+    table3,
+    table3_frame,
+)
+from attnbook.studies.clark.paper.text import (
+    agreement_markdown,
+    baselines_markdown,
+    findings_markdown,
+    mlm_markdown,
+    random_init_markdown,
+    split_words_text,
+    surface_findings,
+)
+
+__all__ = [
+    # claims: the paper's numbers
+    "SURFACE", "PAPER_MODEL", "PAPER_LAYERS", "PAPER_HEADS", "SPLIT_WORD_SHARE", "PaperRow", "TABLE1",
+    "FIGURE5_RELATIONS", "TABLE2", "COREF_HEAD", "TABLE3", "TABLE3_FINDINGS",
+    # rows: "paper vs this run"
+    "N_RESAMPLES", "BROAD_SHARE", "SPECIALIST_MARGIN", "MARGIN_RULE", "SHARE_RULE", "relative_layers",
+    "resampled_surface", "surface_comparison", "mlm_head_rows", "syntax_comparison", "coref_comparison",
+    "probe_comparison", "N_RESAMPLES_CLUSTERS", "clustering_comparison", "distance_setup_rows",
+    # tables: the paper's columns beside this run's
+    "Report", "table1_frame", "table1", "table2_frame", "paper_table2", "table2", "table3_frame", "table3",
+    # text: sentences from the numbers, the closing summaries
+    "mlm_markdown", "surface_findings", "split_words_text", "baselines_markdown", "random_init_markdown",
+    "findings_markdown", "agreement_markdown",
+]

@@ -1,0 +1,151 @@
+"""Clark et al. §6 beside this run's numbers (chapter 3): the "paper vs this run" rows about head clusters.
+
+The paper's claims are qualitative ("several clear clusters", Fig. 6), so each row judges a statistic of this run's
+distances against a threshold from the literature or a ratio of 1 (:class:`~attnbook.verdict.Beyond`), with a 95%
+bootstrap interval over groups of segments; the docstring of :func:`clustering_comparison` states every rule.
+Nothing here measures.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from attnbook import verdict
+from attnbook.stats import Estimate, GroupTest
+from attnbook.studies.clark.clusters import BROAD, NO_BEHAVIOUR, Clustering, cluster_heads, primary_behaviour
+from attnbook.studies.clark.embedding import MDSResult
+from attnbook.studies.clark.embedding import stress as stress_of
+from attnbook.studies.clark.paper.rows import _interval
+from attnbook.verdict import Comparison
+
+#: bootstrap resamples of chapter 3 (each one re-clusters the heads)
+N_RESAMPLES_CLUSTERS = 200
+
+
+def _within_between(d: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Mean distance between same-label heads over the mean between different-label heads, for every
+    ``d[resample, i, j]``."""
+    same = labels[:, None] == labels[None, :]
+    off = ~np.eye(len(labels), dtype=bool)
+    return d[:, same & off].mean(-1) / d[:, ~same].mean(-1)
+
+
+def _nn_same(d: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Share of heads whose nearest other head has the same label, for every ``d[resample, i, j]``."""
+    x = d + np.diag(np.full(len(labels), np.inf))[None]
+    return (labels[x.argmin(-1)] == labels[None, :]).mean(-1)
+
+
+def clustering_comparison(
+    layer_test: GroupTest,
+    clusters: Clustering,
+    mds: MDSResult,
+    behaviours: GroupTest | None,
+    min_size: int = 3,
+    *,
+    resampled: np.ndarray,
+    head_behaviours: list[list[str]] | None = None,
+    n_groups: int | None = None,
+) -> list[Comparison]:
+    """Clark §6's claims beside this run's numbers (:func:`attnbook.verdict.row`), each with a 95% bootstrap
+    interval over groups of segments: ``resampled[resample, i, j]`` are the mean JS divergences recomputed in every
+    resample (:func:`attnbook.studies.clark.distances.resampled_distances`, ``n_groups`` groups).
+
+    * "several clear clusters": the silhouette of the average-linkage cut into the chosen ``k`` clusters, the tree
+      rebuilt in every resample (Kaufman & Rousseeuw: above 0.5 reasonable structure, 0.25-0.5 weak):
+      :class:`~attnbook.verdict.Beyond` 0.25, 0.5 to agree fully; clusters of fewer than ``min_size`` heads are odd
+      heads split off and are counted apart in the row;
+    * clusters "often corresponding to behaviours": same-behaviour over other-behaviour mean JS below 1, on the heads
+      with a behaviour other than "attends broadly" (two near-uniform heads are close by construction, so broad heads
+      would make the claim hold by definition; ``behaviours`` must come from
+      :func:`attnbook.studies.clark.clusters.behaviour_test` with that exclusion, ``head_behaviours`` are the labels);
+    * "heads within the same layer are often fairly close": same-layer over other-layer mean JS below 1, and the
+      share of heads whose nearest head is in their own layer above chance (at least half and twice chance to agree
+      fully);
+    * Fig. 6's 2-D distances "approximately match" the divergences: Kruskal stress-1 of this run's plane against the
+      resampled divergences below 0.2, below 0.1 to agree fully (the paper gives no stress).
+
+    The permutation p-values (labels shuffled, distances fixed) are in the notes.
+    """
+    boot = np.asarray(resampled, dtype=np.float64)
+    n_heads = boot.shape[1]
+    n_layers = max(int(m.split("-")[0]) for ms in clusters.members.values() for m in ms)
+    n_units = int(n_groups) if n_groups else int(boot.shape[0])
+    unit = "groups of segments"
+    how = f"{boot.shape[0]} bootstrap resamples of {n_units} groups of segments"
+    rows = []
+    sizes = [len(m) for m in clusters.members.values()]
+    n_real = sum(1 for n in sizes if n >= min_size)
+    k = clusters.n_clusters
+    per_layer = n_heads // n_layers
+    def several(c: Clustering) -> float:  # "several clusters": no structure when fewer than two real clusters
+        real = sum(1 for m in c.members.values() if len(m) >= min_size)
+        return float(c.silhouette) if real >= 2 else 0.0
+
+    sil = np.array([several(cluster_heads(d, n_layers, per_layer, n_clusters=k)) for d in boot])
+    est = _interval(several(clusters), sil, n_units, unit)
+    rows.append(verdict.row(
+        "§6 clusters", "silhouette of the average-linkage cut (tree rebuilt in every resample)",
+        paper="several clear clusters (Fig. 6)",
+        ours=(f"{est.text('.2f')} at k = {k} ({n_real} cluster{'s' if n_real != 1 else ''} of >= {min_size} heads"
+              + (f"; silhouette {clusters.silhouette:.2f} counted as 0" if n_real < 2 else "") + ")"),
+        estimate=est, rule=verdict.Beyond(0.25, strong=0.5, what="silhouette"),
+        note=(f"silhouette > 0.5: reasonable structure, 0.25-0.5: weak (Kaufman & Rousseeuw); a cut with fewer than "
+              f"two clusters of >= {min_size} heads counts as 0 (not several clusters); {how}"),
+    ))
+    if behaviours is None or head_behaviours is None:
+        rows.append(verdict.row(
+            "§6 clusters", "same-behaviour / other-behaviour mean JS (broad heads left out)",
+            paper="clusters often correspond to behaviours", ours="too few heads with a shared behaviour",
+            estimate=Estimate(float("nan")),
+            rule=verdict.NotComparable("fewer than two heads share a behaviour other than attending broadly"),
+            note="behaviours from chapters 1-2",
+        ))
+    else:
+        primary = np.array(primary_behaviour(head_behaviours))
+        keep = np.flatnonzero((primary != NO_BEHAVIOUR) & (primary != BROAD))
+        labels = primary[keep]
+        r = _within_between(boot[:, keep][:, :, keep], labels)
+        est = _interval(behaviours.ratio, r, n_units, unit)
+        rows.append(verdict.row(
+            "§6 clusters", "same-behaviour / other-behaviour mean JS (broad heads left out)",
+            paper="clusters often correspond to behaviours", ours=est, fmt=".2f",
+            rule=verdict.Beyond(1.0, above=False, what="same / other behaviour mean JS"),
+            note=(f"{len(keep)} heads with {len(behaviours.group_within)} behaviours shared by >= 2 heads; "
+                  f"permutation p = {behaviours.p_value:.4f} ({behaviours.n_permutations} shuffles); {how}"),
+        ))
+    lt = layer_test
+    layers = np.repeat(np.arange(n_layers), per_layer)
+    est = _interval(lt.ratio, _within_between(boot, layers), n_units, unit)
+    rows.append(verdict.row(
+        "§6 layers", "same-layer / other-layer mean JS",
+        paper="heads in the same layer are often fairly close", ours=est, fmt=".2f",
+        rule=verdict.Beyond(1.0, above=False, what="same / other layer mean JS"),
+        note=f"{lt.within_mean:.3f} / {lt.between_mean:.3f}; permutation p = {lt.p_value:.4f} "
+             f"({lt.n_permutations} shuffles of the layer labels); {how}",
+    ))
+    est = _interval(lt.nn_same, _nn_same(boot, layers), n_units, unit)
+    rows.append(verdict.row(
+        "§6 layers", "heads whose nearest head is in the same layer (share)",
+        paper="often", ours=est, fmt=".2f",
+        rule=verdict.Beyond(lt.nn_chance, strong=max(0.5, 2 * lt.nn_chance), what="share"),
+        note=f"chance {lt.nn_chance:.2f}; nearest by JS distance; {how}",
+    ))
+    s1 = np.array([stress_of(d, mds.coords).stress1 for d in boot])
+    est = _interval(mds.stress.stress1, s1, n_units, unit)
+    rows.append(verdict.row(
+        "§6 MDS", "Kruskal stress-1 of the 2-D embedding",
+        paper="distances approximately match (Fig. 6); no stress given", ours=est, fmt=".3f",
+        rule=verdict.Beyond(0.2, above=False, strong=0.1, what="stress-1"),
+        note=f"Kruskal: 0.05 good, 0.1 fair, 0.2 poor; correlation of the distances r = "
+             f"{mds.stress.correlation:.2f}; the plane fixed, the divergences resampled ({how})",
+    ))
+    return rows
+
+
+def distance_setup_rows(n_tokens: int, query_fraction: float, smoothing: float) -> list[Comparison]:
+    """The row saying how this run's distance differs from the paper's (a mean, not a sum: not comparable)."""
+    return [verdict.row(
+        "§6 setup", "distance", paper="sum over tokens of JS (released code: smoothed 0.001/n, summed)",
+        ours=f"mean over {int(n_tokens):,} tokens ({query_fraction:.0%} of each segment), smoothing {smoothing}",
+        estimate=Estimate(float("nan")),
+        rule=verdict.NotComparable("a setting, not a finding: a mean is the sum divided by a constant"))]

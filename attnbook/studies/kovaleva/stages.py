@@ -1,0 +1,115 @@
+"""Chapters 4-5 (Kovaleva et al.) as stages: each step the notebook runs and the work it costs (``attnbook plan``).
+
+Chapter 4 trains every classifier of Table 1 (chapters 5 and 6 load them); chapter 5 trains only the seeds chapter 4
+did not. A GLUE task whose files are not in the data directory is skipped, as the chapters skip it, unless the plan
+counts fetched data (:class:`attnbook.engine.cost.StageParams`).
+"""
+from __future__ import annotations
+
+from attnbook.engine.cost import (
+    Shape,
+    Stage,
+    StageParams,
+    Work,
+    cap,
+    dev_length,
+    finetune_work,
+    framenet_work,
+    glue_size,
+    sweep_forwards,
+)
+from attnbook.engine.finetune import train_checkpoints
+from attnbook.studies.heads_off import effects as headstudy
+from attnbook.studies.kovaleva import framenet, table1, taxonomy
+
+TAXONOMY = "04_kovaleva_taxonomy"
+DISABLING = "05_kovaleva_disabling"
+
+# ---------------------------------------------------------------------------------------------- chapter 4 (§4)
+
+
+def _seeds(p: StageParams) -> tuple[list, list]:
+    """The recipe's pre-trained + fine-tuned seeds and its random-init seeds (the same when it names none)."""
+    return p.recipe["seeds"], p.recipe.get("random_seeds") or p.recipe["seeds"]
+
+
+def finetune_cost(p: StageParams, s: Shape) -> list[Work]:
+    """Table 1's classifiers (every task, pre-trained and random-init, every seed), each trained once."""
+    seeds, rseeds = _seeds(p)
+    todo = p.to_train([(t, i, sd) for t in p["table1_tasks"] for i, ss in (("pretrained_ft", seeds),
+                                                                          ("random_ft", rseeds))
+                       for sd in ss if p.trainable(t)])
+    out: list[Work] = []
+    for task in sorted({t for t, _, _ in todo}):
+        mine = [x for x in todo if x[0] == task]
+        out += finetune_work(p.chapter, s, p.recipe, [task], [x for x in mine if x[1] == "pretrained_ft"],
+                             [x for x in mine if x[1] == "random_ft"])
+    return out
+
+
+def table1_cost(p: StageParams, s: Shape) -> list[Work]:
+    """Every classifier of Table 1 (and the pre-trained model without fine-tuning) scored on its task's dev set."""
+    seeds, rseeds = _seeds(p)
+    out = []
+    for task in [t for t in p["table1_tasks"] if p.scored(t)]:
+        n_dev = cap(p["dev_caps"], glue_size(task, "dev"), task)
+        runs = 1 + (len(seeds) + len(rseeds) if p.trainable(task) else 0)
+        out.append(Work(p.chapter, f"scoring {task} dev ({runs} classifiers x {n_dev:,})", "forward",
+                        s.forward_flops(dev_length(task, p.recipe["max_length"]), runs * n_dev)))
+    return out
+
+
+def patterns_cost(p: StageParams, s: Shape) -> list[Work]:
+    """The analysed tasks' dev inputs through the pre-trained and the fine-tuned model three times each: pattern
+    shares (§4.1), map cosines (§4.4) and attention-received features (§4.5)."""
+    n = p["n_examples"]
+    return [Work(p.chapter, f"{task}: patterns, cosines, features (6 passes x {n})", "forward",
+                 s.forward_flops(dev_length(task, p["max_tokens"]), 6 * n))
+            for task in p["tasks"] if p.trainable(task)]
+
+
+def framenet_cost(p: StageParams, s: Shape) -> list[Work]:
+    """FrameNet's full-text annotations parsed (§4.2)."""
+    return framenet_work(p.chapter)
+
+
+# ---------------------------------------------------------------------------------------------- chapter 5 (§4.6, §5)
+
+
+def classifiers_cost(p: StageParams, s: Shape) -> list[Work]:
+    """Each task's seeds' classifiers: trained when chapter 4 did not, then loaded."""
+    out: list[Work] = []
+    for task in [t for t in p["tasks"] if p.trainable(t)]:
+        todo = p.to_train([(task, "pretrained_ft", sd) for sd in p["seeds"]])
+        if todo:
+            out += finetune_work(p.chapter, s, p.recipe, [task], todo, [])
+        out.append(Work(p.chapter, f"{task}: loading {len(p['seeds'])} classifiers", "load", len(p["seeds"])))
+    return out
+
+
+def sweeps_cost(p: StageParams, s: Shape) -> list[Work]:
+    """Every head, then every layer, switched off on the dev sample. Every seed counts: a classifier that learns
+    nothing is not swept (unknown before the run), so this is an upper bound (the quick book: 4 of 12 classifiers,
+    chapter 5 ran at 0.78-0.84 of its plan in the plan runs timed at the machine's usual speed)."""
+    out = []
+    for task in [t for t in p["tasks"] if p.trainable(t)]:
+        n = cap(p["dev_caps"], glue_size(task, "dev"), task)
+        out.append(Work(p.chapter, f"{task}: single-head and layer sweeps (up to {len(p['seeds'])} seeds x {n})",
+                        "forward", s.forward_flops(dev_length(task, p.recipe["max_length"]),
+                                                   len(p["seeds"]) * n * sweep_forwards(s))))
+    return out
+
+
+STAGES: dict[str, list[Stage]] = {
+    TAXONOMY: [
+        Stage(TAXONOMY, "fine-tuning Table 1's classifiers", train_checkpoints, finetune_cost),
+        Stage(TAXONOMY, "Table 1 dev scores", table1.table1, table1_cost),
+        Stage(TAXONOMY, "pattern shares, map cosines and features (§4.1, §4.4, §4.5)", taxonomy.pattern_shares,
+              patterns_cost),
+        Stage(TAXONOMY, "FrameNet frame links (§4.2)", framenet.frame_link_scores, framenet_cost),
+    ],
+    DISABLING: [
+        Stage(DISABLING, "classifiers of every seed", headstudy.classifier, classifiers_cost),
+        Stage(DISABLING, "single-head and layer sweeps (§4.6, §5)", headstudy.switched_off, sweeps_cost),
+    ],
+}

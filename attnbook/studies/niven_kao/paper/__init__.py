@@ -1,0 +1,78 @@
+"""Niven & Kao (2019) beside this run, chapter 7's front door to the paper: its numbers, the comparison rows, the
+sentences. Callers use ``paper.X`` for every name below; the package holds them by what they are:
+
+* :mod:`~attnbook.studies.niven_kao.paper.claims` - :data:`PAPER`, every number of the paper the chapter uses, with
+  its table or section (data only);
+* :mod:`~attnbook.studies.niven_kao.paper.rows` - the rules (:data:`RULES`), the tables in the paper's layout, this
+  run's numbers as estimates with 95% intervals, and the "paper vs this run" rows (:func:`paper_comparison`);
+* :mod:`~attnbook.studies.niven_kao.paper.text` - the sentences from the numbers and the rows, and the closing
+  summary (:func:`agreement_markdown`, written by :func:`attnbook.verdict.summary_markdown` with this chapter's
+  setting).
+
+The measurements are in :mod:`attnbook.studies.niven_kao.cues` (§4 cues, §6 construction),
+:mod:`attnbook.studies.niven_kao.pairwise` (§3, §5, §6 BERT runs) and :mod:`attnbook.studies.niven_kao.word_baselines` (BoV and
+BiLSTM).
+"""
+from __future__ import annotations
+
+from attnbook.studies.niven_kao.paper.claims import PAPER
+from attnbook.studies.niven_kao.paper.rows import (
+    ACCURACY_RULE,
+    BELOW_CHANCE_RULE,
+    COUNT_RULE,
+    CUE_RULE,
+    E_FULL,
+    E_ORIGINAL_ADV,
+    E_WARRANTS,
+    Q_GAP,
+    Q_HALVES,
+    Q_MAX,
+    Q_MEAN,
+    RULES,
+    adversarial_experiment,
+    adversarial_seed_table,
+    combined_estimate,
+    constant_accuracy,
+    constant_reason,
+    cue_estimate,
+    degenerate_mask,
+    max_rule_reason,
+    non_degenerate,
+    not_cue_table,
+    original_adv_experiment,
+    paper_comparison,
+    probe_experiment,
+    probe_seed_table,
+    run_estimate,
+    seed_estimate,
+    seed_records,
+    seed_table,
+    seeds_note,
+    table1_seed_table,
+)
+from attnbook.studies.niven_kao.paper.text import (
+    adversarial_markdown,
+    agreement_markdown,
+    cue_markdown,
+    degenerate_markdown,
+    not_cue_markdown,
+    run_markdown,
+    setting_markdown,
+    training_markdown,
+    warrants_markdown,
+)
+
+__all__: list[str] = [
+    # claims
+    "PAPER",
+    # rows: the rules, the tables in the paper's layout, the estimates, the rows and their labels
+    "ACCURACY_RULE", "CUE_RULE", "BELOW_CHANCE_RULE", "COUNT_RULE", "RULES",
+    "not_cue_table", "seed_table", "table1_seed_table", "probe_seed_table", "adversarial_seed_table",
+    "run_estimate", "seed_estimate", "combined_estimate", "cue_estimate", "constant_accuracy", "constant_reason",
+    "max_rule_reason", "degenerate_mask", "non_degenerate", "seeds_note", "seed_records",
+    "E_FULL", "E_WARRANTS", "E_ORIGINAL_ADV", "Q_MEAN", "Q_MAX", "Q_GAP", "Q_HALVES",
+    "original_adv_experiment", "probe_experiment", "adversarial_experiment", "paper_comparison",
+    # text
+    "run_markdown", "degenerate_markdown", "cue_markdown", "not_cue_markdown", "training_markdown",
+    "warrants_markdown", "adversarial_markdown", "setting_markdown", "agreement_markdown",
+]

@@ -1,0 +1,113 @@
+"""Every chapter is a list of stages declared beside its study, each naming what runs and what it costs; the plan
+adds them up, and that changed no estimate (tests/plan_work_before.json: the plan's work before the stages)."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from attnbook.atlas.stages import STAGES, chapter_stages
+from attnbook.chapters import plan as P
+from attnbook.chapters.params import chapter_params
+from attnbook.chapters.profiles import glue
+from attnbook.chapters.toc import CHAPTER_IDS
+from attnbook.core.errors import ParameterError
+from attnbook.data.glue import TASKS
+from attnbook.engine import cost
+from attnbook.studies.clark import surface
+
+BEFORE = Path(__file__).with_name("plan_work_before.json")
+
+
+def _recipe(p):
+    return glue.recipe(p) if ("recipe_overrides" in p or "finetune" in p) else None
+
+
+def test_every_chapter_of_the_toc_has_stages_and_every_stage_a_chapter():
+    assert list(STAGES) == list(CHAPTER_IDS)  # in book order, none missing, none extra
+    for chapter in CHAPTER_IDS:
+        stages = chapter_stages(chapter)
+        assert stages and all(isinstance(s, cost.Stage) and s.chapter == chapter for s in stages)
+        assert len({s.name for s in stages}) == len(stages), f"{chapter}: two stages with one name"
+    with pytest.raises(ParameterError):
+        chapter_stages("09_not_a_chapter")
+
+
+def test_every_stage_names_the_package_function_it_runs():
+    for chapter in CHAPTER_IDS:
+        for stage in chapter_stages(chapter):
+            assert callable(stage.run) and stage.run.__module__.startswith("attnbook."), stage
+            assert callable(stage.cost) and stage.cost.__module__.startswith("attnbook."), stage
+
+
+def test_a_stage_cannot_be_declared_without_a_cost_and_its_cost_is_checked():
+    with pytest.raises(TypeError):
+        cost.Stage("01_clark_surface_patterns", "surface statistics", surface.surface_statistics)  # no cost
+    params = cost.StageParams("01_clark_surface_patterns", chapter_params("01_clark_surface_patterns", "smoke"))
+    shape = cost.Shape(2, 2, 32, 64)
+    for wrong in (lambda p, s: None, lambda p, s: [1.0],
+                  lambda p, s: [cost.Work("02_clark_probing", "another chapter's work", "forward", 1.0)]):
+        with pytest.raises(TypeError):
+            cost.Stage("01_clark_surface_patterns", "wrong", surface.surface_statistics, wrong).work(params, shape)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick"])
+def test_every_stage_costs_a_list_of_work_for_the_profiles_params(profile):
+    shape = P.model_shape("embedded")
+    trained: set = set()
+    for chapter in CHAPTER_IDS:
+        p = chapter_params(chapter, profile)
+        params = cost.StageParams(chapter, p, recipe=_recipe(p), trained=trained, resolve=chapter_params)
+        total = []
+        for stage in chapter_stages(chapter):
+            out = stage.cost(params, shape)
+            assert isinstance(out, list) and all(isinstance(w, cost.Work) and w.chapter == chapter for w in out), \
+                f"{chapter} / {stage.name}: {out!r}"
+            assert all(w.amount >= 0 and w.kind in cost.KINDS for w in out)
+            total += out
+        if cost.trainable("SST-2"):  # the data directory is here: every chapter has work
+            assert total, f"{chapter}: no work in the {profile} profile"
+
+
+def test_the_plan_has_no_branch_per_chapter():
+    source = inspect.getsource(P.chapter_work)
+    assert "chapter_stages" in source
+    assert not any(c in source or f'"{c[:2]}"' in source for c in CHAPTER_IDS)
+
+
+def _data_facts() -> dict:
+    """What the recorded amounts read from the data directory (GLUE rows, FrameNet bytes, UD sentence lengths)."""
+    return {"framenet_bytes": cost.framenet_bytes(),
+            "glue_rows": {f"{t}/{s}": cost.glue_size(t, s) for t in TASKS for s in ("train", "dev")},
+            "glue_local": {f"{t}/{s}": cost.trainable(t) if s == "train" else cost.scored(t)
+                           for t in TASKS for s in ("train", "dev")},
+            "ud_probe_batches": {str(n): list(cost.probe_batches(n, 32)) for n in (64, 1000, 12544)}}
+
+
+@pytest.mark.parametrize("profile", ["quick", "smoke", "paper"])
+def test_the_stages_cost_what_the_plan_counted_before_them(profile):
+    """The same Work items (what, kind, amount, parallel) per chapter as the plan's per-chapter branches gave, for
+    the same parameters and shapes (the embedded model's; bert-base-uncased's known shape for the paper profile);
+    within a chapter only the order may differ (chapters 1 and 5 list their items stage by stage now)."""
+    before = json.loads(BEFORE.read_text())
+    facts = json.loads(json.dumps(_data_facts()))
+    if facts != before["data"]:
+        changed = sorted(k for k in facts if facts[k] != before["data"][k])
+        pytest.skip(f"the data directory is not the one the estimates were recorded on ({', '.join(changed)})")
+    recorded = before["profiles"][profile]
+    shape = cost.Shape(**recorded["shape"])
+    trained: set = set()
+    for chapter in CHAPTER_IDS:
+        p = chapter_params(chapter, profile)
+        now = [dataclasses.asdict(w) for w in P.chapter_work(chapter, p, shape, _recipe(p), trained,
+                                                              fetched=profile == "paper")]
+        was = recorded["work"][chapter]
+
+        def key(w):
+            return (w["what"], w["kind"])
+
+        assert [{**w, "amount": pytest.approx(w["amount"], rel=1e-12)} for w in sorted(was, key=key)] \
+            == sorted(now, key=key), chapter
