@@ -14,14 +14,14 @@ from attnbook.studies.heads_off import effects as hs
 from attnbook.studies.heads_off.learned import Learned
 from attnbook.studies.michel import importance as imp
 from attnbook.studies.michel import pruning as mp
-from attnbook.studies.michel import runs
+from attnbook.studies.michel import runs as michel_runs
 
 
 def test_across_seeds_joins_intervals_so_rules_need_every_seed():
-    e = runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples"), Estimate(0.1, -0.1, 0.3, 100, "dev examples")])
+    e = michel_runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples"), Estimate(0.1, -0.1, 0.3, 100, "dev examples")])
     assert (e.value, e.low, e.high) == (pytest.approx(0.3), -0.1, 0.6)
     assert e.unit == "dev examples; every one of 2 seed(s)"
-    one = runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples")])
+    one = michel_runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples")])
     assert one.unit == "dev examples" and one.low == 0.4
 
 
@@ -30,10 +30,10 @@ def status(ok: bool) -> Learned:
 
 
 def test_analysed_skips_seeds_that_did_not_learn():
-    runs = [runs.SeedRun(s, None, status(s != 1)) for s in (0, 1, 2)]
-    todo, ok = runs.analysed(runs)
+    runs = [michel_runs.SeedRun(s, None, status(s != 1)) for s in (0, 1, 2)]
+    todo, ok = michel_runs.analysed(runs)
     assert [r.seed for r in todo] == [0, 2] and ok
-    todo, ok = runs.analysed([runs[1]])
+    todo, ok = michel_runs.analysed([runs[1]])
     assert [r.seed for r in todo] == [1] and not ok
 
 
@@ -43,8 +43,8 @@ def test_analyse_every_seed_and_their_agreement():
     runs = []
     for s in (0, 1):
         clf = Named(key=f"tiny-{s}", model=tiny_classifier(seed=50 + s))
-        run = runs.SeedRun(s, clf, status(True))
-        runs.analyse(run, "MNLI-m", dev_b, imp_b, accuracy_points, step=0.5, random_seeds=[0, 1], tolerance=1.0,
+        run = michel_runs.SeedRun(s, clf, status(True))
+        michel_runs.analyse(run, "MNLI-m", dev_b, imp_b, accuracy_points, step=0.5, random_seeds=[0, 1], tolerance=1.0,
                       n_resamples=100)
         runs.append(run)
     r = runs[0]
@@ -54,11 +54,11 @@ def test_analyse_every_seed_and_their_agreement():
     by_imp = r.curves[r.curves["ordering"] == mp.BY_IMPORTANCE]
     assert np.allclose(by_imp["score"].to_numpy(), own["score"].to_numpy())  # the cached sweep is the same curve
     assert r.curve_stats[mp.BY_IMPORTANCE]["safe"].value == mp.largest_safe_share(by_imp, r.ablation.baseline_score, 1.0)
-    agree = runs.seed_agreement(runs, k=3)
+    agree = michel_runs.seed_agreement(runs, k=3)
     assert agree["pairs"]["seeds"].tolist() == ["0 vs 1"] and agree["rho_importance"].low is None
-    band = runs.curve_band(runs)
+    band = michel_runs.curve_band(runs)
     assert band["n_seeds"].tolist() == [2, 2, 2] and (band["spread"] >= 0).all()
-    allc = runs.all_curves(runs)
+    allc = michel_runs.all_curves(runs)
     assert f"{mp.BY_IMPORTANCE}, seed 1" in set(allc["ordering"]) and (allc["ordering"] == mp.RANDOM).sum() == 12
     halves = hs.halves(len(r.ablation.gold), 0)
     rho = imp.delta_correlation(hs.subset_sweep(r.ablation, halves[0], accuracy_points),

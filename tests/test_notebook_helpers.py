@@ -18,7 +18,7 @@ from attnbook.stats import Estimate
 from attnbook.studies.clark import gradients
 from attnbook.studies.clark.gradients import MLMQuality
 from attnbook.studies.heads_off.learned import Learned
-from attnbook.studies.michel import runs
+from attnbook.studies.michel import runs as michel_runs
 from attnbook.studies.niven_kao import pairwise
 
 # ----------------------------------------------------------------------------- chapter 1 (Clark §3.2)
@@ -66,24 +66,24 @@ def status(ok: bool) -> Learned:
 
 
 def test_seed_numbers_list_every_seed_and_only_the_learned_ones_as_analysed():
-    runs = [runs.SeedRun(s, None, status(s != 2)) for s in (1, 2, 3)]
-    numbers = runs.seed_numbers(runs)
+    runs = [michel_runs.SeedRun(s, None, status(s != 2)) for s in (1, 2, 3)]
+    numbers = michel_runs.seed_numbers(runs)
     assert set(numbers["seed_status"]) == {"1", "2", "3"}
     assert numbers["seed_status"]["2"] == status(False).as_dict()
     assert numbers["analysed_seeds"] == [1, 3]
 
 
 def test_seed_numbers_analyse_no_seed_when_none_learned():
-    runs = [runs.SeedRun(s, None, status(False)) for s in (1, 2)]
-    assert runs.seed_numbers(runs)["analysed_seeds"] == []
-    assert runs.analysed(runs)[0] == runs  # the chapter still measures them, but compares nothing
+    runs = [michel_runs.SeedRun(s, None, status(False)) for s in (1, 2)]
+    assert michel_runs.seed_numbers(runs)["analysed_seeds"] == []
+    assert michel_runs.analysed(runs)[0] == runs  # the chapter still measures them, but compares nothing
 
 
 def test_one_head_numbers():
     best = pd.DataFrame({"layer": [1, 2], "head": [3, 1], "delta": [-0.5, -1.0]})
     chosen = pd.DataFrame({"layer": [1, 2], "delta_b": [-0.2, -1.5], "low": [-1.0, -2.5], "high": [0.6, -0.5]})
     one_head = Estimate(-4.0, -6.0, -2.0, 200, "dev examples")
-    numbers = runs.one_head_numbers(best, chosen, one_head)
+    numbers = michel_runs.one_head_numbers(best, chosen, one_head)
     assert numbers["all_but_one"] == [{"layer": 1, "head": 3, "delta": -0.5}, {"layer": 2, "head": 1, "delta": -1.0}]
     assert numbers["chosen_on_half_b"][1] == {"layer": 2, "delta_b": -1.5, "low": -2.5, "high": -0.5}
     assert numbers["one_head_per_layer_delta"] == {"value": -4.0, "low": -6.0, "high": -2.0, "n": 200,
@@ -91,9 +91,9 @@ def test_one_head_numbers():
 
 
 def test_across_numbers_pair_each_seed_with_its_own_correlation():
-    runs = [runs.SeedRun(s, None, status(True)) for s in (7, 3)]
+    runs = [michel_runs.SeedRun(s, None, status(True)) for s in (7, 3)]
     across = [Estimate(0.6, 0.4, 0.8, 100, "dev examples"), Estimate(0.1, -0.2, 0.4, 100, "dev examples")]
-    entry = runs.across_numbers("dev half A vs half B", runs, across)["ablation_agreement"]
+    entry = michel_runs.across_numbers("dev half A vs half B", runs, across)["ablation_agreement"]
     assert entry["between"] == "dev half A vs half B"
     assert entry["7"]["value"] == 0.6 and entry["3"]["value"] == 0.1
     assert set(entry) == {"between", "7", "3"}
@@ -103,22 +103,22 @@ def test_task_agreement_numbers():
     pairs = [("SST-2", "MRPC", 0.25), ("SST-2", "RTE", -0.1)]
     halves = {"spearman": 0.8, "top_k_overlap": 0.7}
     skipped = ["RTE: not better than its constant predictor"]
-    numbers = runs.task_agreement_numbers(pairs, halves, skipped)
+    numbers = michel_runs.task_agreement_numbers(pairs, halves, skipped)
     assert numbers == {"importance_across_tasks": {"SST-2 vs MRPC": 0.25, "SST-2 vs RTE": -0.1},
                        "importance_across_halves": halves, "agreement_tasks_skipped": skipped}
 
 
 def test_chapter_6_entries_are_what_the_cells_wrote_by_hand(tmp_path):
     """The results file is byte-identical whether a chapter adds the entries by hand or through the functions."""
-    runs = [runs.SeedRun(s, None, status(s != 1)) for s in (0, 1)]
-    todo, analysable = runs.analysed(runs)
+    runs = [michel_runs.SeedRun(s, None, status(s != 1)) for s in (0, 1)]
+    todo, analysable = michel_runs.analysed(runs)
     across = [Estimate(0.5, 0.3, 0.7, 50, "dev examples")]
     by_hand, helped = ChapterResults("t", {"seed": 0}, {}), ChapterResults("t", {"seed": 0}, {})
     by_hand.add("seed_status", {str(r.seed): r.status.as_dict() for r in runs})
     by_hand.add("analysed_seeds", [r.seed for r in todo] if analysable else [])
     by_hand.add("ablation_agreement", {"between": "x vs y", **{str(r.seed): e.as_dict() for r, e in zip(todo, across)}})
-    helped.add_all(runs.seed_numbers(runs))
-    helped.add_all(runs.across_numbers("x vs y", todo, across))
+    helped.add_all(michel_runs.seed_numbers(runs))
+    helped.add_all(michel_runs.across_numbers("x vs y", todo, across))
     assert json.dumps(by_hand.numbers, sort_keys=True) == json.dumps(helped.numbers, sort_keys=True)
 
 
