@@ -13,20 +13,7 @@ import json
 import sys
 import time
 
-from attnbook.chapters.params import CHAPTERS, PROFILES, _load_registry
-from attnbook.chapters.pdf import build_pdf
-from attnbook.chapters.plan import make_plan
-from attnbook.chapters.runner import (
-    available_chapters,
-    build_book,
-    parse_overrides,
-    resolve_chapter,
-    run_all,
-    run_chapter,
-)
 from attnbook.core.errors import AttnbookError
-from attnbook.core.io import atomic_write_json
-from attnbook.data import fetch as fetch_mod
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--times-json", default=None, help="write per-chapter seconds to this JSON file")
     build.add_argument("--pdf", action="store_true", help="also print the whole book to _build/pdf/attnbook.pdf")
 
+    from attnbook.data import fetch as fetch_mod  # lazy: a command loads only its own machinery
 
     fetch = sub.add_parser("fetch", help="download datasets from their original public sources, checksum-verified")
     fetch_mod.add_arguments(fetch)
@@ -66,10 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
+            from attnbook.chapters.runner import parse_overrides, run_chapter  # lazy: a command loads only its own machinery
 
             out = run_chapter(args.chapter, args.profile, parse_overrides(args.param), log_output=args.log_output)
             print(f"[attnbook] wrote {out}")
         elif args.command == "build":
+            from attnbook.chapters.runner import build_book, run_all  # lazy: a command loads only its own machinery
 
             times = {}
             if not args.no_execute:
@@ -78,27 +68,34 @@ def main(argv: list[str] | None = None) -> int:
                 times["total"] = round(time.time() - start, 1)
             html = build_book()
             if args.pdf:
+                from attnbook.chapters.pdf import build_pdf  # lazy: a command loads only its own machinery
 
                 print(f"[attnbook] PDF: {build_pdf()}")
             if args.times_json:
+                from attnbook.core.io import atomic_write_json  # lazy: a command loads only its own machinery
 
                 atomic_write_json(args.times_json, times)
             print(f"[attnbook] book built: {html / 'index.html'}")
             if times:
                 print(json.dumps(times, indent=2))
         elif args.command == "fetch":
+            from attnbook.data import fetch as fetch_mod  # lazy: a command loads only its own machinery
 
             return fetch_mod.run(args)
         elif args.command == "plan":
+            from attnbook.chapters.plan import make_plan  # lazy: a command loads only its own machinery
 
             plan = make_plan(args.profile, model=args.model, seconds=args.seconds,
                              chapters=[_resolve(c) for c in args.chapters] if args.chapters else None)
             print(plan.table())
             if args.json:
+                from attnbook.core.io import atomic_write_json  # lazy: a command loads only its own machinery
 
                 atomic_write_json(args.json, {"profile": args.profile, "model": plan.model, "rates": plan.rates,
                                               "seconds": {c: round(v, 1) for c, v in plan.chapter_seconds().items()}})
         elif args.command == "list":
+            from attnbook.chapters.params import CHAPTERS, PROFILES, _load_registry  # lazy: a command loads only its own machinery
+            from attnbook.chapters.runner import available_chapters  # lazy: a command loads only its own machinery
 
             _load_registry()
             for chapter in available_chapters():
@@ -112,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _resolve(name: str) -> str:
+    from attnbook.chapters.runner import resolve_chapter  # lazy: a command loads only its own machinery
 
     return resolve_chapter(name)
 

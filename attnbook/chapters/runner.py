@@ -17,11 +17,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from attnbook.chapters.frontmatter import write_generated_pages
 from attnbook.chapters.params import chapter_params, check_profile
 from attnbook.chapters.publish import Progress, tidy
 from attnbook.chapters.toc import CHAPTER_IDS
-from attnbook.charts import write_vega_bundle
 from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
 from attnbook.core.io import atomic_path, writer_alive
 from attnbook.core.paths import project_root, results_dir
@@ -177,7 +175,6 @@ def publish_results(staging: Path, folder: Path) -> list[Path]:
 def remove_stale_temporaries(folder: Path, chapter: str) -> list[Path]:
     """Delete temporary notebooks that a killed run of ``chapter`` left behind (never complete pages);
     files of a run that is still going are left alone."""
-
     removed = []
     for tmp in Path(folder).glob(f".{chapter}.ipynb.tmp-*"):
         if not writer_alive(tmp):
@@ -215,6 +212,8 @@ def run_all(profile: str = "quick", chapters: list[str] | None = None, overrides
 
 def build_book(builder: str = "html") -> Path:
     """Render ``book/`` with Jupyter Book into ``_build/html`` (the notebooks are not re-executed)."""
+    from attnbook.chapters.frontmatter import write_generated_pages  # lazy: `attnbook run` needs no results pages
+    from attnbook.charts import write_vega_bundle  # lazy: altair takes seconds to import; only the build needs it
 
     root = project_root()
     write_vega_bundle(book_dir() / "_static")
