@@ -16,7 +16,7 @@ from attnbook.chapters.profiles import glue
 from attnbook.chapters.toc import CHAPTER_IDS
 from attnbook.core.errors import ParameterError
 from attnbook.data.glue import TASKS
-from attnbook.engine import cost
+from attnbook.engine import cost, pipeline
 from attnbook.studies.clark import surface
 
 BEFORE = Path(__file__).with_name("plan_work_before.json")
@@ -60,7 +60,8 @@ def test_every_stage_costs_a_list_of_work_for_the_profiles_params(profile):
     trained: set = set()
     for chapter in CHAPTER_IDS:
         p = chapter_params(chapter, profile)
-        params = cost.StageParams(chapter, p, recipe=_recipe(p), trained=trained, resolve=chapter_params)
+        params = cost.StageParams(chapter, p, recipe=_recipe(p), trained=trained, resolve=chapter_params,
+                                   recipe_for=glue.recipe)
         total = []
         for stage in chapter_stages(chapter):
             out = stage.cost(params, shape)
@@ -111,3 +112,44 @@ def test_the_stages_cost_what_the_plan_counted_before_them(profile):
 
         assert [{**w, "amount": pytest.approx(w["amount"], rel=1e-12)} for w in sorted(was, key=key)] \
             == sorted(now, key=key), chapter
+
+
+def test_every_public_method_of_a_pipeline_is_a_stage_with_a_cost():
+    """A step added to a study's pipeline without @stage(name, cost) fails here; so does a stage whose cost is not
+    a function."""
+    from attnbook.atlas.stages import PIPELINES
+
+    for cls in PIPELINES:
+        declared = dict(cls.stage_methods())
+        public = [n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")
+                  and n not in ("data_files", "sentences", "stage_methods", "stages")]
+        assert public and all(n in declared for n in public), (cls.__name__, set(public) - set(declared))
+        assert [s.name for s in chapter_stages(cls.chapter)] == [i.name for i in declared.values()]
+    with pytest.raises(TypeError):
+        pipeline.stage("no cost", None)
+
+
+def test_a_pipeline_runs_each_stage_once_and_checks_its_parameters():
+    calls = []
+
+    class Counting(pipeline.Pipeline):
+        chapter = "01_clark_surface_patterns"
+        needs = ("n",)
+
+        @pipeline.stage("first", pipeline.no_model_work)
+        def first(self):
+            calls.append("first")
+            return list(range(self.p["n"]))
+
+        @pipeline.stage("second", pipeline.no_model_work)
+        def second(self):
+            calls.append("second")
+            return sum(self.first())
+
+    run = Counting(None, {"n": 4})
+    assert run.second() == 6 and run.first() is run.first()
+    assert calls == ["second", "first"] and run.done() == ["first", "second"]
+    assert Counting(None, {"n": 3}).run() == {"first": [0, 1, 2], "second": 3}
+    assert [s.name for s in Counting.stages()] == ["first", "second"]
+    with pytest.raises(ParameterError, match=r"needs the parameters \['n'\]"):
+        Counting(None, {})

@@ -19,28 +19,19 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
-import torch
 
-from attnbook.core import cache
 from attnbook.core.errors import ParameterError
 from attnbook.data import framenet as framenet_data
 from attnbook.data import gum
-from attnbook.data.conllu import load_ud, ud_path
-from attnbook.data.wiki import source_files
-from attnbook.engine import sweeps
-from attnbook.engine.finetune import DEV_SAMPLE_SEED, base_encoder
-from attnbook.engine.scores import accuracy_points
-from attnbook.studies.clark import clusters, coref, distances, surface, syntax
-from attnbook.studies.clark.segments import clark_segments
+from attnbook.data.conllu import ud_path
+from attnbook.engine.finetune import base_encoder
+from attnbook.studies.michel.pipeline import PruningPipeline
+from attnbook.studies.kovaleva.pipeline import DisablingPipeline, TaxonomyPipeline
+from attnbook.studies.clark.pipeline import ClusteringPipeline, ProbingPipeline, SurfacePipeline
 from attnbook.studies.heads_off import effects as headstudy
-from attnbook.studies.heads_off.effects import classifier
-from attnbook.studies.kovaleva import cnn, disabling, framenet, table1, taxonomy
-from attnbook.studies.kovaleva import labels as labelled
-from attnbook.studies.kovaleva.inputs import dev_inputs
+from attnbook.studies.kovaleva import framenet
 from attnbook.studies.kovaleva.patterns import CLASSES
-from attnbook.studies.michel import importance as imp
 from attnbook.studies.michel import pruning as mp
-from attnbook.studies.michel import runs as michel_seeds
 
 #: The chapters the atlas reads, in book order (chapter 7, Niven & Kao, measures no heads).
 SOURCE_CHAPTERS = (
@@ -100,23 +91,6 @@ class Measurements:
 # --------------------------------------------------------------------------------------------- chapter by chapter
 
 
-def clark_surface(loaded, p: Mapping[str, Any]) -> tuple[dict, list]:
-    """Chapter 1's :func:`attnbook.studies.clark.surface.surface_statistics` on its segments; also the segments."""
-
-    segments = clark_segments(loaded.tokenizer, p["n_segments"], p["max_tokens"], seed=p["seed"])
-    stats = surface.surface_statistics(loaded, segments, batch_size=p["batch_size"])
-    return stats, segments
-
-
-def clark_syntax(loaded, p: Mapping[str, Any]):
-    """Chapter 2's :func:`attnbook.studies.clark.syntax.evaluate_heads` (Clark §4.2) and its UD sentences' file."""
-
-    dev = load_ud(p["syntax_split"], p["syntax_sentences"])
-    acc = syntax.evaluate_heads(loaded, dev, max_tokens=p["max_tokens"], batch_size=p["batch_size"],
-                                exclude_punct=p["exclude_punct"])
-    return acc, [ud_path(p["syntax_split"])]
-
-
 def syntax_arrays(acc) -> dict:
     """The card's view of a :class:`~attnbook.studies.clark.syntax.HeadAccuracy`: per relation (pooled rows such as
     ``All`` left out, relations without edges too) each head's accuracy, best of both directions, and the best
@@ -134,157 +108,75 @@ def syntax_arrays(acc) -> dict:
     return {"relations": rels, "accuracy": np.array(accs), "baseline": np.array(base), "offset": np.array(offs)}
 
 
-def clark_coref(loaded, p: Mapping[str, Any]) -> tuple[dict, list]:
-    """Chapter 2's :func:`attnbook.studies.clark.coref.evaluate_heads` (Clark §4.3) and the nearest-mention baseline."""
-
-    docs = gum.load_split(p["coref_split"], p["coref_max_docs"])
-    wins = coref.windows(docs, loaded.tokenizer, p["coref_max_tokens"], first_only=p["coref_first_only"])
-    heads = coref.evaluate_heads(loaded, wins, p["coref_batch_size"])
-    base = coref.baselines(wins)["nearest"]
-    return ({"accuracy": heads.accuracy("all"), "baseline": base.accuracy("all"), "n": int(heads.n["all"])},
-            list(gum.split_files(p["coref_split"], p["coref_max_docs"])))
-
-
-def clark_clusters(loaded, p: Mapping[str, Any], segments: list | None = None) -> dict:
-    """Chapter 3's distances, clusters and behaviours (Clark §6), from chapter 3's own calls. ``segments``: chapter
-    3's segments when the caller has them already (chapter 1's, drawn with the same size, length and seed)."""
-
-    L, H = loaded.n_layers, loaded.n_heads
-    if segments is None:
-        segments = clark_segments(loaded.tokenizer, p["n_segments"], p["max_tokens"], seed=p["seed"])
-    arrays = distances.measure_head_distances(
-        loaded, segments, smoothing=p["smoothing"], query_fraction=p["query_fraction"], seed=p["seed"],
-        batch_size=p["batch_size"])
-    D = arrays["js_mean"]
-    stats = surface.surface_statistics(loaded, segments, batch_size=p["batch_size"])
-    ud = load_ud(p["syntax_split"], p["syntax_sentences"])
-    accuracy = syntax.evaluate_heads(loaded, ud, max_tokens=p["syntax_max_tokens"], batch_size=p["syntax_batch_size"],
-                                     exclude_punct=p["exclude_punct"], progress=False)
-    best = clusters.syntax_best_heads(accuracy, margin=p["syntax_margin"])
-    behaviours = clusters.head_behaviours(stats, best, threshold=p["behaviour_threshold"],
-                                          broad_quantile=p["broad_quantile"])
-    clustering, _ = clusters.choose_clusters(D, L, H, n_clusters=p["n_clusters"], k_range=p["k_range"])
-    return {"distances": np.asarray(D), "clusters": np.asarray(clustering.labels), "behaviours": behaviours}
-
-
 def framenet_scores(base, instances, *, direction: str, batch_size: int) -> dict:
     """Chapter 4's :func:`attnbook.studies.kovaleva.framenet.frame_link_scores` (cached: read back after chapter 4)."""
     return framenet.frame_link_scores(base, list(instances), direction=direction, batch_size=batch_size)
 
 
-@cache.memoized("atlas-cnn-images")
-def cnn_image_arrays(label_base, header: dict, labels: list, folds: int, size: int) -> dict[str, np.ndarray]:
-    """The CNN's images and classes of the labelled maps chapter 4 learns from, cached by the labels' model, the
-    labels, the folds and the image size (chapter 4 does not keep the maps; the atlas regenerates them at most
-    once)."""
-    lab_maps, lab_segs, y = labelled.labelled_maps(label_base, labels, header=header)
-    learn = labelled.learnable_subset(lab_maps, lab_segs, y, labels, folds)
-    return {"images": cnn.maps_to_images(learn["maps"], size=size).numpy(), "y": np.asarray(learn["y"])}
-
-
-def cnn_training_images(base, p: Mapping[str, Any]) -> dict:
-    """The labelled maps chapter 4 trains its pattern CNN on, as the CNN's images and classes (chapter 4's
-    :func:`~attnbook.studies.kovaleva.labels.labelled_maps`, :func:`~attnbook.studies.kovaleva.labels.learnable_subset`
-    and :func:`~attnbook.studies.kovaleva.cnn.maps_to_images`; :func:`cnn_image_arrays`)."""
-    header, labels = labelled.load_pattern_labels()
-    label_base, _ = labelled.label_model(base, header)
-    arrays = cnn_image_arrays(label_base, header, list(labels), int(p["cv_folds"]), int(p["cnn_size"]))
-    return {"images": torch.as_tensor(arrays["images"]), "y": np.asarray(arrays["y"])}
-
-
-def kovaleva_patterns(base, p: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict:
+def kovaleva_patterns(run: TaxonomyPipeline) -> dict:
     """Chapter 4's per-head pattern counts (Kovaleva §4.1, the CNN's labels) for the pre-trained encoder (summed
     over the tasks' inputs) and each fine-tuned classifier, its FrameNet heads (§4.2) and whether each task's
-    classifier learned it."""
+    classifier learned it (chapter 4's verdict, :meth:`TaxonomyPipeline.learned`)."""
 
-    seed = p["seed"]
-    training = cnn_training_images(base, p)
-    pattern_cnn = cnn.trained_cnn(training["images"], training["y"], seed=seed, epochs=p["cnn_epochs"])
-    counts: dict[str, np.ndarray] = {"pre-trained": 0}
-    learned: dict[str, bool] = {}
-    for task in p["tasks"]:
-        clf = classifier(base, task, dict(recipe), seed)
-        # chapter 4's verdict: Table 1's cached dev outputs of this classifier, judged by the same rule
-        outputs = table1.seed_outputs(clf, task, recipe, p["dev_caps"])
-        learned[task] = not table1.seed_learned_reason(task, outputs, n_resamples=p["n_resamples"])
-        inputs = dev_inputs(base.tokenizer, task, p["n_examples"], seed=seed, max_tokens=p["max_tokens"])
-        ft = taxonomy.pattern_shares(clf, inputs, pattern_cnn, batch_size=p["batch_size"])
-        pre = taxonomy.pattern_shares(base, inputs, pattern_cnn, batch_size=p["batch_size"])
-        counts[task] = np.asarray(ft["cnn"]["counts"])
-        counts["pre-trained"] = counts["pre-trained"] + np.asarray(pre["cnn"]["counts"])
-    if not p["tasks"]:
-        counts = {}
-    instances = framenet_data.load_fulltext()
-    kept, _ = framenet.FrameFilter().apply(instances)
-    scores = framenet_scores(base, kept, direction=p["direction"], batch_size=p["batch_size"])
-    fheads = framenet.frame_heads(scores["scores"], percentile=p["percentile"], control=scores["control"])
-    return {"counts": counts or None, "classes": tuple(CLASSES), "learned": learned,
+    tasks = list(run.p["tasks"])
+    why = run.learned() if tasks else {}
+    shares = run.pattern_shares() if tasks else {}
+    counts: dict[str, np.ndarray] = {}
+    for task in tasks:
+        counts[task] = np.asarray(shares[("fine-tuned", task)]["cnn"]["counts"])
+        pre = np.asarray(shares[("pre-trained", task)]["cnn"]["counts"])
+        counts["pre-trained"] = counts["pre-trained"] + pre if "pre-trained" in counts else pre
+    fheads = run.framenet().heads
+    return {"counts": {"pre-trained": counts.pop("pre-trained"), **counts} if counts else None,
+            "classes": tuple(CLASSES), "learned": {t: not why.get(t) for t in tasks},
             "framenet": {"mean": np.asarray(fheads["mean"]), "heads": [(int(l), int(h)) for l, h, _ in fheads["heads"]],
-                         "percentile": float(p["percentile"])},
+                         "percentile": float(run.p["percentile"])},
             "files": list(framenet_data.fulltext_files())}
 
 
-def kovaleva_disabling(base, p: Mapping[str, Any], recipe: Mapping[str, Any]) -> tuple[dict, dict]:
+def kovaleva_disabling(run: DisablingPipeline) -> tuple[dict, dict]:
     """Chapter 5's single-head disabling sweeps (Kovaleva §4.6) of each task's primary classifier (the first
     learned seed, as the chapter's figures), with paired 95% intervals over the swept dev examples; and the
     reason for each task left out."""
 
-    classifiers = {(t, s): headstudy.classifier(base, t, dict(recipe), s)
-                   for t in p["tasks"] for s in p["seeds"]}
-    _, learned = disabling.dev_baselines(classifiers, max_length=recipe["max_length"], n_resamples=p["n_resamples"],
-                                         seed=p["seed"], caps=p["eval_caps"])
-    runs = disabling.runs_to_sweep(learned, include_unlearned=p["analyse_unlearned"])
-    main = disabling.primary_runs(runs, p["tasks"], learned)
+    p, b = run.p, run.baselines()
+    single = run.single_heads()
     out, why = {}, {}
     for task in p["tasks"]:
-        if task not in main:
-            why[task] = "; ".join(f"seed {s}: {learned[(task, s)]}" for s in p["seeds"] if learned.get((task, s)))
+        if task not in b.main:
+            why[task] = "; ".join(f"seed {s}: {b.learned[(task, s)]}" for s in p["seeds"] if b.learned.get((task, s)))
             continue
-        k = main[task]
-        _, batches = headstudy.task_data(classifiers[k].tokenizer, task, "dev", disabling.dev_cap(p["dev_caps"], task),
-                                         DEV_SAMPLE_SEED, batch_size=p["batch_size"], max_length=recipe["max_length"])
-        single = headstudy.switched_off(classifiers[k], batches, "single_heads", "disable", sweeps.task_score_fn(task))
-        table, _ = headstudy.effect_intervals(single, task, n_resamples=p["n_resamples"], seed=p["seed"])
-        shape = single.scores.shape
-        out[task] = {"delta": np.asarray(single.delta, dtype=float), "low": table["low"].to_numpy().reshape(shape),
+        k = b.main[task]
+        sweep = single[k]
+        table, _ = headstudy.effect_intervals(sweep, task, n_resamples=p["n_resamples"], seed=p["seed"])
+        shape = sweep.scores.shape
+        out[task] = {"delta": np.asarray(sweep.delta, dtype=float), "low": table["low"].to_numpy().reshape(shape),
                      "high": table["high"].to_numpy().reshape(shape), "n": int(table["n"].iloc[0]), "seed": int(k[1]),
-                     "learned": not learned.get(k)}
+                     "learned": not b.learned.get(k)}
     return out, why
 
 
-def michel_heads(base, p: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict:
+def michel_heads(run: PruningPipeline) -> dict:
     """Chapter 6's masking effects (Michel §3.2), importance scores on the main and agreement tasks (§4.1) and the
     pruning order by importance with its largest safe share (§4.2), for the first analysed seed."""
 
-    task = p["task"]
-    batching = dict(batch_size=p["batch_size"], max_length=recipe["max_length"])
-    runs = michel_seeds.classifiers(base, task, recipe, p["seeds"])
-    todo, analysable = michel_seeds.analysed(runs)
-    first = todo[0]
-    clf = first.classifier
-    dev, dev_b = headstudy.task_data(base.tokenizer, task, "dev", p["dev_cap"], DEV_SAMPLE_SEED, **batching)
-    train, imp_b = headstudy.task_data(base.tokenizer, task, "train", p["importance_cap"], p["seed"] + 1, **batching)
-    ablation = headstudy.switched_off(clf, dev_b, "single_heads", "mask", accuracy_points)
-    table, _ = headstudy.effect_intervals(ablation, task, n_resamples=p["n_resamples"], seed=p["seed"])
-    I = imp.importance_of(clf, imp_b)
-    agree, skipped = michel_seeds.agreement_tasks(base, p["agreement_tasks"], recipe, first.seed, known=[task])
-    by_task, files = imp.importance_by_task(base, agree, recipe, first.seed, cap=p["importance_cap"],
-                                            data_seed=p["seed"] + 1, known={task: I}, **batching)
-    sweep = mp.pruning_sweep(clf, dev_b, I, accuracy_points, step=p["step"])
-    curve = mp.curve_frame(sweep, mp.BY_IMPORTANCE, step=p["step"])
+    p, first = run.p, run.analysed()[0]
+    ablation, table = first.ablation, first.effects
+    ti = run.task_importance()
+    curve = mp.curve_frame(first.sweeps[mp.BY_IMPORTANCE][0], mp.BY_IMPORTANCE, step=p["step"])
     safe = mp.largest_safe_share(curve, ablation.baseline_score, p["tolerance"])
     n_safe = int(curve.loc[np.isclose(curve["share_pruned"], safe), "n_pruned"].max()) if safe > 0 else 0
     shape = ablation.scores.shape
     return {
-        "masking": {"task": task, "delta": np.asarray(ablation.delta, dtype=float),
+        "masking": {"task": p["task"], "delta": np.asarray(ablation.delta, dtype=float),
                     "low": table["low"].to_numpy().reshape(shape), "high": table["high"].to_numpy().reshape(shape),
-                    "n": int(table["n"].iloc[0]), "seed": first.seed, "learned": analysable},
-        "importance": {t: np.asarray(v, dtype=float) for t, v in by_task.items()},
-        "main_task": task,
-        "pruning": {"order": mp.pruning_order(I), "safe_share": float(safe), "n_safe": n_safe,
+                    "n": int(table["n"].iloc[0]), "seed": first.seed, "learned": run.seeds().analysable},
+        "importance": {t: np.asarray(v, dtype=float) for t, v in ti.by_task.items()},
+        "main_task": p["task"],
+        "pruning": {"order": mp.pruning_order(first.importance), "safe_share": float(safe), "n_safe": n_safe,
                     "tolerance": float(p["tolerance"]), "step": float(p["step"]),
                     "first_step": int(curve["n_pruned"].iloc[1]) if len(curve) > 1 else 0},
-        "skipped": skipped, "files": [dev.path, train.path, *files],
+        "skipped": ti.not_learned, "files": [run.data().dev.path, run.data().train.path, *ti.files],
     }
 
 
@@ -323,35 +215,39 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     loaded = base_encoder(model)  # the same handle the GLUE chapters' calls below get: the model is loaded once
     m = Measurements(loaded.n_layers, loaded.n_heads, model=loaded.name)
     notes = m.notes
-    segments: dict[tuple, list] = {}  # chapters 1 and 3 draw the same segments when their sizes and seeds agree
+    ch1 = None
     if p1 is not None:
-        stats, segments[_segment_key(p1)] = clark_surface(loaded, p1)
-
-        m.data_files += list(source_files())
+        ch1 = SurfacePipeline(loaded, p1)
+        stats = ch1.statistics()
+        m.data_files += ch1.data_files()
         m.surface = {k: np.asarray(stats[k], dtype=float) for k in SURFACE_KEYS}
         m.surface["uniform_entropy"] = float(stats["uniform_entropy"])
     else:
         notes["surface"] = "chapter 1 is not part of this profile"
     p2 = chapter_params.get("02_clark_probing")
     if p2 is not None:
-        acc, files = clark_syntax(loaded, p2)
-        m.syntax = syntax_arrays(acc)
-        m.coref, more = clark_coref(loaded, p2)
-        m.data_files += files + more
+        ch2 = ProbingPipeline(loaded, p2)
+        m.syntax = syntax_arrays(ch2.syntax())
+        run = ch2.coref()
+        m.coref = {"accuracy": run.heads.accuracy("all"), "baseline": run.baselines["nearest"].accuracy("all"),
+                   "n": int(run.heads.n["all"])}
+        m.data_files += [ud_path(p2["syntax_split"]), *gum.split_files(p2["coref_split"], p2["coref_max_docs"])]
     else:
         notes["syntax"] = notes["coref"] = "chapter 2 is not part of this profile"
     p3 = chapter_params.get("03_clark_clustering")
     if p3 is not None:
-        c = clark_clusters(loaded, p3, segments.get(_segment_key(p3)))
-        m.distances, m.clusters, m.behaviours = c["distances"], c["clusters"], c["behaviours"]
+        same = ch1 is not None and _segment_key(p1) == _segment_key(p3)  # chapters 1 and 3 draw the same segments
+        ch3 = ClusteringPipeline(loaded, p3, ch1.segments() if same else None)
+        m.distances = np.asarray(ch3.distances()["js_mean"])
+        m.clusters = np.asarray(ch3.clusters().clustering.labels)
+        m.behaviours = ch3.behaviours().behaviours
     else:
         notes["clusters"] = "chapter 3 is not part of this profile"
     base = None
     p4 = chapter_params.get("04_kovaleva_taxonomy")
     if p4 is not None:
         base = base_encoder(p4["model"])
-        recipe = recipe_for(p4)
-        k = kovaleva_patterns(base, p4, recipe)
+        k = kovaleva_patterns(TaxonomyPipeline(base, p4, recipe_for(p4)))
         m.patterns, m.pattern_classes, m.learned, m.framenet = k["counts"], k["classes"], k["learned"], k["framenet"]
         m.data_files += k["files"]
     else:
@@ -359,8 +255,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     p5 = chapter_params.get("05_kovaleva_disabling")
     if p5 is not None:
         base = base or base_encoder(p5["model"])
-        recipe = recipe_for(p5)
-        m.disabling, why = kovaleva_disabling(base, p5, recipe)
+        m.disabling, why = kovaleva_disabling(DisablingPipeline(base, p5, recipe_for(p5)))
         for task, reason in why.items():
             notes[f"disabling/{task}"] = f"not swept in chapter 5: {reason}"
     else:
@@ -368,8 +263,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     p6 = chapter_params.get("06_michel_pruning")
     if p6 is not None:
         base = base or base_encoder(p6["model"])
-        recipe = recipe_for(p6)
-        mi = michel_heads(base, p6, recipe)
+        mi = michel_heads(PruningPipeline(base, p6, recipe_for(p6)))
         m.masking, m.importance, m.main_task, m.pruning = mi["masking"], mi["importance"], mi["main_task"], mi["pruning"]
         if mi["skipped"]:
             notes["importance"] = "left out, not learned: " + "; ".join(mi["skipped"])

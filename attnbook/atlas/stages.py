@@ -23,10 +23,11 @@ from attnbook.engine.cost import (
     framenet_work,
     glue_size,
 )
-from attnbook.studies.clark import stages as clark
-from attnbook.studies.kovaleva import stages as kovaleva
-from attnbook.studies.michel import stages as michel
-from attnbook.studies.niven_kao import stages as niven_kao
+from attnbook.studies.clark.pipeline import ClusteringPipeline, ProbingPipeline, SurfacePipeline
+from attnbook.engine.pipeline import Pipeline
+from attnbook.studies.kovaleva.pipeline import DisablingPipeline, TaxonomyPipeline
+from attnbook.studies.michel.pipeline import PruningPipeline
+from attnbook.studies.niven_kao.pipeline import CuesPipeline
 
 ATLAS = "08_head_atlas"
 
@@ -34,13 +35,14 @@ ATLAS = "08_head_atlas"
 def gather_cost(p: StageParams, s: Shape) -> list[Work]:
     """What the atlas does with chapters 1-6's caches in place: it calls their functions again
     (:func:`attnbook.atlas.sources.gather`), so it builds their inputs from text again (the cache keys are digests
-    of them), parses FrameNet's XML again, and loads every fine-tuned classifier it reads (chapter 4's analysed
-    seed per task, chapter 5's tasks x seeds, chapter 6's seeds and agreement tasks); model work is read back
+    of them), parses FrameNet's XML again, and loads every fine-tuned classifier it reads (Table 1's, whose
+    rows decide whether chapter 4's tasks were learned, chapter 5's tasks x seeds, chapter 6's seeds and agreement tasks); model work is read back
     from the caches. The parameters are the source chapters' own for the profile, with the atlas's model and its
     ``chapter_overrides`` (as :func:`attnbook.atlas.sources.source_parameters` resolves them), through the book's
     resolver ``p.resolve``."""
-    if p.resolve is None:
-        raise ParameterError("the atlas's cost needs the book's parameter resolver (StageParams.resolve)")
+    if p.resolve is None or p.recipe_for is None:
+        raise ParameterError("the atlas's cost needs the book's parameter resolver and GLUE recipe "
+                             "(StageParams.resolve, StageParams.recipe_for)")
     overrides = dict(p.get("chapter_overrides") or {})
     p1, p2, p3, p4, p5, p6 = (p.resolve(c, p["profile"], {**overrides.get(c, {}), "model": p["model"]})
                               for c in sorted(sources.SOURCE_CHAPTERS))
@@ -60,7 +62,9 @@ def gather_cost(p: StageParams, s: Shape) -> list[Work]:
                                                            + cap(p6["importance_cap"], glue_size(p6["task"], "train")))
     out = [Work(p.chapter, "encoding chapters 1-6's inputs again (their cache keys)", "encode", pieces + glue_pieces)]
     out += framenet_work(p.chapter, "parsing FrameNet's XML again (chapter 4)")
-    n4 = len([t for t in p4["tasks"] if p.trainable(t)])
+    r4 = p.recipe_for(p4)  # chapter 4's verdict whether a task was learned reads Table 1: all of its classifiers
+    n4 = len([t for t in p4["table1_tasks"] if p.trainable(t)]) * (len(r4["seeds"])
+                                                                   + len(r4.get("random_seeds") or r4["seeds"]))
     n5 = len([t for t in p5["tasks"] if p.trainable(t)]) * len(p5["seeds"])
     others = [t for t in dict.fromkeys(p6["agreement_tasks"]) if t != p6["task"] and p.trainable(t)]
     n6 = len(p6["seeds"]) + 2 * len(others)  # learned or not, then importance scores of the learned ones
@@ -69,9 +73,13 @@ def gather_cost(p: StageParams, s: Shape) -> list[Work]:
     return out
 
 
+#: chapters 1-7, one pipeline each, in book order
+PIPELINES: tuple[type[Pipeline], ...] = (SurfacePipeline, ProbingPipeline, ClusteringPipeline, TaxonomyPipeline,
+                                         DisablingPipeline, PruningPipeline, CuesPipeline)
+
 #: every chapter's stages, in book order within each chapter
 STAGES: dict[str, list[Stage]] = {
-    **clark.STAGES, **kovaleva.STAGES, **michel.STAGES, **niven_kao.STAGES,
+    **{c.chapter: c.stages() for c in PIPELINES},
     ATLAS: [Stage(ATLAS, "gathering chapters 1-6's measurements", sources.gather, gather_cost)],
 }
 

@@ -188,7 +188,7 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
     (nothing of the cache is read); a :class:`~attnbook.engine.cost.CheckpointCache` leaves out the classifiers it
     holds."""
     params = StageParams(chapter, p, recipe=recipe, trained=trained, fetched=fetched, cache=cache,
-                         resolve=chapter_params)
+                         resolve=chapter_params, recipe_for=glue.recipe)
     return [w for stage in chapter_stages(chapter) for w in stage.work(params, s)]
 
 

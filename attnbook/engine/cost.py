@@ -134,13 +134,17 @@ class StageParams(Mapping[str, Any]):
       are not counted as trained;
     * ``resolve``: the book's parameter resolver (:func:`attnbook.chapters.params.chapter_params`, passed in: the
       studies sit below the book machinery), for the atlas, which re-reads its source chapters with their own
-      parameters.
+      parameters;
+    * ``recipe_for``: the book's recipe of a GLUE chapter's parameters (:func:`attnbook.chapters.profiles.glue.recipe`),
+      for the atlas, which loads its source chapters' classifiers.
     """
 
     def __init__(self, chapter: str, params: Mapping[str, Any], *, recipe: Mapping[str, Any] | None = None,
                  trained: set | None = None, fetched: bool = False, cache: CheckpointCache | None = None,
-                 resolve: Callable[..., Mapping[str, Any]] | None = None):
+                 resolve: Callable[..., Mapping[str, Any]] | None = None,
+                 recipe_for: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None):
         self.chapter = chapter
+        self.recipe_for = recipe_for
         self._params = params
         self.recipe = recipe
         self.trained = trained if trained is not None else set()

@@ -1,4 +1,4 @@
-"""Chapters 4-5 (Kovaleva et al.) as stages: each step the notebook runs and the work it costs (``attnbook plan``).
+"""What chapters 4-5 (Kovaleva et al.) cost: one function per stage of :mod:`attnbook.studies.kovaleva.pipeline`.
 
 Chapter 4 trains every classifier of Table 1 (chapters 5 and 6 load them); chapter 5 trains only the seeds chapter 4
 did not. A GLUE task whose files are not in the data directory is skipped, as the chapters skip it, unless the plan
@@ -6,21 +6,8 @@ counts fetched data (:class:`attnbook.engine.cost.StageParams`).
 """
 from __future__ import annotations
 
-from attnbook.engine.cost import (
-    Shape,
-    Stage,
-    StageParams,
-    Work,
-    cap,
-    dev_length,
-    finetune_work,
-    framenet_work,
-    glue_size,
-    sweep_forwards,
-)
-from attnbook.engine.finetune import train_checkpoints
-from attnbook.studies.heads_off import effects as headstudy
-from attnbook.studies.kovaleva import framenet, table1, taxonomy
+from attnbook.engine.cost import (Shape, StageParams, Work, cap,
+                                  dev_length, finetune_work, framenet_work, glue_size, sweep_forwards)
 
 TAXONOMY = "04_kovaleva_taxonomy"
 DISABLING = "05_kovaleva_disabling"
@@ -98,18 +85,3 @@ def sweeps_cost(p: StageParams, s: Shape) -> list[Work]:
                         "forward", s.forward_flops(dev_length(task, p.recipe["max_length"]),
                                                    len(p["seeds"]) * n * sweep_forwards(s))))
     return out
-
-
-STAGES: dict[str, list[Stage]] = {
-    TAXONOMY: [
-        Stage(TAXONOMY, "fine-tuning Table 1's classifiers", train_checkpoints, finetune_cost),
-        Stage(TAXONOMY, "Table 1 dev scores", table1.table1, table1_cost),
-        Stage(TAXONOMY, "pattern shares, map cosines and features (§4.1, §4.4, §4.5)", taxonomy.pattern_shares,
-              patterns_cost),
-        Stage(TAXONOMY, "FrameNet frame links (§4.2)", framenet.frame_link_scores, framenet_cost),
-    ],
-    DISABLING: [
-        Stage(DISABLING, "classifiers of every seed", headstudy.classifier, classifiers_cost),
-        Stage(DISABLING, "single-head and layer sweeps (§4.6, §5)", headstudy.switched_off, sweeps_cost),
-    ],
-}

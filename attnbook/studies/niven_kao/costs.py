@@ -1,4 +1,4 @@
-"""Chapter 7 (Niven & Kao) as stages: each step the notebook runs and the work it costs (``attnbook plan``).
+"""What chapter 7 (Niven & Kao) costs: one function per stage of :mod:`attnbook.studies.niven_kao.pipeline`.
 
 Every run trains BERT on (argument, warrant) pairs, two sequences per item, for every seed; the word baselines
 (GloVe models) are not counted (:data:`attnbook.chapters.plan.LEFT_OUT`).
@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 
-from attnbook.engine.cost import ARCT_SIZES, PAD_RANDOM, PIECES, Shape, Stage, StageParams, Work, cap
-from attnbook.studies.niven_kao import pairwise
+from attnbook.engine.cost import ARCT_SIZES, PAD_RANDOM, PIECES, Shape, StageParams, Work, cap
 
 CUES = "07_arct_cues"
 
@@ -58,11 +57,3 @@ def adversarial_cost(p: StageParams, s: Shape) -> list[Work]:
                         s.forward_flops(min(PIECES[f"arct_{variant}"], p["max_length"]),
                                         2 * p["n_seeds"] * (p["adversarial_epochs"] * n_dev_adv + n_test_adv))))
     return out
-
-
-STAGES: dict[str, list[Stage]] = {
-    CUES: [
-        Stage(CUES, "BERT on the full inputs and the probes' partial inputs", pairwise.run_seeds_cached, runs_cost),
-        Stage(CUES, "adversarial runs", pairwise.run_seeds_cached, adversarial_cost),
-    ],
-}

@@ -1,4 +1,4 @@
-"""Chapters 1-3 (Clark et al.) as stages: each step the notebook runs and the work it costs (``attnbook plan``).
+"""What chapters 1-3 (Clark et al.) cost: one function per stage of :mod:`attnbook.studies.clark.pipeline`.
 
 Stage costs are counted from the chapter's resolved parameters and the model's shape
 (:mod:`attnbook.engine.cost`). Chapter 3 reads chapter 1's surface statistics and chapter 2's syntactic heads
@@ -6,19 +6,8 @@ from the cache (the plan counts in book order), so only its own work is counted.
 """
 from __future__ import annotations
 
-from attnbook.engine.cost import (
-    GUM_DOCS,
-    GUM_WINDOWS_PER_DOC,
-    PIECES,
-    UD_SIZES,
-    Shape,
-    Stage,
-    StageParams,
-    Work,
-    probe_batches,
-)
-from attnbook.studies.clark import coref, distances, gradients, probes, surface, syntax
-from attnbook.studies.clark.segments import clark_segments
+from attnbook.engine.cost import (GUM_DOCS, GUM_WINDOWS_PER_DOC, PIECES, UD_SIZES,
+                                  Shape, StageParams, Work, probe_batches)
 
 SURFACE = "01_clark_surface_patterns"
 PROBING = "02_clark_probing"
@@ -136,21 +125,3 @@ def distances_cost(p: StageParams, s: Shape) -> list[Work]:
                  t * p["n_segments"] + PIECES["ud"] * _syntax_sentences(p)),
             Work(p.chapter, f"Jensen-Shannon terms of {heads * (heads - 1) // 2:,} head pairs", "pairs",
                  heads * (heads - 1) / 2 * entries)]
-
-
-STAGES: dict[str, list[Stage]] = {
-    SURFACE: [
-        Stage(SURFACE, "segments", clark_segments, segments_cost),
-        Stage(SURFACE, "surface statistics (§3)", surface.surface_statistics, surface_cost),
-        Stage(SURFACE, "MLM head", gradients.mlm_head, mlm_head_cost),
-        Stage(SURFACE, "attention gradients (§3.2)", gradients.cached_attention_gradients, gradients_cost),
-    ],
-    PROBING: [
-        Stage(PROBING, "syntactic heads (§4.2)", syntax.evaluate_heads, syntax_cost),
-        Stage(PROBING, "coreference heads (§4.3)", coref.evaluate_heads, coref_cost),
-        Stage(PROBING, "attention-based probes (§5)", probes.cached_run_probes, probes_cost),
-    ],
-    CLUSTERING: [
-        Stage(CLUSTERING, "head distances (§6)", distances.measure_head_distances, distances_cost),
-    ],
-}

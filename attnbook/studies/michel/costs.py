@@ -1,23 +1,11 @@
-"""Chapter 6 (Michel et al.) as stages: each step the notebook runs and the work it costs (``attnbook plan``).
+"""What chapter 6 (Michel et al.) costs: one function per stage of :mod:`attnbook.studies.michel.pipeline`.
 
 The chapter's classifiers are chapter 4's (Table 1 trains every seed); only those chapter 4 did not train are
 counted as trained here (:class:`attnbook.engine.cost.StageParams`).
 """
 from __future__ import annotations
 
-from attnbook.engine.cost import (
-    Shape,
-    Stage,
-    StageParams,
-    Work,
-    cap,
-    dev_length,
-    finetune_work,
-    glue_size,
-    sweep_forwards,
-)
-from attnbook.studies.heads_off import effects as headstudy
-from attnbook.studies.michel import dynamics, importance, pruning, runs
+from attnbook.engine.cost import Shape, StageParams, Work, cap, dev_length, finetune_work, glue_size, sweep_forwards
 
 PRUNING = "06_michel_pruning"
 
@@ -95,16 +83,3 @@ def speed_cost(p: StageParams, s: Shape) -> list[Work]:
     """Throughput of the full and the pruned model at every batch size, repeated."""
     speed = p["speed_repeats"] * 2 * sum(p["speed_examples"] + b for b in p["speed_batch_sizes"])
     return [Work(p.chapter, "speed runs", "forward", s.forward_flops(_length(p), speed))]
-
-
-STAGES: dict[str, list[Stage]] = {
-    PRUNING: [
-        Stage(PRUNING, "classifiers of every seed and agreement task", runs.classifiers, classifiers_cost),
-        Stage(PRUNING, "masking sweeps and pruning curves of every seed", runs.analyse, analyse_cost),
-        Stage(PRUNING, "first seed: all-but-one, disabling, training dynamics", dynamics.training_dynamics,
-              first_seed_cost),
-        Stage(PRUNING, "out-of-domain masking sweeps", headstudy.switched_off, out_of_domain_cost),
-        Stage(PRUNING, "importance across tasks", importance.importance_by_task, importance_cost),
-        Stage(PRUNING, "speed runs", pruning.speed_runs, speed_cost),
-    ],
-}

@@ -1,0 +1,249 @@
+"""Chapters 4-5 (Kovaleva et al. 2019) as pipelines: the steps each chapter's notebook runs, one method a step.
+
+Both chapters study classifiers fine-tuned on GLUE tasks from one pre-trained encoder, so each pipeline takes,
+besides the encoder and the chapter's parameters, the fine-tuning recipe (the book's
+:func:`attnbook.chapters.profiles.glue.recipe` of the chapter's parameters). The costs the plan adds up are in
+:mod:`attnbook.studies.kovaleva.costs`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnbook.core import cache
+from attnbook.data import framenet as framenet_data
+from attnbook.data.glue import GlueSplit
+from attnbook.engine.finetune import DEV_SAMPLE_SEED, train_checkpoints
+from attnbook.engine.inputs import Batch, Encoded
+from attnbook.engine.models import LoadedModel
+from attnbook.engine.pipeline import Pipeline, no_model_work, stage
+from attnbook.engine import sweeps
+from attnbook.engine.sweeps import SweepResult
+from attnbook.studies.heads_off import effects as headstudy
+from attnbook.studies.kovaleva import cnn, costs, disabling, features, framenet, patterns, table1, taxonomy
+from attnbook.studies.kovaleva import labels as labelled
+from attnbook.studies.kovaleva.inputs import dev_inputs
+from attnbook.studies.kovaleva.paper.learned import learned_tasks
+
+
+class GluePipeline(Pipeline):
+    """A pipeline over classifiers fine-tuned from ``model`` with ``recipe``."""
+
+    def __init__(self, model: LoadedModel, params: Mapping[str, Any], recipe: Mapping[str, Any]):
+        super().__init__(model, params)
+        self.recipe = dict(recipe)
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """The hand-reviewed pattern labels (§4.1) and the maps they describe.
+
+    ``label_model`` is the model whose maps the labels were made on (``transfer`` says how it differs from the
+    analysed one, empty when it is the same); ``learn`` the learnable subset
+    (:func:`attnbook.studies.kovaleva.labels.learnable_subset`: maps, segments, classes, proposed classes, note);
+    ``agreement`` the rules' agreement with the review."""
+
+    header: dict
+    labels: list
+    label_model: LoadedModel
+    transfer: str
+    learn: dict
+    agreement: dict
+
+    def files(self) -> list[Path]:
+        return [labelled.LABELS_FILE, *labelled.source_files(self.labels)]
+
+
+@cache.memoized("pattern-images")
+def pattern_images(label_model: LoadedModel, header: dict, labels: list, folds: int, size: int) -> dict[str, np.ndarray]:
+    """The pattern CNN's training images and classes: the learnable labelled maps (:func:`labelled.labelled_maps`,
+    :func:`labelled.learnable_subset`) as ``size`` x ``size`` images (:func:`cnn.maps_to_images`)."""
+    maps, segs, y = labelled.labelled_maps(label_model, labels, header=header)
+    learn = labelled.learnable_subset(maps, segs, y, labels, folds)
+    return {"images": cnn.maps_to_images(learn["maps"], size=size).numpy(), "y": np.asarray(learn["y"])}
+
+
+@dataclass(frozen=True)
+class CNNScores:
+    """How well the pattern classifiers label held-out reviewed maps: the feature tree's and the CNN's
+    cross-validated predictions, the table of scores and the CNN's macro-F1 with its interval."""
+
+    tree: dict
+    cv: dict
+    scores: pd.DataFrame
+    f1: Any
+
+
+@dataclass(frozen=True)
+class FrameNetRun:
+    """§4.2: the kept FrameNet instances, the filter's counts, every head's link scores, the heads above the
+    percentile and the top head's estimate against the control."""
+
+    kept: list
+    counts: Any
+    scores: dict
+    heads: dict
+    top: dict
+
+
+class TaxonomyPipeline(GluePipeline):
+    """Chapter 4 (Kovaleva §3-4): Table 1, the pattern taxonomy, FrameNet heads, what fine-tuning changes."""
+
+    chapter = costs.TAXONOMY
+    needs = ("model", "seed", "tasks", "table1_tasks", "dev_caps", "n_resamples", "cv_folds", "cnn_size", "cnn_epochs",
+             "n_examples", "max_tokens", "batch_size", "direction", "percentile")
+
+    @stage("fine-tuning Table 1's classifiers", costs.finetune_cost)
+    def classifiers(self) -> dict[str, LoadedModel]:
+        """Every classifier of Table 1 trained (cached), and each analysed task's classifier of the chapter's seed."""
+        r = self.recipe
+        train_checkpoints(self.p["model"], table1.jobs(self.p["table1_tasks"], r, r["inits"]), r, workers=r["workers"])
+        return {task: headstudy.classifier(self.model, task, r, self.p["seed"]) for task in self.p["tasks"]}
+
+    @stage("Table 1 dev scores", costs.table1_cost)
+    def table1(self) -> pd.DataFrame:
+        """Table 1 (:func:`attnbook.studies.kovaleva.table1.table1`), after :meth:`classifiers`."""
+        self.classifiers()
+        r, p = self.recipe, self.p
+        return table1.table1(self.model, p["table1_tasks"], r, seeds=r["seeds"], random_seeds=r.get("random_seeds"),
+                             inits=r["inits"], dev_caps=p["dev_caps"], n_resamples=p["n_resamples"], progress=False)
+
+    @stage("which classifiers learned", no_model_work)
+    def learned(self) -> dict[str, str]:
+        """Per task, ``""`` when the chapter's seed's classifier learned it, else why not (:func:`learned_tasks`)."""
+        return learned_tasks(self.table1(), seed=self.p["seed"])
+
+    @stage("labelled maps (§4.1)", no_model_work)
+    def labelled(self) -> Labelled:
+        """The reviewed labels and their maps on the model the labels describe."""
+        header, labels = labelled.load_pattern_labels()
+        label_model, transfer = labelled.label_model(self.model, header)
+        maps, segs, y = labelled.labelled_maps(label_model, labels, header=header)
+        learn = labelled.learnable_subset(maps, segs, y, labels, self.p["cv_folds"])
+        return Labelled(header, labels, label_model, transfer, learn, labelled.agreement(labels))
+
+    @stage("pattern CNN (§4.1)", no_model_work)
+    def pattern_cnn(self) -> cnn.PatternCNN:
+        """The CNN that labels maps, trained on every learnable labelled map (:func:`cnn.trained_cnn`)."""
+        header, labels = labelled.load_pattern_labels()
+        label_model, _ = labelled.label_model(self.model, header)
+        got = pattern_images(label_model, header, list(labels), int(self.p["cv_folds"]), int(self.p["cnn_size"]))
+        return cnn.trained_cnn(torch.as_tensor(got["images"]), got["y"], seed=self.p["seed"],
+                               epochs=self.p["cnn_epochs"])
+
+    @stage("pattern classifiers cross-validated (§4.1)", no_model_work)
+    def cnn_scores(self) -> CNNScores:
+        """The feature tree and the CNN, each cross-validated on the labelled maps, and the CNN's macro-F1."""
+        p, learn = self.p, self.labelled().learn
+        images = cnn.maps_to_images(learn["maps"], size=p["cnn_size"])
+        tree = cnn.cross_validate_features(patterns.features_matrix(learn["maps"], learn["segments"]), learn["y"],
+                                           k=p["cv_folds"], seed=p["seed"])
+        cv = cnn.cross_validated_cnn(images, learn["y"], k=p["cv_folds"], seed=p["seed"], epochs=p["cnn_epochs"])
+        scores = cnn.classifier_scores(learn["y"], learn["proposed"], tree, cv, p["cv_folds"])
+        f1 = cnn.f1_estimate(learn["y"], cv["predictions"], n_resamples=p["n_resamples"], seed=p["seed"])
+        return CNNScores(tree, cv, scores, f1)
+
+    @stage("dev inputs of the analysed tasks", no_model_work)
+    def inputs(self) -> dict[str, list[Encoded]]:
+        p = self.p
+        return {task: dev_inputs(self.model.tokenizer, task, p["n_examples"], seed=p["seed"], max_tokens=p["max_tokens"])
+                for task in p["tasks"]}
+
+    @stage("pattern shares, map cosines and features (§4.1, §4.4, §4.5)", costs.patterns_cost)
+    def pattern_shares(self) -> dict[tuple[str, str], dict]:
+        """``shares[(which, task)]``, ``which`` = "fine-tuned" or "pre-trained" (:func:`taxonomy.pattern_shares`)."""
+        finetuned, inputs, cnn_ = self.classifiers(), self.inputs(), self.pattern_cnn()
+        return {(which, task): taxonomy.pattern_shares(m, inputs[task], cnn_, batch_size=self.p["batch_size"])
+                for task in self.p["tasks"] for which, m in (("fine-tuned", finetuned[task]), ("pre-trained", self.model))}
+
+    @stage("FrameNet frame links (§4.2)", costs.framenet_cost)
+    def framenet(self) -> FrameNetRun:
+        p = self.p
+        kept, counts = framenet.FrameFilter().apply(framenet_data.load_fulltext())
+        scores = framenet.frame_link_scores(self.model, kept, direction=p["direction"], batch_size=p["batch_size"])
+        heads = framenet.frame_heads(scores["scores"], percentile=p["percentile"], control=scores["control"])
+        top = framenet.top_head_estimates(scores["scores"], scores["control"], n_resamples=p["n_resamples"],
+                                          seed=p["seed"])
+        return FrameNetRun(kept, counts, scores, heads, top)
+
+    @stage("map cosines, pre-trained vs fine-tuned (§4.4)", no_model_work)  # counted in pattern_shares' cost
+    def cosines(self) -> dict[str, dict[str, np.ndarray]]:
+        finetuned, inputs = self.classifiers(), self.inputs()
+        return {task: features.map_cosine(self.model, finetuned[task], inputs[task], batch_size=self.p["batch_size"])
+                for task in self.p["tasks"]}
+
+    @stage("attention received by features (§4.5)", no_model_work)  # counted in pattern_shares' cost
+    def features(self) -> dict[str, dict[str, dict]]:
+        """``feat[which][task]``: :func:`features.feature_statistics` of the fine-tuned and pre-trained models."""
+        finetuned, inputs = self.classifiers(), self.inputs()
+        models = {"fine-tuned": finetuned, "pre-trained": {task: self.model for task in self.p["tasks"]}}
+        return {which: {task: features.feature_statistics(m[task], inputs[task], batch_size=self.p["batch_size"])
+                        for task in self.p["tasks"]} for which, m in models.items()}
+
+
+@dataclass(frozen=True)
+class DevData:
+    """Each task's dev sample (at most its cap, :data:`DEV_SAMPLE_SEED`) and its batches."""
+
+    sets: dict[str, GlueSplit]
+    batches: dict[str, list[Batch]]
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """Each classifier's dev score (``table``), why a (task, seed) did not learn (``learned``: ``""`` when it did),
+    the runs swept and each task's primary run (the first learned seed)."""
+
+    table: pd.DataFrame
+    learned: dict[tuple[str, int], str]
+    runs: list[tuple[str, int]]
+    main: dict[str, tuple[str, int]]
+
+
+class DisablingPipeline(GluePipeline):
+    """Chapter 5 (Kovaleva §4.6, §5): every head and every layer switched off, in every task's classifiers."""
+
+    chapter = costs.DISABLING
+    needs = ("seed", "tasks", "seeds", "dev_caps", "eval_caps", "batch_size", "n_resamples", "analyse_unlearned")
+
+    @stage("classifiers of every seed", costs.classifiers_cost)
+    def classifiers(self) -> dict[tuple[str, int], LoadedModel]:
+        return {(t, s): headstudy.classifier(self.model, t, self.recipe, s) for t in self.p["tasks"]
+                for s in self.p["seeds"]}
+
+    @stage("dev samples", no_model_work)
+    def dev_data(self) -> DevData:
+        p, tok = self.p, self.model.tokenizer
+        got = {task: headstudy.task_data(tok, task, "dev", disabling.dev_cap(p["dev_caps"], task), DEV_SAMPLE_SEED,
+                                         batch_size=p["batch_size"], max_length=self.recipe["max_length"])
+               for task in p["tasks"]}
+        return DevData({t: g[0] for t, g in got.items()}, {t: g[1] for t, g in got.items()})
+
+    @stage("dev baselines and the runs to sweep", no_model_work)  # Table 1's dev outputs, cached by chapter 4
+    def baselines(self) -> Baselines:
+        p = self.p
+        table, learned = disabling.dev_baselines(self.classifiers(), max_length=self.recipe["max_length"],
+                                                 n_resamples=p["n_resamples"], seed=p["seed"], caps=p["eval_caps"])
+        runs = disabling.runs_to_sweep(learned, include_unlearned=p["analyse_unlearned"])
+        return Baselines(table, learned, runs, disabling.primary_runs(runs, p["tasks"], learned))
+
+    def _sweep(self, kind: str) -> dict[tuple[str, int], SweepResult]:
+        clfs, batches = self.classifiers(), self.dev_data().batches
+        return {k: headstudy.switched_off(clfs[k], batches[k[0]], kind, "disable", sweeps.task_score_fn(k[0]))
+                for k in self.baselines().runs}
+
+    @stage("single-head and layer sweeps (§4.6, §5)", costs.sweeps_cost)
+    def single_heads(self) -> dict[tuple[str, int], SweepResult]:
+        """Every head disabled alone, in every swept run (:func:`headstudy.switched_off`, ``"single_heads"``)."""
+        return self._sweep("single_heads")
+
+    @stage("layer sweeps (§4.6)", no_model_work)  # counted in single_heads' cost
+    def layers(self) -> dict[tuple[str, int], SweepResult]:
+        """Every layer's heads disabled together, in every swept run."""
+        return self._sweep("layers")
