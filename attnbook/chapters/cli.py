@@ -5,6 +5,7 @@
     attnbook plan [--profile quick|smoke|paper] [--model NAME]
     attnbook fetch DATASET [DATASET ...] [--dest DIR] [--base-url URL]
     attnbook list
+    attnbook cache list [--all] | size | verify | prune [--older-than DAYS] [--kind K ...] [--all] [--dry-run]
 """
 from __future__ import annotations
 
@@ -47,6 +48,20 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", default=None, help="also write the estimate (seconds per chapter) to this file")
 
     sub.add_parser("list", help="list chapters and their parameters")
+
+    cache = sub.add_parser("cache", help="show, check and prune the disk cache ($ATTNBOOK_CACHE)")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    cache_list = cache_sub.add_parser("list", help="entries by kind: count, size, newest and oldest")
+    cache_list.add_argument("--all", action="store_true", help="also one line per entry")
+    cache_sub.add_parser("size", help="the total size of the cache's entries")
+    cache_sub.add_parser("verify", help="recompute every checksum; exit 1 naming broken entries and the fix")
+    prune = cache_sub.add_parser("prune", help="remove the entries --older-than, --kind or --all select")
+    prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                       help="entries written more than DAYS days ago (reading an entry does not renew it)")
+    prune.add_argument("--kind", action="append", default=[], metavar="K",
+                       help="entries of this kind (repeatable; the kinds: attnbook cache list)")
+    prune.add_argument("--all", action="store_true", help="every entry (with --kind/--older-than: those only)")
+    prune.add_argument("--dry-run", action="store_true", help="print what would be removed; remove nothing")
     return p
 
 
@@ -102,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(chapter)
                 for profile in PROFILES:
                     print(f"  {profile:6s} {CHAPTERS.get(chapter, {}).get(profile, {})}")
+        elif args.command == "cache":
+            from attnbook.core import cache_admin  # lazy: a command loads only its own machinery
+
+            return cache_admin.run(args)
     except AttnbookError as exc:
         print(f"attnbook: error: {exc}", file=sys.stderr)
         return 2
