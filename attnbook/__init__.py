@@ -7,6 +7,7 @@ The front door holds the names a reader of the book uses; everything else lives 
 * :mod:`attnbook.stats`, :mod:`attnbook.verdict`, :mod:`attnbook.charts` - statistics, the one verdict rule, charts;
 * :mod:`attnbook.data` - one reader per dataset, and ``attnbook fetch``;
 * :mod:`attnbook.engine` - the only code that runs models: loading, extraction, interventions, sweeps, training;
+  ``attnbook.heads`` (:mod:`attnbook.engine.heads`) - load, maps, mask, disable, score and prune any encoder's heads;
 * :mod:`attnbook.studies` - the science, one folder per paper;
 * :mod:`attnbook.chapters` - making the book: profiles, results, the runner, the command line.
 
@@ -41,6 +42,7 @@ _EXPORTS = {
     "ChapterResults": "attnbook.chapters.results",
     "Comparison": "attnbook.verdict",
     "memoized": "attnbook.core.cache",
+    "heads": "attnbook.engine.heads",  # a module: the calls on your own model's heads
 }
 
 __all__ = sorted(_EXPORTS)
@@ -48,7 +50,8 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name]), name)
+        module = import_module(_EXPORTS[name])
+        value = module if module.__name__.rsplit(".", 1)[-1] == name else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'attnbook' has no attribute {name!r}")

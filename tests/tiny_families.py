@@ -76,7 +76,7 @@ _TOKENIZERS: dict[str, tuple[str, list[str], str, dict]] = {
     "deberta-v2": ("unigram", ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"], "DebertaV2Tokenizer", {}),
 }
 
-SHAPE = {"hidden": 32, "layers": 3, "heads": 4, "intermediate": 64, "positions": 64}
+SHAPE = {"hidden": 32, "layers": 3, "heads": 4, "intermediate": 64, "positions": 128}
 INIT = 0.2  # initializer_range: sharp attention in a tiny random model
 
 
@@ -141,7 +141,7 @@ def make_config(family: str, tokenizer, **overrides: Any):
         config = transformers.BertConfig(**common)
     elif family in ("roberta", "xlm-roberta"):
         cls = transformers.RobertaConfig if family == "roberta" else transformers.XLMRobertaConfig
-        config = cls(**{**common, "max_position_embeddings": p + 2}, type_vocab_size=1,
+        config = cls(**{**common, "max_position_embeddings": p + tokenizer.pad_token_id + 1}, type_vocab_size=1,
                      bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
     elif family == "distilbert":
         config = transformers.DistilBertConfig(vocab_size=len(tokenizer), dim=h, n_layers=n, n_heads=k, hidden_dim=f,

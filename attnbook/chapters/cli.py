@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", default=None, help="also write the estimate (seconds per chapter) to this file")
 
     sub.add_parser("list", help="list chapters and their parameters")
+    sub.add_parser("models", help="list the encoder families attnbook supports, and where their heads are")
 
     cache = sub.add_parser("cache", help="show, check and prune the disk cache ($ATTNBOOK_CACHE)")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
@@ -117,6 +118,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(chapter)
                 for profile in PROFILES:
                     print(f"  {profile:6s} {CHAPTERS.get(chapter, {}).get(profile, {})}")
+        elif args.command == "models":
+            from attnbook.engine.families import family_table  # lazy: a command loads only its own machinery
+
+            print("Encoder families attnbook runs (any model of these, by hub name or folder; -p model=...):")
+            for row in family_table():
+                print(f"  {row['family']:14s} model_type {row['model_types']:12s} heads in {row['layers']}[i]."
+                      f"{row['attention']}, output {row['output']}; MLM head {row['mlm']}")
+                print(f"  {'':14s} {row['notes']}")
+            print("Another encoder: add a Family entry to attnbook/engine/families.py (where its layers, attention "
+                  "projections and MLM head are); tests/test_families.py tests it on a planted model.")
         elif args.command == "cache":
             from attnbook.core import cache_admin  # lazy: a command loads only its own machinery
 

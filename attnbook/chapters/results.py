@@ -118,7 +118,8 @@ class ChapterResults:
             "chapter": self.chapter,
             "profile": self.params.get("profile"),
             "params": _round(dict(self.params)),
-            "model": {k: self.model.get(k) for k in ("name", "revision", "fingerprint", "n_layers", "n_heads", "device")},
+            "model": {k: self.model.get(k)
+                      for k in ("name", "family", "revision", "fingerprint", "n_layers", "n_heads", "device")},
             "numbers": self.numbers,
             "comparisons": [c.as_dict() for c in self.comparisons],
         }

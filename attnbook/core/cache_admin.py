@@ -135,6 +135,10 @@ def _where_hint() -> str:
             + (f"{now})." if now else "unset, so the default ~/.cache/attnbook)."))
 
 
+#: where `attnbook fetch model` assembles model folders inside the cache (attnbook.data.models_fetch)
+MODELS_FOLDER = "models"
+
+
 def _scan(root: Path | str | None, check: bool) -> tuple[Path, list[Entry], list[Path]]:
     """The root, its entries and the paths in it that are not cache entries (left alone)."""
     root = resolve_root(root)
@@ -165,7 +169,10 @@ def _scan(root: Path | str | None, check: bool) -> tuple[Path, list[Entry], list
                 found.append(_array_entry(kind, key, files, check))
             except FileNotFoundError:
                 continue
-    if not found and foreign:
+    models = root / MODELS_FOLDER  # assembled model folders (attnbook fetch model): listed as left alone
+    strangers = [p for p in foreign if p != models and p.parent != models]
+    if not found and strangers:
+        foreign = strangers
         shown = ", ".join(p.name for p in foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise CacheRootError(
             f"{root} does not look like an attnbook cache: it holds no cache entries (<kind>/<key>.npz + .json, "

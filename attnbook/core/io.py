@@ -102,3 +102,13 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_matches(path: Path, sha256: str, size: int | None) -> bool:
+    """True if ``path`` exists with this size and SHA-256 (the size is compared first, cheaply)."""
+    try:
+        if size is not None and path.stat().st_size != size:
+            return False
+    except FileNotFoundError:
+        return False
+    return sha256_file(path) == sha256

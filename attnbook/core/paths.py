@@ -52,3 +52,12 @@ def results_dir() -> Path:
     path = Path(env).expanduser() if env else project_root() / "book" / "results"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def hub_cache_dir() -> Path | None:
+    """The Hugging Face hub cache as the environment names it now (``HF_HUB_CACHE``, else ``HF_HOME/hub``)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return None

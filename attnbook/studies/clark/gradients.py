@@ -25,7 +25,7 @@ from attnbook.engine.inputs import Batch, Encoded
 from attnbook.engine.models import LoadedModel
 from attnbook.stats import proportion_interval
 from attnbook.studies.clark.segments import clark_segments
-from attnbook.studies.clark.surface import PUNCT_TOKENS, layer_means
+from attnbook.studies.clark.surface import layer_means, punct_ids
 
 #: segments held out to score the MLM head; a fit uses ``fit_segments`` (default ``MLM_FIT_SEGMENTS``) more to
 #: train on and ``MLM_VALID_SEGMENTS`` more to decide when to stop
@@ -55,7 +55,7 @@ class AttentionGradientStats:
 
     @classmethod
     def for_tokenizer(cls, tokenizer) -> "AttentionGradientStats":
-        return cls(tokenizer.sep_token_id, tokenizer.convert_tokens_to_ids(list(PUNCT_TOKENS)), tokenizer.mask_token_id,
+        return cls(tokenizer.sep_token_id, punct_ids(tokenizer), tokenizer.mask_token_id,
                    tokenizer.cls_token_id)
 
     def update(self, grads: torch.Tensor, batch: Batch, targets: torch.Tensor) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.extract import Encoded
+from attnbook.engine.inputs import frame, template
 from attnbook.data.wiki import Article, load_articles
 
 
@@ -45,12 +46,13 @@ def truncate_pair(a: list[str], b: list[str], budget: int) -> tuple[list[str], l
 
 
 def encode_pair(tokenizer: Any, p1: str, p2: str, max_tokens: int = 128, meta: dict | None = None) -> Encoded:
-    """``[CLS] p1 [SEP] p2 [SEP]`` with segment ids 0/1, truncated to ``max_tokens`` pieces."""
-    if max_tokens < 5:
-        raise ParameterError(f"max_tokens must be at least 5, got {max_tokens}")
-    a, b = truncate_pair(tokenizer.tokenize(p1), tokenizer.tokenize(p2), max_tokens - 3)
-    tokens = [tokenizer.cls_token, *a, tokenizer.sep_token, *b, tokenizer.sep_token]
-    types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    """``p1`` and ``p2`` as the tokenizer frames a pair (``[CLS] p1 [SEP] p2 [SEP]`` with segment ids 0/1 for BERT,
+    :func:`attnbook.engine.inputs.frame`), truncated to ``max_tokens`` pieces."""
+    n_special = template(tokenizer).n_special(pair=True)
+    if max_tokens < n_special + 2:
+        raise ParameterError(f"max_tokens must be at least {n_special + 2}, got {max_tokens}")
+    a, b = truncate_pair(tokenizer.tokenize(p1), tokenizer.tokenize(p2), max_tokens - n_special)
+    tokens, types, _ = frame(tokenizer, a, b)
     return Encoded(tokenizer.convert_tokens_to_ids(tokens), types, tokens, meta=dict(meta or {}))
 
 

@@ -36,6 +36,19 @@ STAT_NAMES = (
 PUNCT_TOKENS = (".", ",")
 
 
+def punct_ids(tokenizer) -> list[int]:
+    """Vocabulary ids of a period and a comma: the pieces themselves and, in vocabularies that mark a preceding
+    space (SentencePiece ``▁``, byte-level BPE ``Ġ``), their spaced forms; pieces a vocabulary lacks are left out
+    (never its unknown token)."""
+    out = []
+    for mark in ("", "\u2581", "\u0120"):
+        for p in PUNCT_TOKENS:
+            i = tokenizer.convert_tokens_to_ids(mark + p)
+            if i is not None and i != tokenizer.unk_token_id and i not in out:
+                out.append(int(i))
+    return out
+
+
 class SurfaceStats:
     """Streaming reducer of Clark §3 statistics; ``result()`` maps name -> ``values[layer, head]``.
 
@@ -57,7 +70,7 @@ class SurfaceStats:
 
     @classmethod
     def for_tokenizer(cls, tokenizer) -> "SurfaceStats":
-        return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.convert_tokens_to_ids(list(PUNCT_TOKENS)))
+        return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, punct_ids(tokenizer))
 
     def _scratch_like(self, a: torch.Tensor) -> torch.Tensor:
         """A buffer shaped like ``a``, reused across layers and batches (fresh memory costs page faults)."""
