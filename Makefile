@@ -10,6 +10,12 @@ VENV ?= .venv
 PROFILE ?= quick
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The environment as a named Jupyter kernel, "attnbook (.venv)": the chapters' notebooks ask for it by name
+# (metadata.kernelspec), so JupyterLab started from this .venv runs them with this environment's Python and packages.
+# Registered inside the .venv (--sys-prefix): nothing is written outside the checkout, and two checkouts never
+# overwrite each other's kernel. A Jupyter installed elsewhere (VS Code, a system JupyterLab) sees it after
+#   .venv/bin/python -m ipykernel install --user --name attnbook --display-name "attnbook (.venv)"
+KERNEL := $(VENV)/share/jupyter/kernels/attnbook/kernel.json
 
 # The data directory: $ATTNBOOK_DATA if set; else ./data (where `attnbook fetch` puts it);
 # else a shared/data folder beside the checkout (as on the project's own machines and CI).
@@ -21,9 +27,9 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PYDEVD_DISABLE_FILE_VALIDATION ?= 1
 
-.PHONY: install browser data book pdf test bench chapter constraints clean lab
+.PHONY: install kernel browser data book pdf test bench chapter constraints clean lab
 
-install: $(STAMP)
+install: $(STAMP) $(KERNEL)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +37,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --disable-pip-version-check -q -c constraints.txt -e ".[dev]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attnbook)" >/dev/null
 	touch $(STAMP)
+
+kernel: $(KERNEL)
+
+$(KERNEL): $(STAMP)
+	$(BIN)/python -m ipykernel install --sys-prefix --name attnbook --display-name "attnbook (.venv)" >/dev/null
 
 # The book's datasets: fetched from their original public sources only when a dataset folder is missing
 # (on machines with a shared data folder nothing is downloaded).
@@ -64,8 +75,9 @@ bench: install
 chapter: install
 	$(BIN)/attnbook run $(CH) --profile $(PROFILE)
 
+# JupyterLab on the chapters' notebooks, with the attnbook kernel (install registers it)
 lab: install
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 constraints:
 	$(BIN)/pip freeze --exclude-editable | grep -v -e '^attnbook' -e ' @ ' | sed 's/^torch==.*/torch==2.13.0/' > constraints.txt.new

@@ -11,6 +11,14 @@ renderer: every chart becomes
 * ``image/svg+xml`` - the same SVG, for viewers that prefer images;
 * the Vega-Lite JSON, for JupyterLab's own renderer.
 
+JupyterLab 4's own Vega renderer knows Vega-Lite up to v5 and Altair 6 writes v6, so in JupyterLab the HTML's static
+SVG is what would show. Where a person runs the notebook (a frontend that can answer ``input()``, as JupyterLab,
+Notebook 7 and VS Code can and papermill, which executes the book, never does) the bundle also carries Altair's
+:class:`~altair.JupyterChart` widget (anywidget), with Vega, Vega-Lite and vega-embed bundled by vl-convert
+(:func:`jupyter_chart_esm`), so the chart is interactive (tooltips, dropdowns) with no network; the frontend shows
+the widget, and the book's build, which never gets it, is unchanged. ``ATTNBOOK_CHARTS=static`` (or
+``interactive``) forces the choice.
+
 Charts are pure functions of arrays/DataFrames; labels use the papers' 1-based
 ``layer-head`` names.
 """
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -27,6 +36,7 @@ import pandas as pd
 
 from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_text
+from attnbook.core.paths import cache_dir
 
 BUNDLE_NAME = "attnbook-vega.js"
 LAYER_SCHEME = "viridis"
@@ -118,11 +128,80 @@ def _chart_html(spec: dict, svg: str) -> str:
 
 
 def attnbook_renderer(spec: dict, **metadata) -> dict:
-    """Altair renderer: interactive HTML with a static SVG inside, plus SVG and Vega-Lite JSON."""
+    """Altair renderer: interactive HTML with a static SVG inside, plus SVG and Vega-Lite JSON; where a person
+    runs the notebook (:func:`interactive_frontend`) also the interactive widget (:func:`jupyter_chart_bundle`)."""
     digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
     svg = _scope_svg_ids(chart_to_svg(spec), f"attnbook-svg-{digest}")
     mime = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.split('.')[0].lstrip('v')}+json"
-    return {"text/html": _chart_html(spec, svg), "image/svg+xml": svg, mime: spec}
+    bundle = {"text/html": _chart_html(spec, svg), "image/svg+xml": svg, mime: spec}
+    if interactive_frontend():
+        bundle.update(jupyter_chart_bundle(spec))
+    return bundle
+
+
+#: the widget's vega-embed options: SVG marks (crisp, and what a page check can find), the export menu only
+#: (the "Open in Vega Editor" entry needs the network)
+WIDGET_EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False,
+                                                       "editor": False}}
+
+
+def interactive_frontend() -> bool:
+    """Whether the chart is being shown to a person in a Jupyter frontend: the code runs in an IPython kernel and
+    the request that runs it lets the kernel ask for input (``allow_stdin``), as JupyterLab, Notebook 7 and VS Code
+    do and papermill/nbclient (the book's build) never do. ``ATTNBOOK_CHARTS=static`` or ``=interactive`` decides
+    instead; without anywidget the answer is no."""
+    choice = os.environ.get("ATTNBOOK_CHARTS", "").strip().lower()
+    if choice in ("static", "interactive"):
+        return choice == "interactive" and _have_anywidget()
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None or not hasattr(kernel, "get_parent"):
+        return False
+    try:
+        parent = kernel.get_parent("shell") or {}
+    except (AttributeError, LookupError, TypeError):  # an ipykernel without per-channel parents: the static chart
+        return False
+    return bool(parent.get("content", {}).get("allow_stdin")) and _have_anywidget()
+
+
+def _have_anywidget() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("anywidget") is not None
+
+
+def jupyter_chart_esm() -> str:
+    """The JavaScript of Altair's :class:`~altair.JupyterChart` with Vega, Vega-Lite and vega-embed bundled in (what
+    ``JupyterChart.enable_offline()`` builds with vl-convert, ~0.9 MB, 5-15 s), kept in the cache folder per
+    Altair and vl-convert version so a kernel builds it once per machine, not once per session."""
+    import vl_convert as vlc
+    from altair.jupyter.jupyter_chart import JupyterChart
+
+    path = cache_dir() / "charts" / f"jupyterchart-altair{alt.__version__}-vlc{vlc.__version__}.js"
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    JupyterChart.enable_offline(True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, JupyterChart._esm)
+    return JupyterChart._esm
+
+
+def jupyter_chart_bundle(spec: dict) -> dict:
+    """The widget view of ``spec``: an Altair :class:`~altair.JupyterChart` that draws offline (the JavaScript from
+    :func:`jupyter_chart_esm`). Only its widget mimetype is returned: the caller's bundle keeps the static chart."""
+    from altair.jupyter.jupyter_chart import JupyterChart
+
+    if not JupyterChart._is_offline:
+        JupyterChart._esm = jupyter_chart_esm()  # what enable_offline() sets, read from the cache
+        JupyterChart._is_offline = True
+    widget = JupyterChart(chart=alt.Chart.from_dict(spec), embed_options=WIDGET_EMBED_OPTIONS)
+    bundle = widget._repr_mimebundle_()
+    if isinstance(bundle, tuple):  # anywidget answers (data, metadata)
+        bundle = bundle[0]
+    return {k: v for k, v in bundle.items() if k == "application/vnd.jupyter.widget-view+json"}
 
 
 def enable() -> None:

@@ -339,6 +339,9 @@ def table(report: dict) -> str:
             rows.append((f"single-head {mode} sweep: fast vs naive", f"{m.get('speedup'):.2f}x, max diff "
                          f"{m.get('max_abs_output_diff'):.1e}" if m.get("max_abs_output_diff") is not None else
                          str(m), ">= 2x, diff < 1e-5"))
+    from families import rows as family_rows
+
+    rows += family_rows(report.get("families"))
     imp = report.get("importance", {})
     if "importance_over_forward" in imp:
         rows.append(("importance scores (all heads) vs one forward pass", f"{imp['importance_over_forward']}x",
@@ -433,6 +436,11 @@ def main() -> int:
         report["speedups"] = bench_optional("speedups", lambda: bench_speedups(loaded))
     if want("plan"):
         report["plan"] = bench_optional("plan", bench_plan)
+    if want("families"):
+        from families import bench_families
+        from measures import benchmark_sweep
+
+        report["families"] = bench_optional("families", lambda: bench_families(bench_extraction, benchmark_sweep))
     report["book_times"] = book_times(previous_book_times())
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "latest.json", report)

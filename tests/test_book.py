@@ -173,17 +173,19 @@ def test_atlas_page_grid_and_card_in_chromium(smoke_book):
 
 
 @pytest.mark.integration
-def test_no_launch_button_leads_to_a_notebook_that_cannot_import(smoke_book):
-    """Regression (issue 21): Binder and Colab opened a chapter's notebook with no way to install attnbook or
-    fetch the data, so its first import failed. The book offers no such button; the download button stays."""
+def test_launch_buttons_open_the_source_notebook_whose_first_cell_installs_the_book(smoke_book):
+    """Issue 21: Binder and Colab opened the executed notebook, with no way to install attnbook or fetch the data.
+    Issue 34: each chapter page links Binder and Colab to the source notebook in notebooks/, whose set-up cell
+    installs the package and fetches the chapter's data; the executed notebook can still be downloaded."""
     import re
 
     from attnbook.chapters.runner import available_chapters
 
     for chapter in available_chapters():
         text = (smoke_book / "_build" / "html" / "book" / f"{chapter}.html").read_text()
-        assert not re.findall(r'href="https://(?:mybinder\.org|colab\.research\.google\.com)', text), chapter
-        assert f"{chapter}.ipynb" in text  # the executed notebook can still be downloaded
+        links = re.findall(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)[^"]*)"', text)
+        assert len(links) == 2 and all(link.endswith(f"notebooks/{chapter}.ipynb") for link in links), (chapter, links)
+        assert f"{chapter}.ipynb" in text
 
 
 @pytest.mark.integration
@@ -286,3 +288,13 @@ def test_each_chapter_reads_only_the_datasets_its_set_up_cell_fetches(smoke_book
         cells = json.loads((smoke_book / "book" / f"{chapter}.ipynb").read_text())["cells"]
         setup = next(c for c in cells if "set-up" in c["metadata"].get("tags", []))
         assert setup["outputs"] == [], f"{chapter}: the set-up cell did something although everything is here"
+
+
+@pytest.mark.integration
+def test_the_heads_page_ran_in_the_build_on_the_embedded_model(smoke_book):
+    """Issue 29: "Heads of your own model" is executed in the build (notebooks/pages/), not a static text."""
+    text = (smoke_book / "_build" / "html" / "book" / "heads_of_your_own_model.html").read_text()
+    assert "ModernBERT" in text and "DeBERTa" in text  # the families table
+    assert "attnbook-chart" in text  # the line view and the importance heatmap were drawn
+    assert "Pruned" in text and "parameters; paraphrase cosine" in text  # the pruning cell's output
+    assert "Traceback" not in text

@@ -129,11 +129,13 @@ def make_tokenizer(family: str):
     return cls(vocab=[(piece, float(score)) for piece, score in model["vocab"]], **special_kwargs)
 
 
-def make_config(family: str, tokenizer, **overrides: Any):
-    """A tiny config of ``family`` matching ``tokenizer``'s vocabulary and special-token ids."""
+def make_config(family: str, tokenizer, shape: dict | None = None, **overrides: Any):
+    """A tiny config of ``family`` matching ``tokenizer``'s vocabulary and special-token ids (``shape``: other
+    sizes than :data:`SHAPE`, e.g. a benchmark's MiniLM-sized model)."""
     import transformers
 
-    h, n, k, f, p = (SHAPE[x] for x in ("hidden", "layers", "heads", "intermediate", "positions"))
+    sizes = {**SHAPE, **(shape or {})}
+    h, n, k, f, p = (sizes[x] for x in ("hidden", "layers", "heads", "intermediate", "positions"))
     ids = {"pad_token_id": tokenizer.pad_token_id}
     common = {"vocab_size": len(tokenizer), "hidden_size": h, "num_hidden_layers": n, "num_attention_heads": k,
               "intermediate_size": f, "max_position_embeddings": p, "initializer_range": INIT, **ids}
@@ -174,7 +176,7 @@ _HEADS = {"masked-lm": "AutoModelForMaskedLM", "classifier": "AutoModelForSequen
 
 
 def plant(family_name: str, folder: Path | str, head: str = "masked-lm", *, seed: int = 0,
-          **overrides: Any) -> Path:
+          shape: dict | None = None, **overrides: Any) -> Path:
     """Write a tiny ``family_name`` model with ``head`` (``"masked-lm"``, ``"classifier"`` (3 labels), ``"base"``;
     ``"discriminator"`` for ELECTRA) and its tokenizer to ``folder``; returns the folder. ``overrides`` set
     config attributes (e.g. ``share_att_key=False``)."""
@@ -184,7 +186,7 @@ def plant(family_name: str, folder: Path | str, head: str = "masked-lm", *, seed
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = make_tokenizer(family_name)
-    config = make_config(family_name, tokenizer, **overrides)
+    config = make_config(family_name, tokenizer, shape, **overrides)
     if head == "classifier":
         config.num_labels = 3
     torch.manual_seed(seed)

@@ -36,8 +36,13 @@ SETUP_CELL = '''# Set-up for a fresh environment (Colab, a new virtualenv, a not
 # and fetches the data this chapter reads when they are missing. Where both are present it does nothing.
 import importlib.util, os, subprocess, sys
 if importlib.util.find_spec("attnbook") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    os.environ.get("ATTNBOOK_SOURCE", "{source}")], check=True)
+    where = os.environ.get("ATTNBOOK_SOURCE", "{source}")
+    if subprocess.run([sys.executable, "-m", "pip", "install", "-q", where]).returncode != 0:
+        raise ModuleNotFoundError(
+            f"attnbook is not installed for this kernel's Python ({sys.executable}), and pip could not install it "
+            f"from {where} (offline?). In a checkout of the book: run `make install`, then choose the kernel "
+            "'attnbook (.venv)' (Kernel > Change Kernel...). Elsewhere: set ATTNBOOK_SOURCE to a local copy of "
+            "attnbook (a folder or a wheel) and restart the kernel.") from None
 from attnbook.chapters.datasets import ensure_data
 ensure_data("{chapter}")'''
 

@@ -40,7 +40,7 @@ from transformers import AutoTokenizer, BertConfig, BertForSequenceClassificatio
 from attnbook.atlas.stages import chapter_stages
 from attnbook.chapters.params import chapter_params
 from attnbook.chapters.profiles import glue
-from attnbook.chapters.runner import available_chapters, notebooks_dir
+from attnbook.chapters.runner import available_chapters, ipc_kernel_manager, notebooks_dir
 from attnbook.core.errors import AttnbookError, ModelError
 from attnbook.core.paths import cache_dir, data_dir
 from attnbook.data import framenet
@@ -435,7 +435,8 @@ def kernel_startup(model: str = "embedded", profile: str = "quick") -> float:
             start = time.perf_counter()
             params = {"profile": profile, **({"model": model} if model and model != "embedded" else {})}
             pm.execute_notebook(str(src), str(out), parameters=params, progress_bar=False, kernel_name="python3",
-                                language="python", log_output=False, cwd=tmp)
+                                language="python", log_output=False, cwd=tmp,
+                                kernel_manager_class=ipc_kernel_manager())
     except Exception:  # noqa: BLE001 - no kernel here (or the model is not downloaded): imports and a model load
         start = time.perf_counter()
         code = STARTUP_IMPORTS.replace("\nMarkdown('ready')", "") + "\n" + _load_cell(model)

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from attnbook.chapters.params import chapter_params, check_profile
 from attnbook.chapters.publish import Progress, tidy
-from attnbook.chapters.toc import CHAPTER_IDS
+from attnbook.chapters.toc import CHAPTER_IDS, PAGES
 from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
 from attnbook.core.io import atomic_path, writer_alive
 from attnbook.core.paths import project_root, results_dir
@@ -128,7 +128,7 @@ def run_chapter(
                     pm.execute_notebook(
                         str(source), str(tmp_nb), parameters=params, cwd=str(notebooks_dir()),
                         kernel_name="python3", progress_bar=False, log_output=log_output,
-                        report_mode=False,
+                        report_mode=False, kernel_manager_class=ipc_kernel_manager(),
                     )
             except pm.PapermillExecutionError as exc:
                 failed_dir.mkdir(parents=True, exist_ok=True)
@@ -156,6 +156,42 @@ def run_chapter(
             else:
                 os.environ[key] = value
     return target
+
+
+def ipc_kernel_manager() -> type:
+    """The kernel manager papermill starts each chapter's kernel with: the kernel talks to ``attnbook run`` over
+    Unix domain sockets (ZeroMQ's ``ipc`` transport) in a private temporary folder instead of TCP ports on
+    localhost. Other local users cannot connect to the kernel, and ipykernel has no reason for its "Kernel is
+    running over TCP without encryption" warning, which it would otherwise print on every run's terminal.
+
+    The socket files are named after the connection file (``<folder>/kernel-ipc-<port>``), so that file is
+    placed in a short private folder (a Unix socket path has at most ~100 bytes), removed with the kernel.
+    On Windows, where Jupyter has no ``ipc`` transport, it is the default (TCP) manager."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    if sys.platform == "win32":
+        return AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+        @default("connection_file")
+        def _connection_file_default(self) -> str:
+            self._ipc_folder = tempfile.mkdtemp(prefix="attnbook-kernel-")
+            return os.path.join(self._ipc_folder, "kernel.json")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            folder = getattr(self, "_ipc_folder", None)
+            if folder and not restart:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        cleanup_resources = _async_cleanup_resources  # the name nbclient calls when a kernel fails to start
+
+    return IPCKernelManager
 
 
 def stderr_log(chapter: str) -> Path:
@@ -187,12 +223,41 @@ def remove_stale_temporaries(folder: Path, chapter: str) -> list[Path]:
     return removed
 
 
+def run_page(name: str, output_dir: Path | None = None) -> Path:
+    """Execute the front-matter page ``notebooks/pages/<name>.ipynb`` (:data:`attnbook.chapters.toc.PAGES`) into
+    ``book/<name>.ipynb``: all cells or nothing (a failed run leaves the previous page and raises
+    :class:`ChapterExecutionError`), the kernel's stderr kept off the page as for a chapter."""
+    import papermill as pm
+
+    source = notebooks_dir() / "pages" / f"{name}.ipynb"
+    if name not in PAGES or not source.exists():
+        raise ParameterError(f"unknown page {name!r}; pages: {', '.join(PAGES)}")
+    out_dir = Path(output_dir) if output_dir else book_dir()
+    target = out_dir / f"{name}.ipynb"
+    with atomic_path(target) as tmp:
+        tmp_nb = tmp.parent / f"{tmp.name}.ipynb"
+        try:
+            pm.execute_notebook(str(source), str(tmp_nb), cwd=str(source.parent), kernel_name="python3",
+                                progress_bar=False, report_mode=False, kernel_manager_class=ipc_kernel_manager())
+        except pm.PapermillExecutionError as exc:
+            tmp_nb.unlink(missing_ok=True)
+            raise ChapterExecutionError(name, exc.cell_index, exc.ename, exc.evalue, source) from None
+        tidy(tmp_nb, stderr_log(name))
+        shutil.move(str(tmp_nb), tmp)
+    return target
+
+
 def run_all(profile: str = "quick", chapters: list[str] | None = None, overrides=None, keep_going: bool = False,
             output_dir: Path | None = None) -> dict[str, float]:
     """Execute chapters in book order; returns seconds per chapter. Stops at the first failure
     unless ``keep_going`` (then raises after the rest ran); earlier chapters' outputs stay intact."""
     times: dict[str, float] = {}
     errors: list[ChapterExecutionError] = []
+    for page in PAGES if chapters is None else ():  # the whole book: its executed front-matter pages first
+        start = time.time()
+        run_page(page, output_dir)
+        times[page] = round(time.time() - start, 1)
+        print(f"[attnbook] {page}: {times[page]} s", flush=True)
     for chapter in chapters or available_chapters():
         start = time.time()
         print(f"[attnbook] running {chapter} ({profile}) ...", flush=True)

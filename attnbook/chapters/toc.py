@@ -47,8 +47,12 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("08_head_atlas", "A head atlas (all papers)", ACROSS),
 )
 
+#: Front-matter pages that are notebooks, executed in the build like the chapters (``notebooks/pages/<name>.ipynb``
+#: -> ``book/<name>.ipynb``) but with no profile, results file or comparison table: they show the package at work.
+PAGES: tuple[str, ...] = ("heads_of_your_own_model",)
+
 #: Pages before and after the chapters: (caption, pages).
-FRONT_MATTER = ("Getting started", ("book/how_to_run", "book/seminar"))
+FRONT_MATTER = ("Getting started", ("book/how_to_run", "book/heads_of_your_own_model", "book/seminar"))
 BACK_MATTER = ("Back matter", ("book/results", "book/bibliography"))
 ROOT_PAGE = "book/intro"
 

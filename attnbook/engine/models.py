@@ -181,6 +181,9 @@ class LoadedModel:
         }
 
 
+#: what the engine's calls take as a model: the handle, or the bare transformers module inside it
+ModelLike = LoadedModel | torch.nn.Module
+
 #: the shapes (layers, heads, hidden size) of the papers' models, to catch weights that only carry the name
 KNOWN_SHAPES: dict[str, tuple[int, int, int]] = {"bert-base-uncased": (12, 12, 768), "bert-base-cased": (12, 12, 768),
                                                  "bert-large-uncased": (24, 16, 1024)}
