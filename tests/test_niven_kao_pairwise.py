@@ -5,6 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
+
+from attnbook.core import cache
 import torch
 
 from arct_items import planted_cue_items
@@ -173,22 +175,22 @@ def test_run_seeds_rows(tokenizer):
     assert all(p.requires_grad for p in loaded.model.parameters())  # the frozen view was undone
 
 
-def test_run_seeds_cached_computes_once(tokenizer, monkeypatch):
+def test_run_seeds_computes_once(tokenizer, monkeypatch):
     from attnbook.engine.models import wrap_model
 
     loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
     items = planted_cue_items(12, 5)
     cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, trainable_layers=1)
     kwargs = dict(inputs="W", seeds=[0], cfg=cfg, max_length=32)
-    first = M.run_seeds_cached(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
+    first = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
     assert list(first.columns) == ["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds",
                                    "test_accuracy"]
     assert (first["train_seconds"] >= 0).all()
-    monkeypatch.setattr(M, "run_seeds", lambda *a, **k: pytest.fail("recomputed a cached run"))
-    again = M.run_seeds_cached(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
+    monkeypatch.setattr(M, "_seed_row", lambda **k: pytest.fail("recomputed a cached run"))
+    again = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kwargs)
     assert again.equals(first)
     with pytest.raises(pytest.fail.Exception):  # other data: another key
-        M.run_seeds_cached(loaded, items, items[:5], {"test": items[4:]}, **kwargs)
+        M.run_seeds(loaded, items, items[:5], {"test": items[4:]}, **kwargs)
 
 
 def test_summarize():
@@ -242,10 +244,11 @@ def test_seeds_in_worker_processes_train_the_same_models(tokenizer):
     items = planted_cue_items(12, 3)
     cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, bf16=True, train_threads=1)
     kw = dict(inputs="full", seeds=[0, 1], cfg=cfg, max_length=32)
-    one = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # the fallback to one process warns: fail on it here
-        two = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, **kw)
+    with cache.disabled():  # both runs train (the cache ignores workers)
+        one = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # the fallback to one process warns: fail on it here
+            two = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, **kw)
     columns = [c for c in one.columns if c != "train_seconds"]
     assert one[columns].equals(two[columns])
 

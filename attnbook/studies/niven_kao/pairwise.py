@@ -440,6 +440,7 @@ def summarize(values: Iterable[float]) -> dict:
             "n": int(v.size)}
 
 
+@cache.memoized("arct_bert_runs", ignore=("progress", "memo", "workers"), version=f"torch {torch.__version__}")
 def run_seeds(
     loaded: Any,
     train: Sequence[ArctItem],
@@ -484,7 +485,9 @@ def run_seeds(
     rows = _in_workers(tasks, workers) if workers > 1 and len(tasks) > 1 else None
     if rows is None:
         rows = [_seed_row(**task) for task in tasks]
-    return pd.DataFrame(rows)
+    columns = (["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds"]
+               + [f"{k}_accuracy" for k in tests])
+    return pd.DataFrame(rows)[columns]
 
 
 def _seed_row(encoder: nn.Module, data: Mapping[str, PairEncoding | CachedStates], labels: Mapping[str, np.ndarray],
@@ -536,29 +539,6 @@ def config_dict(cfg: TrainConfig) -> dict:
 
 
 # ---- cached runs ---------------------------------------------------------------------------------
-
-
-@cache.memoized("arct_bert_runs", ignore=("progress", "memo", "workers"), version=f"torch {torch.__version__}")
-def run_seeds_cached(
-    loaded: Any,
-    train: Sequence[ArctItem],
-    dev: Sequence[ArctItem],
-    tests: Mapping[str, Sequence[ArctItem]],
-    *,
-    inputs: str = "full",
-    seeds: Sequence[int] = (0,),
-    cfg: TrainConfig = TrainConfig(),
-    max_length: int = 80,
-    progress: bool = False,
-    memo: dict | None = None,
-    workers: int = 1,
-):
-    """:func:`run_seeds`, cached on disk by the model's weights, the data, the settings and torch's version (not by
-    ``workers``, which does not change the runs, nor ``memo``/``progress``)."""
-    columns = (["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds"]
-               + [f"{k}_accuracy" for k in tests])
-    return run_seeds(loaded, train, dev, tests, inputs=inputs, seeds=seeds, cfg=cfg, max_length=max_length,
-                     progress=progress, memo=memo, workers=workers)[columns]
 
 
 def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:

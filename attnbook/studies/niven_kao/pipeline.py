@@ -95,7 +95,7 @@ class CuesPipeline(Pipeline):
         return cues.transform_agreement(s.files, s.claim_map), cues.cue_statistics(s.files["test-adv-negated"])
 
     def _runs(self, train, dev, tests, inputs: str, cfg) -> pd.DataFrame:
-        return pairwise.run_seeds_cached(self.model, train, dev, tests, inputs=inputs, seeds=self.seeds, cfg=cfg,
+        return pairwise.run_seeds(self.model, train, dev, tests, inputs=inputs, seeds=self.seeds, cfg=cfg,
                                          max_length=self.p["max_length"], progress=False, memo=self._memo,
                                          workers=self.p["seed_workers"])
 

@@ -9,7 +9,7 @@ and/or the reason (:data:`attnbook.studies.niven_kao.pairwise.INPUTS`).
 
 Training is the paper's grid-searched recipe (:data:`PAPER_WORD_CONFIGS`): Adam, the learning
 rate times 0.1 whenever dev accuracy drops, the best dev epoch kept, through the one training loop
-(:func:`attnbook.engine.train.fit`). :func:`run_word_seeds_cached` runs one input variant over seeds
+(:func:`attnbook.engine.train.fit`). :func:`run_word_seeds` runs one input variant over seeds
 and :func:`run_word_baselines` every variant of a chapter for both kinds.
 """
 from __future__ import annotations
@@ -180,6 +180,7 @@ def train_word_model(
     return model, log.history[log.best_epoch - 1]["metric"], log.best_epoch
 
 
+@cache.memoized("arct_word_runs", version=f"torch {torch.__version__}")
 def run_word_seeds(
     glove: Any,
     train: Sequence[ArctItem],
@@ -205,23 +206,8 @@ def run_word_seeds(
         for name in tests:
             row[f"{name}_accuracy"] = accuracy_of(predict_word_proba(model, data[name]), data[name].labels)
         rows.append(row)
-    return pd.DataFrame(rows)
-
-
-@cache.memoized("arct_word_runs", version=f"torch {torch.__version__}")
-def run_word_seeds_cached(
-    glove: Any,
-    train: Sequence[ArctItem],
-    dev: Sequence[ArctItem],
-    tests: Mapping[str, Sequence[ArctItem]],
-    *,
-    cfg: WordTrainConfig,
-    inputs: str = "full",
-    seeds: Sequence[int] = (0,),
-):
-    """:func:`run_word_seeds`, cached by the GloVe table, the data, the settings and torch's version."""
     columns = ["model", "inputs", "seed", "best_epoch", "dev_accuracy", "oov_share"] + [f"{k}_accuracy" for k in tests]
-    return run_word_seeds(glove, train, dev, tests, cfg=cfg, inputs=inputs, seeds=seeds)[columns]
+    return pd.DataFrame(rows)[columns]
 
 
 def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:
@@ -245,7 +231,7 @@ def run_word_baselines(
 ) -> dict[str, Any]:
     """BoV and BiLSTM on every input variant of the chapter (``P["probes"]``), ``P["word_seeds"]`` seeds each.
 
-    Returns one frame per kind (:data:`KINDS`), the rows of :func:`run_word_seeds_cached` for every
+    Returns one frame per kind (:data:`KINDS`), the rows of :func:`run_word_seeds` for every
     input variant one after the other; the settings come from :func:`word_config`.
     """
     import pandas as pd
@@ -253,7 +239,7 @@ def run_word_baselines(
     seeds = range(P["seed"], P["seed"] + P["word_seeds"])
     return {
         kind: pd.concat([
-            run_word_seeds_cached(glove, train, dev, tests, cfg=word_config(kind, P), inputs=inputs, seeds=seeds)
+            run_word_seeds(glove, train, dev, tests, cfg=word_config(kind, P), inputs=inputs, seeds=seeds)
             for inputs in P["probes"]
         ], ignore_index=True)
         for kind in KINDS
@@ -271,6 +257,6 @@ def run_word_adversarial(
     ``train`` is ``train-swapped``, ``dev`` and ``tests`` the claim-negated files (and their halves); one frame per
     kind (:data:`KINDS`), ``P["word_seeds"]`` seeds, the settings of :func:`word_config`."""
     seeds = range(P["seed"], P["seed"] + P["word_seeds"])
-    return {kind: run_word_seeds_cached(glove, train, dev, tests, cfg=word_config(kind, P), inputs="full",
+    return {kind: run_word_seeds(glove, train, dev, tests, cfg=word_config(kind, P), inputs="full",
                                         seeds=seeds)
             for kind in KINDS}
