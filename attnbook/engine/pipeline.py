@@ -36,6 +36,7 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 from attnbook.core.errors import ParameterError
 from attnbook.engine.cost import Shape, Stage, StageParams, Work
+from attnbook.engine.models import LoadedModel
 
 R = TypeVar("R")
 Cost = Callable[[StageParams, Shape], list[Work]]
@@ -85,7 +86,7 @@ class Pipeline:
     #: the parameters the stages read (checked when the pipeline is made)
     needs: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, model: Any, params: Mapping[str, Any]):
+    def __init__(self, model: LoadedModel, params: Mapping[str, Any]):
         missing = [k for k in self.needs if k not in params]
         if missing:
             raise ParameterError(f"{type(self).__name__} ({self.chapter}) needs the parameters {missing}: pass the "

@@ -55,6 +55,7 @@ from attnbook.core.heads import head_label
 from attnbook.data.gum import MENTION_KINDS, CorefDoc, Mention
 from attnbook.engine.extract import Batch, Encoded, stream_attention
 from attnbook.engine.inputs import encode_words, word_pieces
+from attnbook.engine.models import LoadedModel
 from attnbook.engine.wordlevel import token_to_word_attention
 
 #: mention types of Table 2 (:data:`attnbook.data.gum.MENTION_KINDS`), and the table's columns ("all" = every type)
@@ -402,7 +403,7 @@ class CorefHeadReducer:
 
 @cache.memoized("coref_heads", ignore=("batch_size", "progress"))
 def evaluate_heads(
-    loaded: Any,
+    loaded: LoadedModel,
     wins: Sequence[CorefWindow],
     batch_size: int = 16,
     *,

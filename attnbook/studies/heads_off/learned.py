@@ -17,7 +17,7 @@ Kovaleva and Michel both import this module; it imports neither.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from attnbook.data.glue import task_spec
 from attnbook.data.glue_metrics import TABLE1_METRIC
 from attnbook.engine.evaluate import metrics_from_logits, score_interval
 from attnbook.engine.finetune import recipe_dev_outputs
+from attnbook.engine.models import LoadedModel
 from attnbook.stats import Estimate, bootstrap_counts, percentile_interval
 from attnbook.studies.heads_off.effects import weighted_scores
 
@@ -144,7 +145,7 @@ def learned(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resamples: i
                    float(si["constant_score"]), int(len(labels)), float(vs.low), float(vs.high), share)
 
 
-def learned_status(classifier: Any, task: str, recipe: Any) -> Learned:
+def learned_status(classifier: LoadedModel, task: str, recipe: Mapping[str, Any]) -> Learned:
     """:func:`learned` for a fine-tuned ``classifier`` on its recipe's dev sample (the cached dev outputs of
     :func:`attnbook.engine.finetune.recipe_dev_outputs`)."""
     out, _ = recipe_dev_outputs(classifier, task, recipe)

