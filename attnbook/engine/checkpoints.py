@@ -18,6 +18,7 @@ import torch
 
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.core.paths import cache_dir
+from attnbook.engine.models import prepare_model
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -180,4 +181,4 @@ def load_checkpoint(key: str, root: Path | None = None) -> tuple[torch.nn.Module
                       CheckpointCorruptWarning, stacklevel=3)
         return None
     model.eval()
-    return model, meta
+    return prepare_model(model), meta

@@ -1,6 +1,14 @@
 """A sequence classifier on a pre-trained encoder, initialised as one of Kovaleva et al.'s three Table 1 columns (§3):
 ``"pretrained"`` (the encoder with an untrained head), ``"random_ft"`` (every weight re-drawn as BERT initialises it,
 then fine-tuned) and ``"pretrained_ft"`` (the encoder, fine-tuned).
+
+Every encoder family of :mod:`attnbook.engine.families` gets its own ``...ForSequenceClassification`` (the class
+``AutoModelForSequenceClassification`` picks for the encoder's config) with the family's own pooling and head:
+BERT and ALBERT a pooler (dense + tanh over ``[CLS]``) and a linear layer, RoBERTa, XLM-R, ELECTRA and MPNet a
+two-layer head on the first token, DistilBERT ``pre_classifier`` + ``classifier``, DeBERTa its ``ContextPooler``
+(``pooler``) and a linear layer, ModernBERT ``head`` on the ``[CLS]`` token or the mean over tokens
+(``config.classifier_pooling``). A pooler the encoder's base model has but its classifier's encoder does not
+(RoBERTa's, MPNet's) is simply not copied; whatever lies outside the classifier's encoder is drawn new.
 """
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ import torch
 
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.data.glue import TaskSpec, task_spec
-from attnbook.engine.models import LoadedModel
+from attnbook.engine.models import LoadedModel, prepare_model
 
 #: The three initialisations of Kovaleva et al.'s Table 1, in the table's column order.
 INITS = ("pretrained", "random_ft", "pretrained_ft")
@@ -40,9 +48,31 @@ def normal_init_(module: torch.nn.Module, std: float, generator: torch.Generator
 
 
 def head_modules(classifier: torch.nn.Module) -> list[torch.nn.Module]:
-    """The modules outside the encoder (for BERT: dropout and the linear ``classifier``)."""
+    """The modules outside the encoder (for BERT: dropout and the linear ``classifier``; DeBERTa: its ``pooler``
+    too; ModernBERT: ``head``, ``drop`` and ``classifier``)."""
     prefix = classifier.base_model_prefix
     return [m for name, m in classifier.named_children() if name != prefix]
+
+
+def output_layer(classifier: torch.nn.Module) -> torch.nn.Linear:
+    """The linear layer that writes the classifier's outputs (``config.num_labels`` of them): BERT's
+    ``classifier``, RoBERTa's ``classifier.out_proj``, ..."""
+    n = int(classifier.config.num_labels)
+    found = [m for head in head_modules(classifier) for m in head.modules()
+             if isinstance(m, torch.nn.Linear) and m.out_features == n]
+    if not found:
+        raise ModelError(f"{type(classifier).__name__} has no linear layer with {n} outputs outside its encoder")
+    return found[-1]
+
+
+def _encoder_keys_fit(classifier: torch.nn.Module, missing: list[str], unexpected: list[str]) -> bool:
+    """Whether the encoder's weights filled the classifier's encoder: nothing missing but position-id buffers, and
+    nothing left over but a pooler the classifier's encoder does not have (RoBERTa, MPNet: their classifiers pool
+    in their own head)."""
+    encoder = classifier.base_model
+    extra_pooler = getattr(encoder, "pooler", None) is None
+    left = [k for k in unexpected if not (extra_pooler and k.startswith("pooler."))]
+    return not left and not [k for k in missing if not k.endswith("position_ids")]
 
 
 def build_classifier(base: LoadedModel, task: str | TaskSpec, init: str, seed: int) -> torch.nn.Module:
@@ -74,7 +104,7 @@ def build_classifier(base: LoadedModel, task: str | TaskSpec, init: str, seed: i
     else:
         encoder = classifier.base_model
         missing, unexpected = encoder.load_state_dict(base.model.state_dict(), strict=False)
-        if unexpected or [k for k in missing if not k.endswith("position_ids")]:
+        if not _encoder_keys_fit(classifier, missing, unexpected):
             raise ModelError(
                 f"the encoder of {base.name} does not fit a sequence classifier: "
                 f"missing {missing[:5]}, unexpected {unexpected[:5]}"
@@ -83,7 +113,7 @@ def build_classifier(base: LoadedModel, task: str | TaskSpec, init: str, seed: i
             normal_init_(m, std, generator)
     classifier.to(next(base.model.parameters()).device)
     classifier.eval()
-    return classifier
+    return prepare_model(classifier)
 
 
 def check_init(init: str) -> str:

@@ -16,9 +16,11 @@ the updates and then decayed linearly to zero, gradient norm clipped at 1, and
 dropout on. Two deliberate differences from BERT's own optimiser: PyTorch's
 AdamW corrects the moment estimates' bias (BERTAdam does not), and the
 ``quick`` profile trains on capped sets with length-grouped batches. The head
-is a linear layer on the pooled ``[CLS]`` vector (``BertForSequenceClassification``),
-a standard transformers model whose attention goes through the attention
-interface, so chapters that mask or replace heads hook it like the encoder.
+is the encoder family's own (:mod:`attnbook.engine.classifiers`): for BERT a linear
+layer on the pooled ``[CLS]`` vector (``BertForSequenceClassification``), for RoBERTa,
+DeBERTa, ModernBERT... their ``...ForSequenceClassification``, a standard transformers
+model on which chapters that mask or replace heads intervene like on the encoder
+(:mod:`attnbook.engine.interventions`).
 
 Checkpoints live under ``cache_dir()/finetune/<key>/`` with ``key`` the
 :func:`attnbook.core.cache.key` of (model key, task, initialisation,
@@ -47,7 +49,7 @@ from attnbook.core.errors import ParameterError
 from attnbook.core.io import sha256_file
 from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_path, task_spec
 from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root, load_checkpoint, save_checkpoint
-from attnbook.engine.classifiers import build_classifier, check_init
+from attnbook.engine.classifiers import build_classifier, check_init, output_layer
 from attnbook.engine.evaluate import DEV_SAMPLE_SEED, dev_outputs, metrics_from_logits, score_interval
 from attnbook.engine.inputs import EncodedSet, collate, encode_examples
 from attnbook.engine.models import ClassifierInfo, LoadedModel, load_encoder
@@ -172,8 +174,8 @@ def base_encoder(model: str | LoadedModel) -> LoadedModel:
 
 def start_at_mean(classifier: torch.nn.Module, labels: np.ndarray) -> None:
     """Set a regression head's output bias to the mean training score (``regression_bias``)."""
-    head = classifier.classifier
-    if head.out_features != 1:
+    head = output_layer(classifier)
+    if head.out_features != 1 or head.bias is None:
         raise ParameterError("start_at_mean is for a regression head with one output")
     with torch.no_grad():
         head.bias.fill_(float(np.mean(labels)))
@@ -350,7 +352,7 @@ def get_finetuned(
     """A classifier for ``task`` initialised as ``init`` (and fine-tuned unless ``"pretrained"``), with its dev metrics.
 
     Returns ``(classifier, metrics)``: ``classifier`` is a :class:`LoadedModel`
-    whose ``model`` is a ``BertForSequenceClassification`` (its ``classifier``, a
+    whose ``model`` is the family's ``...ForSequenceClassification`` (its ``classifier``, a
     :class:`~attnbook.engine.models.ClassifierInfo`, records task, init, seed, max_length, the training log); ``metrics`` holds the GLUE
     metrics on the (capped) dev set, ``score`` as in Kovaleva's Table 1 and
     ``n``, or is empty when ``evaluate_dev`` is false.

@@ -34,6 +34,19 @@ see mask ``m``).
 
 Arrays are 0-based ``[layer, head]`` in the model's *original* head numbering, also after
 heads were physically removed by :func:`attnbook.engine.pruning.prune_heads`.
+
+**Every encoder family.** The attention function above serves the families whose attention modules call
+transformers' ``AttentionInterface`` in BERT's layout, one module per layer (:data:`INTERFACE_FAMILIES`: BERT,
+RoBERTa, XLM-R, ELECTRA). Every other family of :mod:`attnbook.engine.families` (DistilBERT, ALBERT, MPNet,
+DeBERTa-v2/v3, ModernBERT) gets the same interventions, with the same arguments and the same meaning, from hooks
+placed through the family table (the approach of :mod:`attnbook.engine.headgate`): a forward pre-hook on each
+layer's attention output projection ``W_o`` multiplies a head's slice of the context by its gate (masking) or
+replaces it by the mean of the head's value vectors over the keys a query may see (disabling: uniform attention
+over the non-padding keys, within the window of a ModernBERT local layer), per row of a tiled batch, per example
+or per token as above; a forward hook on the attention module edits the maps it returns the same way when the
+forward was asked for ``output_attentions`` (and no gradient flows through them). ALBERT's shared layer is
+intervened on per depth (the hooks count the calls of the shared modules). Heads removed by
+:func:`attnbook.engine.headgate.prune` keep their original numbering there too.
 """
 from __future__ import annotations
 
@@ -48,6 +61,10 @@ from torch import nn
 
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.core.heads import parse_head_label
+from attnbook.engine import families
+from attnbook.engine.families import UnsupportedModelError, family_of
+from attnbook.engine.head_hooks import expand_rows as _rows
+from attnbook.engine.head_hooks import hooked as _hooked
 
 #: name of the attention implementation registered with ``transformers.AttentionInterface``
 ATTN_IMPLEMENTATION = "attnbook"
@@ -56,6 +73,10 @@ ATTN_IMPLEMENTATION = "attnbook"
 _STACK_ATTR = "_attnbook_interventions"  # list of active Intervention objects
 _LAYER_ATTR = "_attnbook_layer"  # 0-based layer index of the module
 KEPT_HEADS_ATTR = "_attnbook_kept_heads"  # original indices of the heads still present (set by pruning)
+
+#: families whose attention modules call transformers' AttentionInterface in BERT's layout (one module per layer,
+#: ``layer_idx``): their interventions run in the registered attention function; every other family through hooks
+INTERFACE_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "electra"})
 
 Mode = Literal["mask", "disable"]
 
@@ -83,8 +104,10 @@ def use_attnbook_attention(model: Any) -> str:
     active interventions the attnbook function computes exactly what ``"eager"`` computes.
     """
     module = unwrap(model)
-    register_attention()
     previous = getattr(module.config, "_attn_implementation", None) or "eager"
+    if not uses_attention_interface(module):  # interventions through hooks: the attention code stays as it is
+        return previous
+    register_attention()
     if previous != ATTN_IMPLEMENTATION:
         if not hasattr(module, "set_attn_implementation"):
             raise ModelError(f"{type(module).__name__} has no set_attn_implementation; load it with transformers 5")
@@ -100,8 +123,18 @@ def use_attnbook_attention(model: Any) -> str:
 def restore_attention(model: Any, implementation: str) -> None:
     """Switch ``model`` back to ``implementation`` (what :func:`use_attnbook_attention` returned)."""
     module = unwrap(model)
-    if module.config._attn_implementation != implementation:
+    if (getattr(module.config, "_attn_implementation", None) or "eager") != implementation:
         module.set_attn_implementation(implementation)
+
+
+def uses_attention_interface(model: Any) -> bool:
+    """Whether interventions on ``model`` run in the registered ``"attnbook"`` attention function (a family of
+    :data:`INTERFACE_FAMILIES`, or a model outside the family table) rather than through hooks on the family's
+    attention output projection (every other family of :mod:`attnbook.engine.families`)."""
+    try:
+        return family_of(unwrap(model)).name in INTERFACE_FAMILIES
+    except UnsupportedModelError:
+        return True
 
 
 def unwrap(model: Any) -> nn.Module:
@@ -155,9 +188,14 @@ def attention_modules(model: Any) -> list[nn.Module]:
 
 
 def model_shape(model: Any) -> tuple[int, int]:
-    """``(n_layers, n_heads)`` in the original numbering (the config's, unchanged by pruning)."""
+    """``(n_layers, n_heads)`` in the original numbering (unchanged by pruning): the config's, as the family table
+    reads it (:func:`attnbook.engine.families.model_shape`; ALBERT: one layer per depth)."""
     module = unwrap(model)
-    return int(module.config.num_hidden_layers), int(module.config.num_attention_heads)
+    try:
+        n_layers, n_heads, _ = families.model_shape(module)
+        return int(n_layers), int(n_heads)
+    except UnsupportedModelError:
+        return int(module.config.num_hidden_layers), int(module.config.num_attention_heads)
 
 
 # ----------------------------------------------------------------------------- interventions
@@ -257,8 +295,13 @@ def intervene(model: Any, *interventions: Intervention) -> Iterator[None]:
     """Apply ``interventions`` to every forward pass of ``model`` inside the block.
 
     Switches the model to the ``"attnbook"`` attention for the block (and back after, if
-    it switched). Nested blocks compose: disabled sets are united, masks multiply.
+    it switched); families outside :data:`INTERFACE_FAMILIES` get hooks for the block instead (module doc).
+    Nested blocks compose: disabled sets are united, masks multiply.
     """
+    if not uses_attention_interface(model):
+        with _hooked(unwrap(model), interventions):
+            yield
+        return
     modules = attention_modules(model)
     previous = use_attnbook_attention(model)
     for layer, mod in enumerate(modules):
@@ -344,19 +387,6 @@ def _eager_for(module: nn.Module) -> Callable:
             )
         _EAGER_CACHE[cls] = fn
     return fn
-
-
-def _rows(values: torch.Tensor, n_rows: int, what: str) -> torch.Tensor:
-    """Expand ``values[n, ...]`` to ``[n_rows, ...]`` for a batch tiled ``n`` times (mask-major)."""
-    n = values.shape[0]
-    if n == n_rows:
-        return values
-    if n_rows % n:
-        raise ParameterError(
-            f"{n} stacked {what} configurations but the batch has {n_rows} rows; tile the inputs "
-            f"{n} times with attnbook.engine.interventions.tile_batch"
-        )
-    return values.repeat_interleave(n_rows // n, dim=0)
 
 
 def uniform_weights(attention_mask: torch.Tensor | None, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:

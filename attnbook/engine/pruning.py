@@ -15,6 +15,13 @@ there. A pruned model gives the same outputs as the unpruned one with those head
 The original head numbering survives pruning: the module remembers which original heads
 it still has, so masks and disabled sets keep using ``[layer, head]`` of the full model.
 The model's ``config`` is left unchanged (it describes the original shape).
+
+Every other encoder family (:mod:`attnbook.engine.families`: DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT;
+the BERT-layout families RoBERTa, XLM-R and ELECTRA go the BERT way) is pruned by
+:func:`attnbook.engine.headgate.prune`, which removes the same rows and columns through the family table (fused
+``Wqkv`` blocks, DeBERTa's positional projections, MPNet's shared position bias sliced per layer), with the same
+guarantee. ALBERT applies one layer at every depth, so a head can only go at all of them at once:
+:func:`heads_to_prune` chooses heads per shared layer for it (importance summed over the depths).
 """
 from __future__ import annotations
 
@@ -27,7 +34,15 @@ import torch
 from torch import nn
 
 from attnbook.core.errors import ModelError, ParameterError
-from attnbook.engine.interventions import KEPT_HEADS_ATTR, attention_modules, model_shape, unwrap
+from attnbook.engine import headgate
+from attnbook.engine.families import family_of, sites
+from attnbook.engine.interventions import (
+    KEPT_HEADS_ATTR,
+    attention_modules,
+    model_shape,
+    unwrap,
+    uses_attention_interface,
+)
 
 
 def _output_dense(model: nn.Module, attn: nn.Module) -> nn.Linear:
@@ -60,6 +75,8 @@ def _slice_linear(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear
 
 def kept_heads(model: Any) -> dict[int, list[int]]:
     """The original (0-based) indices of the heads each layer still has."""
+    if not uses_attention_interface(model):
+        return headgate.kept_heads(unwrap(model))
     out = {}
     for layer, attn in enumerate(attention_modules(model)):
         kept = attn.__dict__.get(KEPT_HEADS_ATTR)
@@ -82,11 +99,14 @@ def prune_heads(model: Any, heads: Mapping[int, Iterable[int]]) -> nn.Module:
     columns of each removed head and updates the module's ``num_attention_heads`` and
     ``all_head_size``. Heads already removed are ignored. Removing every head of a layer
     is refused (mask them instead): a zero-width attention cannot be reshaped into heads.
-    Returns the model.
+    Returns the model. Families outside BERT's layout go through :func:`attnbook.engine.headgate.prune` (module
+    doc; ALBERT: a head listed at every depth of its shared layer, :func:`heads_to_prune`).
     """
     module = unwrap(model)
-    modules = attention_modules(module)
     n_layers, n_heads = model_shape(module)
+    if not uses_attention_interface(module):
+        return _prune_family(module, heads, n_layers, n_heads)
+    modules = attention_modules(module)
     for layer, to_remove in heads.items():
         layer = int(layer)
         if not 0 <= layer < n_layers:
@@ -122,6 +142,51 @@ def prune_heads(model: Any, heads: Mapping[int, Iterable[int]]) -> nn.Module:
         attn.all_head_size = len(kept_after) * size
         attn.__dict__[KEPT_HEADS_ATTR] = torch.tensor(kept_after, dtype=torch.long)
     return module
+
+
+def _prune_family(module: nn.Module, heads: Mapping[int, Iterable[int]], n_layers: int, n_heads: int) -> nn.Module:
+    """:func:`prune_heads` for a family outside BERT's layout: the same checks, then
+    :func:`attnbook.engine.headgate.prune` (heads already removed are ignored)."""
+    present = headgate.kept_heads(module)
+    pairs = []
+    for layer, to_remove in heads.items():
+        layer = int(layer)
+        if not 0 <= layer < n_layers:
+            raise ParameterError(f"layer {layer} is outside the model's {n_layers} layers (0-based)")
+        remove = {int(h) for h in to_remove}
+        if any(not 0 <= h < n_heads for h in remove):
+            raise ParameterError(f"heads {sorted(remove)} of layer {layer} are outside 0..{n_heads - 1}")
+        if present[layer] and not set(present[layer]) - remove:
+            raise ParameterError(
+                f"removing every head of layer {layer} is not supported; mask them with head_mask instead"
+            )
+        pairs += [(layer, h) for h in sorted(remove) if h in present[layer]]
+    return headgate.prune(module, pairs) if pairs else module
+
+
+def heads_to_prune(model: Any, importance: np.ndarray, share: float, *, min_per_layer: int = 1
+                   ) -> dict[int, list[int]]:
+    """The ``share`` of all heads with the lowest ``importance[layer, head]`` that :func:`prune_heads` can remove from
+    ``model``, at least ``min_per_layer`` heads left in every layer: :func:`least_important_heads`, except for a
+    family whose layers share their weights (ALBERT), where a head can only be removed from its shared layer at
+    every depth at once: there the heads of each shared layer are ranked by their importance summed over its
+    depths, the ``share`` of those (layer, head) pairs with the lowest sum is chosen, and each is listed at every
+    depth of its layer."""
+    importance = np.asarray(importance, dtype=np.float64)
+    module = unwrap(model)
+    try:
+        shared = family_of(module).shared_layers
+    except ModelError:
+        shared = False
+    if not shared:
+        return least_important_heads(importance, share, min_per_layer=min_per_layer)
+    groups: dict[int, list[int]] = {}
+    for site in sites(module):
+        groups.setdefault(id(site.attention), []).append(site.depth)
+    depth_lists = list(groups.values())
+    summed = np.stack([importance[depths].sum(0) for depths in depth_lists])  # [shared layer, head]
+    chosen = least_important_heads(summed, share, min_per_layer=min_per_layer)
+    return {depth: list(hs) for g, hs in chosen.items() for depth in depth_lists[g]}
 
 
 def pruned_copy(model: Any, heads: Mapping[int, Iterable[int]]) -> nn.Module:
@@ -218,7 +283,7 @@ def pruning_speed(
     n_layers, n_heads = model_shape(module)
     if heads is None:
         values = importance if importance is not None else np.random.default_rng(seed).random((n_layers, n_heads))
-        heads = least_important_heads(values, share)
+        heads = heads_to_prune(module, values, share)
     heads = {int(layer): [int(h) for h in hs] for layer, hs in heads.items()}
     smaller = pruned_copy(module, heads)
     kw = {"n_examples": n_examples, "repeats": repeats}

@@ -21,7 +21,7 @@ import numpy as np
 
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.scores import ScoreFn, accuracy, correct
-from attnbook.engine.sweeps import SweepResult
+from attnbook.engine.sweep_result import SweepResult
 from attnbook.stats import adjust_pvalues, bootstrap_counts, bootstrap_indices, bootstrap_summary, mcnemar_exact
 
 

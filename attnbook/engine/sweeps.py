@@ -17,6 +17,13 @@ layer, and for a configuration whose first touched layer is ``l`` we run only la
 tiled, one copy per configuration). The naive path (a full forward per configuration)
 is kept for comparison; both give the same logits (tests check < 1e-5).
 
+BERT's layout (BERT, RoBERTa, XLM-R, ELECTRA) runs its layers one by one (:class:`EncoderStack`). Every other
+encoder family of :mod:`attnbook.engine.families` runs its own forward on the tiled batch while the layers below
+``l`` hand back the outputs kept from the baseline instead of computing them (:class:`LayerReplay`): masks,
+position biases, rotary embeddings, DeBERTa's relative positions and every family's pooling and classifier head
+come from the model's own code. Where the output reads the first token only, both compute the last layer for
+that query alone (:mod:`attnbook.engine.layers`).
+
 **Around it.** The score functions are :mod:`attnbook.engine.scores` (importable from here too) and the
 paired statistics of a sweep (bootstrap of Δ, McNemar, gains surviving a correction)
 :mod:`attnbook.engine.sweep_stats`. A :class:`SweepResult` is stored by :func:`attnbook.core.cache.memoized` through
@@ -24,7 +31,6 @@ paired statistics of a sweep (bootstrap of Δ, McNemar, gains surviving a correc
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -32,6 +38,7 @@ import torch
 
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
+from attnbook.engine.families import UnsupportedModelError, base_model, family_of, layer_modules
 from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import (
     Intervention,
@@ -39,10 +46,12 @@ from attnbook.engine.interventions import (
     intervene,
     model_shape,
     restore_attention,
+    tile_batch,
     unwrap,
     use_attnbook_attention,
 )
-from attnbook.engine.layers import first_query_only, has_bert_layer_parts
+from attnbook.engine.layers import first_query_layer, first_query_only, has_bert_layer_parts
+from attnbook.engine.sweep_result import SweepResult
 from attnbook.engine.scores import ScoreFn, accuracy, accuracy_points, correct, f1_positive, task_score_fn  # noqa: F401
 
 # ----------------------------------------------------------------------------- batches
@@ -110,11 +119,17 @@ def output_of(out: Any) -> torch.Tensor:
     return out.last_hidden_state[:, 0]
 
 
+#: families built like BERT (``embeddings``, ``encoder.layer`` of ``BertLayer``-like layers): :class:`EncoderStack`
+BERT_LAYOUT = ("bert", "roberta", "xlm-roberta", "electra")
+
+
 class EncoderStack:
-    """Layer-by-layer access to a BERT-family classifier, for running layers ``l..L-1`` alone.
+    """Layer-by-layer access to a classifier of BERT's layout, for running layers ``l..L-1`` alone.
 
     Supports ``BertModel`` (output: pooled [CLS]) and ``BertForSequenceClassification``
-    (output: logits). Other models work with ``fast=False``.
+    (output: logits), and the classifiers and bare encoders of RoBERTa, XLM-R and ELECTRA
+    (:data:`BERT_LAYOUT`: the same layers; their classifier heads read the first token). Every other
+    model gets :class:`LayerReplay` (:func:`fast_runner`).
 
     The output reads only the first ([CLS]) position of the last layer, so :meth:`run_from` computes
     that layer for the [CLS] query alone (keys and values of every token, the query, feed-forward and
@@ -134,13 +149,21 @@ class EncoderStack:
             raise ModelError("the fast sweep supports bidirectional encoders only: use fast=False")
         self.base = base
         self.layers = list(base.encoder.layer)
+        try:
+            family = family_of(model)
+        except UnsupportedModelError:
+            family = None
+        self._token_types = family is None or family.takes_token_type_ids(base.config)
         name = type(model).__name__
         if model is base:
-            self._head = lambda h: base.pooler(h) if base.pooler is not None else h[:, 0]
+            self._head = lambda h: base.pooler(h) if getattr(base, "pooler", None) is not None else h[:, 0]
         elif name.endswith("ForSequenceClassification") and hasattr(model, "classifier") and hasattr(model, "dropout"):
             if base.pooler is None:
                 raise ModelError(f"{name} has no pooler: use fast=False")
             self._head = lambda h: model.classifier(model.dropout(base.pooler(h)))
+        elif (family is not None and family.name in BERT_LAYOUT and family.name != "bert"
+              and name == family.classifier_class):  # the head reads features[:, 0] itself
+            self._head = lambda h: model.classifier(h)
         else:
             raise ModelError(f"the fast sweep supports BertModel and BertForSequenceClassification, not {name}: use fast=False")
         self.cls_only = cls_only and has_bert_layer_parts(self.layers[-1])
@@ -149,7 +172,11 @@ class EncoderStack:
         """Embedding output and the 4D attention mask the layers receive (as ``BertModel.forward`` builds them)."""
         from transformers.masking_utils import create_bidirectional_mask
 
-        emb = self.base.embeddings(input_ids=inputs["input_ids"], token_type_ids=inputs.get("token_type_ids"))
+        types = inputs.get("token_type_ids") if self._token_types else None  # RoBERTa's are dropped by its model
+        emb = self.base.embeddings(input_ids=inputs["input_ids"], token_type_ids=types)
+        project = getattr(self.base, "embeddings_project", None)  # ELECTRA: embedding size -> hidden size
+        if project is not None:
+            emb = project(emb)
         mask = create_bidirectional_mask(
             config=self.base.config, inputs_embeds=emb, attention_mask=inputs.get("attention_mask")
         )
@@ -173,6 +200,132 @@ class EncoderStack:
         if self.cls_only and start <= last:
             h = first_query_only(self.layers[last], h, mask)  # [batch, 1, hidden]: the [CLS] row
         return self._head(h)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def start(self, inputs: Mapping[str, torch.Tensor]) -> tuple[Any, torch.Tensor, int]:
+        """The baseline of a batch: ``(kept state, baseline output, rows)`` (:func:`_fast_batch`)."""
+        hidden, mask = self.layer_inputs(inputs)
+        return (hidden, mask), self.run_from(len(self.layers), hidden[-1], mask), hidden[0].shape[0]
+
+    def resume(self, start: int, state: Any, copies: int) -> torch.Tensor:
+        """The output of ``copies`` tiled copies of the batch from layer ``start`` on (interventions active)."""
+        hidden, mask = state
+        h = hidden[start].repeat(copies, 1, 1)
+        m = mask.repeat(copies, 1, 1, 1) if mask is not None else None
+        return self.run_from(start, h, m)
+
+
+def _tiled(value: Any, copies: int) -> Any:
+    """``value`` (a layer's output: a tensor or a tuple of them) repeated ``copies`` times along dim 0."""
+    if isinstance(value, torch.Tensor):
+        return value.repeat(copies, *([1] * (value.ndim - 1))) if value.ndim else value
+    if isinstance(value, tuple):
+        return tuple(_tiled(v, copies) for v in value)
+    if isinstance(value, list):
+        return [_tiled(v, copies) for v in value]
+    return value
+
+
+class LayerReplay:
+    """The fast sweep's layer access for any encoder family (:mod:`attnbook.engine.families`).
+
+    :meth:`start` runs the model's own forward once on a batch and keeps every layer's output (one per depth;
+    ALBERT's shared layer once per depth). :meth:`resume` runs the model's own forward on the batch tiled
+    ``copies`` times while each layer below ``start`` hands back its kept output, tiled, instead of computing:
+    the embeddings, the masks and whatever the family computes beside its layers (MPNet's position bias,
+    DeBERTa's relative positions and its convolution after layer 1, ModernBERT's rotary embeddings and final
+    norm, the pooling and classifier head) run as the model's code runs them, from layer ``start`` on under the
+    active interventions. Layers below ``start`` see no intervention in the configurations it runs, so the
+    outputs are the naive path's up to float rounding.
+
+    When the output reads the first token only (a classifier pooling the first token, or the bare encoder) and the
+    family has one (:func:`attnbook.engine.layers.first_query_layer`), the last layer is computed for the first
+    query alone, as :class:`EncoderStack` does for BERT (``first_only=False``: the whole layer).
+    """
+
+    def __init__(self, model: torch.nn.Module, first_only: bool = True):
+        self.model = model
+        self.layers = layer_modules(model)
+        self.depths: dict[int, list[int]] = {}
+        for depth, layer in enumerate(self.layers):
+            self.depths.setdefault(id(layer), []).append(depth)
+        self.unique = list({id(layer): layer for layer in self.layers}.values())
+        family = family_of(model)
+        reads_first = model is base_model(model) or (
+            type(model).__name__ == family.classifier_class and family.pooling_of(model.config) == "first")
+        self.first = first_query_layer(family.name) if first_only and reads_first else None
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def start(self, inputs: Mapping[str, torch.Tensor]) -> tuple[Any, torch.Tensor, int]:
+        kept: list[Any] = []
+        handles = [layer.register_forward_hook(lambda module, args, out: kept.append(out)) for layer in self.unique]
+        try:
+            base = output_of(self.model(**inputs))
+        finally:
+            for handle in handles:
+                handle.remove()
+        if len(kept) != self.n_layers:
+            raise ModelError(f"{type(self.model).__name__} ran {len(kept)} layer calls for {self.n_layers} depths: "
+                             "use fast=False")
+        return (dict(inputs), kept), base, int(inputs["input_ids"].shape[0])
+
+    def resume(self, start: int, state: Any, copies: int) -> torch.Tensor:
+        inputs, kept = state
+        below = [_tiled(out, copies) for out in kept[:start]]
+        calls = {id(layer): 0 for layer in self.unique}
+        saved = {id(layer): layer.__dict__.get("forward") for layer in self.unique}
+        last = self.n_layers - 1
+
+        def skipping(layer: torch.nn.Module):
+            compute = layer.forward
+
+            def forward(*args: Any, **kwargs: Any) -> Any:
+                i = calls[id(layer)]
+                calls[id(layer)] = i + 1
+                depths = self.depths[id(layer)]
+                depth = depths[i % len(depths)]
+                if depth < start:
+                    return below[depth]
+                if depth == last and self.first is not None:
+                    out = self.first(layer, args, kwargs)
+                    if out is not NotImplemented:
+                        return out
+                return compute(*args, **kwargs)
+
+            return forward
+
+        for layer in self.unique:
+            layer.forward = skipping(layer)
+        try:
+            return output_of(self.model(**tile_batch(inputs, copies)))
+        finally:
+            for layer in self.unique:
+                if saved[id(layer)] is None:
+                    del layer.forward
+                else:
+                    layer.forward = saved[id(layer)]
+
+
+def fast_runner(model: torch.nn.Module) -> EncoderStack | LayerReplay:
+    """The fast sweep's layer access for ``model``: :class:`EncoderStack` for BERT's layout (:data:`BERT_LAYOUT`:
+    the classifier or bare encoder), :class:`LayerReplay` for every other family of :mod:`attnbook.engine.families`
+    (and any head the stack does not read)."""
+    try:
+        family = family_of(model)
+    except UnsupportedModelError:
+        return EncoderStack(model)  # outside the family table: BERT's layout or a ModelError saying fast=False
+    if family.name in BERT_LAYOUT:
+        try:
+            return EncoderStack(model)
+        except ModelError:
+            pass
+    return LayerReplay(model)
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -231,7 +384,7 @@ def evaluate_configs(
     module = unwrap(model)
     cfg = _as_configs(configs, mode, module)
     data = as_batches(batches)
-    stack = EncoderStack(module) if fast else None
+    stack = fast_runner(module) if fast else None
     was_training = module.training
     module.eval()
     previous = use_attnbook_attention(module)
@@ -269,91 +422,26 @@ def _naive_batch(module, inputs, cfg, mode) -> tuple[torch.Tensor, torch.Tensor]
     return torch.stack(outs), base
 
 
-def _fast_batch(stack: EncoderStack, inputs, cfg, mode, configs_per_forward, max_rows):
-    hidden, mask = stack.layer_inputs(inputs)
-    base = stack.run_from(len(stack.layers), hidden[-1], mask)
-    n_rows = hidden[0].shape[0]
+def _fast_batch(stack: EncoderStack | LayerReplay, inputs, cfg, mode, configs_per_forward, max_rows):
+    state, base, n_rows = stack.start(inputs)
     per_forward = configs_per_forward or max(1, max_rows // n_rows)
     starts = first_touched_layer(cfg, mode)
     out = torch.empty((cfg.shape[0], *base.shape), dtype=base.dtype, device=base.device)
     for start in np.unique(starts):
         idx = np.flatnonzero(starts == start)
-        if start >= len(stack.layers):  # touches nothing
+        if start >= stack.n_layers:  # touches nothing
             out[idx] = base
             continue
         for lo in range(0, len(idx), per_forward):
             chunk = idx[lo : lo + per_forward]
             g = len(chunk)
-            h = hidden[start].repeat(g, 1, 1)
-            m = mask.repeat(g, 1, 1, 1) if mask is not None else None
             with intervene(stack.model, Intervention(mode, cfg[torch.as_tensor(chunk, device=cfg.device)])):
-                res = stack.run_from(int(start), h, m)
+                res = stack.resume(int(start), state, g)
             out[torch.as_tensor(chunk)] = res.reshape(g, n_rows, *res.shape[1:])
     return out, base
 
 
 # ----------------------------------------------------------------------------- sweeps
-
-
-@dataclass
-class SweepResult:
-    """Scores of a model under a set of head interventions, with the outputs behind them.
-
-    ``scores`` is ``[layer, head]`` (single heads), ``[layer]`` (layers) or ``[config]``;
-    ``outputs`` is ``[*scores.shape, example, class]``; ``names`` are the 1-based labels shown
-    to readers, in ``scores.reshape(-1)`` order.
-    """
-
-    kind: str
-    mode: str
-    scores: np.ndarray
-    baseline_score: float
-    outputs: np.ndarray
-    baseline_outputs: np.ndarray
-    gold: np.ndarray
-    names: list[str]
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def delta(self) -> np.ndarray:
-        """Score change, intervened − baseline (Michel's Δ, Kovaleva's gain)."""
-        return self.scores - self.baseline_score
-
-    def predictions(self) -> np.ndarray:
-        """Arg-max classes ``[*scores.shape, example]`` under each intervention."""
-        return np.argmax(self.outputs, axis=-1)
-
-    def flat_outputs(self) -> np.ndarray:
-        """Outputs as ``[config, example, class]`` in ``names`` order."""
-        return self.outputs.reshape(-1, *self.outputs.shape[self.scores.ndim :])
-
-    def table(self):
-        """Long table: name, 1-based layer (and head), score, delta."""
-        import pandas as pd
-
-        rows = []
-        for i, (name, score) in enumerate(zip(self.names, self.scores.reshape(-1))):
-            row = {"name": name, "score": float(score), "delta": float(score - self.baseline_score)}
-            if self.kind == "single_heads" or self.kind == "all_but_one":
-                layer, head = np.unravel_index(i, self.scores.shape)
-                row.update(layer=int(layer) + 1, head=int(head) + 1)
-            elif self.kind == "layers":
-                row.update(layer=i + 1)
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-    def to_arrays(self) -> dict[str, np.ndarray]:
-        """The result as plain arrays (for :func:`attnbook.core.cache.cached_arrays`); :meth:`from_arrays` inverts it."""
-        return {"scores": self.scores, "baseline_score": np.asarray(self.baseline_score), "outputs": self.outputs,
-                "baseline_outputs": self.baseline_outputs, "gold": self.gold, "names": np.asarray(self.names),
-                "kind": np.asarray(self.kind), "mode": np.asarray(self.mode)}
-
-    @classmethod
-    def from_arrays(cls, got: Mapping[str, np.ndarray]) -> "SweepResult":
-        return cls(kind=str(got["kind"]), mode=str(got["mode"]), scores=got["scores"],
-                   baseline_score=float(got["baseline_score"]), outputs=got["outputs"],
-                   baseline_outputs=got["baseline_outputs"], gold=got["gold"], names=[str(n) for n in got["names"]],
-                   meta={"cached": True})
 
 
 def sweep_configs(

@@ -72,13 +72,21 @@ def lr_factor(step: int, total: int, warmup: float) -> float:
     return max(0.0, (total - step) / max(1, total - n_warm))
 
 
+#: normalisation layers whose parameters get no weight decay, whatever they are called (ModernBERT's ``norm``,
+#: ``attn_norm``, ``mlp_norm``, ``final_norm`` are LayerNorms without "LayerNorm" in their names)
+_NORM_TYPES: tuple[type, ...] = tuple(t for t in (torch.nn.LayerNorm, getattr(torch.nn, "RMSNorm", None)) if t)
+
+
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW groups: decay on weights, none on biases and LayerNorm; frozen parameters left out."""
+    """AdamW groups: decay on weights, none on biases and normalisation layers (LayerNorm by name, as BERT's code,
+    or any ``nn.LayerNorm``/``nn.RMSNorm`` module); frozen parameters left out."""
+    norms = {id(p) for m in model.modules() if isinstance(m, _NORM_TYPES) for p in m.parameters(recurse=False)}
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        (no_decay if (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name) else decay).append(p)
+        spared = name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name or id(p) in norms
+        (no_decay if spared else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 

@@ -5,6 +5,11 @@ For STS-B and RTE the paper finds, by inspection, that the heads whose disabling
 pattern for every head: the share of attention that goes from a piece to its copies in the
 other sentence of the pair, averaged over the pieces that have a copy. :func:`hurting_heads_match`
 places the heads whose disabling hurts most among all heads by that share.
+
+Which sentence a piece belongs to is its segment id (``token_type_ids``) where the tokenizer gives segment ids
+(BERT, ALBERT, ELECTRA); a tokenizer without them (RoBERTa, XLM-R, DistilBERT, MPNet, ModernBERT) frames the pair
+with separators (``<s> a </s></s> b </s>``), and the second sentence starts after the first run of separators
+(:func:`segments_from_separators`).
 """
 from __future__ import annotations
 
@@ -43,6 +48,28 @@ def cross_sentence_matches(
     return same & other & real[:, :, None] & real[:, None, :]
 
 
+def segments_from_separators(input_ids: torch.Tensor, sep_ids: Iterable[int]) -> torch.Tensor:
+    """``segment[batch, seq]``: 0 up to and including the first run of separator tokens (``sep_ids``), 1 after it
+    (``[CLS] a [SEP] b [SEP]`` and ``<s> a </s></s> b </s>`` alike); all 0 for a row without a separator."""
+    seps = torch.as_tensor(sorted({int(i) for i in sep_ids}), dtype=input_ids.dtype, device=input_ids.device)
+    is_sep = torch.isin(input_ids, seps)
+    after_first = (is_sep.cumsum(1) > 0) & ~is_sep
+    return (after_first.cumsum(1) > 0).to(torch.long)
+
+
+def segment_ids(batch: Batch, sep_ids: Iterable[int] = ()) -> torch.Tensor:
+    """The sentence of every piece of a batch of pairs: its ``token_type_ids`` when they tell the sentences apart,
+    else :func:`segments_from_separators` (tokenizers without segment ids)."""
+    types = batch.token_type_ids
+    if types is not None and bool((types != 0).any()):
+        return types
+    sep_ids = tuple(sep_ids)
+    if not sep_ids:
+        raise ParameterError("word matching needs sentence pairs: segment ids (token_type_ids) or the tokenizer's "
+                             "separator ids to find where the second sentence starts")
+    return segments_from_separators(batch.input_ids, sep_ids)
+
+
 @dataclass
 class WordMatchShare:
     """Reducer of Kovaleva §5: per head, the attention a word piece gives to its copies in the other sentence.
@@ -58,6 +85,7 @@ class WordMatchShare:
     """
 
     skip_ids: tuple[int, ...] = ()
+    sep_ids: tuple[int, ...] = ()
     total: np.ndarray | None = None
     uniform: float = 0.0
     n_queries: int = 0
@@ -65,10 +93,10 @@ class WordMatchShare:
     unit_queries: list = field(default_factory=list)
 
     def update(self, attn: torch.Tensor, batch: Batch) -> None:
-        """``attn[batch, layer, head, query, key]`` of a batch of sentence pairs."""
-        if batch.token_type_ids is None:
-            raise ParameterError("word matching needs sentence pairs (token_type_ids)")
-        match = cross_sentence_matches(batch.input_ids, batch.token_type_ids, batch.attention_mask, self.skip_ids)
+        """``attn[batch, layer, head, query, key]`` of a batch of sentence pairs (sentences told apart by
+        :func:`segment_ids`)."""
+        match = cross_sentence_matches(batch.input_ids, segment_ids(batch, self.sep_ids), batch.attention_mask,
+                                       self.skip_ids)
         self.add(attn, match, batch.attention_mask)
 
     def add(self, attn: torch.Tensor, match: torch.Tensor, attention_mask: torch.Tensor) -> None:
@@ -104,11 +132,20 @@ def skip_token_ids(tokenizer: Any) -> list[int]:
     return sorted(ids)
 
 
-def word_match_shares(model: Any, batches: Sequence[Batch], skip_ids: Iterable[int] = ()) -> dict:
-    """:class:`WordMatchShare` of ``model`` (a :class:`~attnbook.engine.models.LoadedModel` or a torch module
-    with eager attention) over ``batches`` of sentence pairs, run by the engine."""
+def separator_ids(tokenizer: Any) -> list[int]:
+    """The ids of the tokenizer's separator token (``[SEP]``, ``</s>``), which frame the sentences of a pair."""
+    sep = getattr(tokenizer, "sep_token_id", None)
+    return [] if sep is None else [int(sep)]
 
-    return stream_batches(model, batches, [WordMatchShare(tuple(skip_ids))], desc="word matching")[0]
+
+def word_match_shares(model: Any, batches: Sequence[Batch], skip_ids: Iterable[int] = (),
+                      sep_ids: Iterable[int] = ()) -> dict:
+    """:class:`WordMatchShare` of ``model`` (a :class:`~attnbook.engine.models.LoadedModel` or a torch module
+    with eager attention) over ``batches`` of sentence pairs, run by the engine (``sep_ids``: the separators that
+    tell the sentences apart when the batches have no segment ids)."""
+
+    return stream_batches(model, batches, [WordMatchShare(tuple(skip_ids), tuple(sep_ids))],
+                          desc="word matching")[0]
 
 
 def hurting_heads_match(classifier: Any, batches: Sequence[Batch], delta: np.ndarray, top_k: int) -> dict:
@@ -120,7 +157,8 @@ def hurting_heads_match(classifier: Any, batches: Sequence[Batch], delta: np.nda
     of ``hurting``) and ``top_matching`` (the head with the largest share).
     """
 
-    wm = word_match_shares(classifier.model, batches, skip_token_ids(classifier.tokenizer))
+    wm = word_match_shares(classifier.model, batches, skip_token_ids(classifier.tokenizer),
+                           separator_ids(classifier.tokenizer))
     share = wm["share"]
     hurting = extreme_heads(delta, top_k, largest=False)
     return {**wm, "hurting": hurting,

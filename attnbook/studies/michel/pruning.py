@@ -28,7 +28,7 @@ from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import model_shape, unwrap
 from attnbook.engine.mask_gradients import LossFn
 from attnbook.engine.pruning import (
-    least_important_heads,
+    heads_to_prune,
     measure_throughput,
     pruned_copy,
 )
@@ -478,7 +478,7 @@ def difference(stats_: Mapping[str, dict], a: str, b: str, what: str = "area"):
 def speed_runs(model: Any, pool: Mapping[str, torch.Tensor], importance: np.ndarray, share: float, *,
                batch_sizes: Sequence[int] = (1, 4, 16, 64), n_examples: int = 256, repeats: int = 3):
     """Michel §4.3, Table 4, repeated: the original model and a copy without the ``share`` least important heads
-    (:func:`attnbook.engine.pruning.least_important_heads`, one head kept per layer) are timed in turn,
+    (:func:`attnbook.engine.pruning.heads_to_prune`, one head kept per layer) are timed in turn,
     ``repeats`` times, so each repeat gives one paired gain per batch size.
 
     Returns one row per batch size and repeat: ``batch_size, repeat, original, pruned`` (examples/s),
@@ -487,7 +487,7 @@ def speed_runs(model: Any, pool: Mapping[str, torch.Tensor], importance: np.ndar
 
 
     module = unwrap(model)
-    heads = least_important_heads(importance, share)
+    heads = heads_to_prune(module, importance, share)
     smaller = pruned_copy(module, heads)
     rows = []
     for rep in range(repeats):
