@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from tiny_families import FAMILIES, SENTENCES, plant
+from tiny_families import FAMILIES, SENTENCES, one_thread, plant, planted  # noqa: F401  (fixtures)
 
 from attnbook.engine import families as fam_mod
 from attnbook.engine.families import UnsupportedModelError, base_model, describe, family_of, sites
@@ -50,26 +50,8 @@ def heads_for(family: str) -> list[tuple[int, int]]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and the machine is shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_thread):
     yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    root = tmp_path_factory.mktemp("families")
-    cache = {}
-
-    def get(family, head="masked-lm", **overrides):
-        key = (family, head, tuple(sorted(overrides.items())))
-        if key not in cache:
-            cache[key] = plant(family, root / f"{family}-{head}-{len(cache)}", head, **overrides)
-        return cache[key]
-
-    return get
 
 
 def load(folder, dtype=torch.float64, **kwargs):

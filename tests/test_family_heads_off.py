@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_families import FAMILIES, SENTENCES, plant
+from tiny_families import FAMILIES, SENTENCES, one_thread, plant, planted  # noqa: F401  (fixtures)
 
 from attnbook.engine import headgate, sweeps
 from attnbook.engine.families import family_of
@@ -32,25 +32,8 @@ L, H = 3, 4
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and the machine is shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_thread):
     yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    root = tmp_path_factory.mktemp("heads-off")
-    made = {}
-
-    def get(family, head="masked-lm"):
-        if (family, head) not in made:
-            made[(family, head)] = plant(family, root / f"{family}-{head}", head)
-        return made[(family, head)]
-
-    return get
 
 
 def dtype_of(family):

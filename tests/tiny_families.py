@@ -194,3 +194,33 @@ def plant(family_name: str, folder: Path | str, head: str = "masked-lm", *, seed
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+# ------------------------------------------------------------------------------------------ pytest fixtures
+import pytest  # noqa: E402  (the fixtures below; the planting above needs no pytest)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and the machine is shared); import it with ``autouse`` in a module."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """``planted(family, head="masked-lm", **config_overrides) -> folder``: each model planted once per module."""
+    root = tmp_path_factory.mktemp("families")
+    cache = {}
+
+    def get(family, head="masked-lm", **overrides):
+        key = (family, head, tuple(sorted(overrides.items())))
+        if key not in cache:
+            cache[key] = plant(family, root / f"{family}-{head}-{len(cache)}", head, **overrides)
+        return cache[key]
+
+    return get
