@@ -92,6 +92,17 @@ def heads_from_mask(mask: Any) -> dict[int, list[int]]:
     return {int(l): [int(h) for h in np.flatnonzero(mask[l] == 0)] for l in range(mask.shape[0]) if np.any(mask[l] == 0)}
 
 
+def _checked(layer: Any, heads: Iterable[Any], n_layers: int, n_heads: int) -> tuple[int, set[int]]:
+    """``(layer, heads)`` as ints, refused with the valid ranges when outside the model."""
+    layer = int(layer)
+    if not 0 <= layer < n_layers:
+        raise ParameterError(f"layer {layer} is outside the model's {n_layers} layers (0-based)")
+    remove = {int(h) for h in heads}
+    if any(not 0 <= h < n_heads for h in remove):
+        raise ParameterError(f"heads {sorted(remove)} of layer {layer} are outside 0..{n_heads - 1}")
+    return layer, remove
+
+
 def prune_heads(model: Any, heads: Mapping[int, Iterable[int]]) -> nn.Module:
     """Remove ``heads`` (``{layer: [head, ...]}``, 0-based, original numbering) from ``model`` in place.
 
@@ -108,12 +119,7 @@ def prune_heads(model: Any, heads: Mapping[int, Iterable[int]]) -> nn.Module:
         return _prune_family(module, heads, n_layers, n_heads)
     modules = attention_modules(module)
     for layer, to_remove in heads.items():
-        layer = int(layer)
-        if not 0 <= layer < n_layers:
-            raise ParameterError(f"layer {layer} is outside the model's {n_layers} layers (0-based)")
-        remove = {int(h) for h in to_remove}
-        if any(not 0 <= h < n_heads for h in remove):
-            raise ParameterError(f"heads {sorted(remove)} of layer {layer} are outside 0..{n_heads - 1}")
+        layer, remove = _checked(layer, to_remove, n_layers, n_heads)
         attn = modules[layer]
         for part in ("query", "key", "value"):
             if not isinstance(getattr(attn, part, None), nn.Linear):
@@ -150,12 +156,7 @@ def _prune_family(module: nn.Module, heads: Mapping[int, Iterable[int]], n_layer
     present = headgate.kept_heads(module)
     pairs = []
     for layer, to_remove in heads.items():
-        layer = int(layer)
-        if not 0 <= layer < n_layers:
-            raise ParameterError(f"layer {layer} is outside the model's {n_layers} layers (0-based)")
-        remove = {int(h) for h in to_remove}
-        if any(not 0 <= h < n_heads for h in remove):
-            raise ParameterError(f"heads {sorted(remove)} of layer {layer} are outside 0..{n_heads - 1}")
+        layer, remove = _checked(layer, to_remove, n_layers, n_heads)
         if present[layer] and not set(present[layer]) - remove:
             raise ParameterError(
                 f"removing every head of layer {layer} is not supported; mask them with head_mask instead"
