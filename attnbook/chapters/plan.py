@@ -404,15 +404,17 @@ def _load_cell(model: str) -> str:
 
 def startup_notebook(profile: str = "quick", model: str | None = None):
     """The notebook the start-up measurement executes: chapter 1's opening cells (title, set-up, parameters and the
-    first code cell, which imports the book's modules, resolves the parameters and loads the model as every chapter
-    does), or, without the chapter notebooks (an installed package), :data:`STARTUP_IMPORTS` and a model load."""
+    code cells through the one that loads the model: the book's modules imported, the parameters resolved and the
+    model loaded, as every chapter does), or, without the chapter notebooks (an installed package), :data:`STARTUP_IMPORTS` and a model load."""
     path = notebooks_dir() / f"{STARTUP_CHAPTER}.ipynb"
     if path.exists():
         nb = nbformat.read(str(path), as_version=4)
         tags = [c.metadata.get("tags", []) for c in nb.cells]
         first = next(i for i, t in enumerate(tags) if "parameters" in t) + 1
-        first = next(i for i in range(first, len(nb.cells)) if nb.cells[i].cell_type == "code")
-        nb.cells = nb.cells[: first + 1]
+        code = [i for i in range(first, len(nb.cells)) if nb.cells[i].cell_type == "code"]
+        # through the cell that loads the model (the set-up may span two cells)
+        last = next((i for i in code if "load_encoder(" in nb.cells[i].source), code[0])
+        nb.cells = nb.cells[: last + 1]
         return nb
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell('profile = "quick"\nmodel = None', metadata={"tags": ["parameters"]}),
