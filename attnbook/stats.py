@@ -8,12 +8,13 @@ Pure NumPy/SciPy on arrays; nothing here knows about models, data files or paper
 * the bootstrap (Efron & Tibshirani 1993): :func:`bootstrap_counts` (seeded resample counts, so many
   statistics can share one set of draws);
 * :func:`rank_agreement` of two per-head arrays; :func:`group_permutation_test` (are same-label heads
-  closer than random relabellings would make them?).
+  closer than random relabellings would make them?);
+* seeds: :func:`over_seeds`, the one rule (:data:`SEED_POLICY`) every chapter combines fine-tuning seeds by.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -409,3 +410,25 @@ def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: f
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
     return Estimate(m, low, high, int(v.size), unit)
+
+
+#: The book's one rule for combining fine-tuning seeds, stated on every page that combines them.
+SEED_POLICY = ("Seeds are combined one way throughout the book: each fine-tuning seed is one replicate, scored on the "
+               "same examples as the others, so a quantity is the mean over the seeds with a 95% Student's t interval "
+               "over the seeds' values (how much another seed could move it); with one seed it is that run's own 95% "
+               "interval over its examples.")
+
+
+def over_seeds(runs: Sequence[Estimate], *, bounds: tuple[float, float] | None = None) -> Estimate:
+    """Combine one :class:`Estimate` per seed by :data:`SEED_POLICY`, the book's only seed-combining rule.
+
+    One seed: its estimate (its interval over the examples) unchanged. Several: the mean of their values with
+    Student's t over the values (:func:`mean_interval`), clipped to ``bounds``. The seeds share their examples, so
+    the examples' sampling error is common to them (and, on the papers' own evaluation sets, to the paper's number);
+    the interval measures what a different seed would change."""
+    runs = list(runs)
+    if not runs:
+        raise EmptyDataError("no seeds to combine")
+    if len(runs) == 1:
+        return runs[0]
+    return mean_interval([r.value for r in runs], unit="seeds", bounds=bounds)

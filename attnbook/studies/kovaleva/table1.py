@@ -30,7 +30,7 @@ from attnbook.engine.classifiers import INITS, check_init
 from attnbook.engine.evaluate import metrics_from_logits, predict_logits
 from attnbook.engine.finetune import DEV_SAMPLE_SEED, FinetuneParams, base_encoder, get_finetuned
 from attnbook.engine.models import LoadedModel
-from attnbook.stats import Estimate, bootstrap_counts, mean_interval, percentile_interval, proportion_interval
+from attnbook.stats import Estimate, bootstrap_counts, over_seeds, percentile_interval, proportion_interval
 from attnbook.studies.heads_off.learned import (
     constant_outputs,
     learned,
@@ -203,7 +203,7 @@ def table1(
                 row["note"] = f"not run: {' and '.join(spec.file(s) for s in absent)} not in the data directory"
                 rows.append(row)
                 continue
-            scores, accs, shares, outputs, learned = [], [], [], [], {}
+            scores, accs, shares, outputs, runs, learned = [], [], [], [], [], {}
             for seed in init_seeds:
                 # the recipe's snapshots too, so chapters 5-6 (which ask for them) load this run, never retrain it
                 clf, _ = get_finetuned(base, spec, init, p, seed, progress=progress,
@@ -220,13 +220,13 @@ def table1(
                 log = clf.classifier.train_log or {}
                 row["n_train"] = int(log.get("n_train", 0))
                 one = score_estimate(spec.name, out["logits"], out["labels"], n_resamples=n_resamples)
+                runs.append(one)
                 row["seed_runs"][int(seed)] = {"score": one.value, "low": one.low, "high": one.high,
                                                "train_seconds": float(log.get("seconds", 0.0))}
             row["ours"] = float(np.mean(scores))
             row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
             logits, labels = outputs[0]
-            est = (score_estimate(spec.name, logits, labels, n_resamples=n_resamples) if len(init_seeds) == 1
-                   else mean_interval(scores, unit="seeds"))
+            est = over_seeds(runs)
             row.update(ours_low=est.low, ours_high=est.high, unit=est.unit, outputs=outputs, learned=learned,
                        seed_scores={int(s): float(v) for s, v in zip(init_seeds, scores)})
             vs = versus_constant(spec.name, logits, labels, n_resamples=n_resamples)

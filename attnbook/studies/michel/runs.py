@@ -9,8 +9,7 @@ random orders (§4.2, Fig. 3) with their intervals (:func:`~attnbook.studies.mic
 
 Across seeds: :func:`seed_agreement` (Spearman ρ of the importance scores and of the single-head Δ between seeds,
 overlap of their top heads), :func:`curve_band` (the spread of the pruning curves), and :func:`across_seeds`,
-which joins per-seed estimates so that a rule judging the joint interval agrees (or disagrees) only when it does
-for every seed.
+which combines per-seed estimates by the book's one seed rule (:data:`attnbook.stats.SEED_POLICY`).
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from attnbook.engine.inputs import Batch
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.scores import ScoreFn
 from attnbook.engine.sweeps import SweepResult
-from attnbook.stats import Estimate, mean_interval, rank_agreement
+from attnbook.stats import Estimate, mean_interval, over_seeds, rank_agreement
 from attnbook.studies.heads_off import effects as heads_off
 from attnbook.studies.heads_off.learned import Learned, learned_status
 from attnbook.studies.michel import pruning as mp
@@ -101,20 +100,12 @@ def analyse(run: SeedRun, task: str, dev_b: Sequence[Batch], imp_b: Sequence[Bat
 
 
 def across_seeds(estimates: Sequence[Estimate], unit: str | None = None) -> Estimate:
-    """Per-seed estimates joined: the mean value and the union of the intervals (lowest low, highest high).
-
-    A rule that agrees when the interval lies on the claimed side then agrees only if every seed's interval does,
-    and disagrees only if every seed's does: "a claim holds only if it holds across seeds"."""
+    """Per-seed estimates combined by the book's seed rule (:func:`attnbook.stats.over_seeds`)."""
     if not estimates:
         raise EmptyDataError("no seeds")
     ests = list(estimates)
-    lows = [e.low for e in ests if e.low is not None]
-    highs = [e.high for e in ests if e.high is not None]
-    low = min(lows + [e.value for e in ests]) if lows else None
-    high = max(highs + [e.value for e in ests]) if highs else None
-    base = unit or ests[0].unit
-    return Estimate(float(np.mean([e.value for e in ests])), low, high, ests[0].n,
-                    f"{base}; every one of {len(ests)} seed(s)" if len(ests) > 1 else base)
+    est = over_seeds(ests)
+    return Estimate(est.value, est.low, est.high, est.n, unit) if unit else est
 
 
 def seed_agreement(runs: Sequence[SeedRun], k: int = 10) -> dict:

@@ -71,7 +71,7 @@ def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True
     """§3.2, one head removed (BERT), judged over every analysed fine-tuning seed:
 
     * a head drawn at random changes the score by less than ``tolerance`` points: :class:`~attnbook.verdict.
-      NoEffect` on the mean Δ over heads (paired interval over the dev examples, joined over seeds);
+      NoEffect` on the mean Δ over heads (paired interval over the dev examples, combined over seeds by the book's seed rule);
     * "most heads" change nothing: each head is judged by :class:`~attnbook.verdict.NoEffect` on its own paired
       interval; the share of heads that surely have no effect (lowest over seeds) and the share that may have none
       (sure + undecided, highest over seeds) bound the share, and :class:`~attnbook.verdict.Beyond` asks whether
@@ -137,7 +137,7 @@ def one_head_all_rows(effect: Estimate, tolerance: float, seed: int, analysable:
 
 def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
                 task_pairs: Sequence[tuple[str, str, float]], analysable: bool = True) -> list[Comparison]:
-    """§3.4: the single-head Δ on two datasets correlate (Pearson r with its bootstrap interval, joined over seeds;
+    """§3.4: the single-head Δ on two datasets correlate (Pearson r with its bootstrap interval, combined over seeds by the book's seed rule;
     :class:`~attnbook.verdict.Beyond` 0, fully at ``THRESHOLDS["pearson_strong"]``); ``between`` names the two
     sets (the paper's out-of-domain set when ``out_of_domain``, else two halves of one dev sample). The book's extra
     row, ρ of I_h across tasks (``task_pairs`` from :func:`attnbook.studies.michel.importance.task_agreement`),
@@ -159,7 +159,7 @@ def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
 
 
 def pruning_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True) -> list[Comparison]:
-    """§4.2, Fig. 3, over every analysed seed (intervals over the dev examples, joined over seeds):
+    """§4.2, Fig. 3, over every analysed seed (intervals over the dev examples, combined over seeds by the book's seed rule):
 
     * about 40% of the heads go with little loss: the safe share by I_h (within ``tolerance`` points), agrees when
       surely at least ``THRESHOLDS["prunable_share"][0]``, partly when surely above ``[1]`` (:class:`Beyond`);

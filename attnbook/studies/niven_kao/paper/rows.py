@@ -133,37 +133,29 @@ def run_estimate(accuracy: float, n_items: int, unit: str = "test items (one run
 
 
 def seed_estimate(values: Sequence[float], n_items: int) -> Estimate:
-    """Mean test accuracy over seeds with its 95% interval: Student's t over the seeds
-    (:func:`attnbook.stats.mean_interval`); a single run gets :func:`run_estimate` over its test items instead."""
-    v = [float(x) for x in values]
-    if len(v) >= 2:
-        return _clipped(stats.mean_interval(v, unit="seeds"), 0.0, 1.0)
-    return run_estimate(v[0], n_items)
-
-
-def _clipped(est: Estimate, low: float, high: float) -> Estimate:
-    """``est`` with its interval cut to the values the quantity can take (a t-interval can leave them)."""
-    if not est.has_interval:
-        return est
-    return Estimate(est.value, max(est.low, low), min(est.high, high), est.n, est.unit)
+    """Mean test accuracy over seeds with its 95% interval, by the book's seed rule (:func:`attnbook.stats.over_seeds`:
+    each seed's :func:`run_estimate` over its test items and Student's t over the seeds)."""
+    return stats.over_seeds([run_estimate(float(v), n_items) for v in values], bounds=(0.0, 1.0))
 
 
 def combined_estimate(a: Sequence[float], b: Sequence[float], n_a: int, n_b: int, sign: int = 1) -> Estimate:
     """The mean over seeds of ``a + sign * b`` (seed by seed: a sum of half accuracies, a gap between inputs),
-    with Student's t over seeds (cut to the range the sum or difference of two accuracies can take). A single seed:
-    the two runs' exact intervals at 97.5% each, combined (Bonferroni: at least 95% together, however the two are
-    related)."""
+    combined by the book's seed rule (:func:`attnbook.stats.over_seeds`, cut to the range the sum or difference of
+    two accuracies can take). Each seed's own interval: the two runs' exact intervals at 97.5% each, combined
+    (Bonferroni: at least 95% together, however the two are related)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.size != b.size or a.size == 0:
         raise ValueError(f"need the same number of seeds on both sides, got {a.size} and {b.size}")
-    if a.size >= 2:
-        return _clipped(stats.mean_interval(a + sign * b, unit="seeds"), 0.0 if sign > 0 else -1.0,
-                        2.0 if sign > 0 else 1.0)
-    la, ha = stats.proportion_interval(int(round(a[0] * n_a)), n_a, 0.975)
-    lb, hb = stats.proportion_interval(int(round(b[0] * n_b)), n_b, 0.975)
+    runs = [_one_run_combined(x, y, n_a, n_b, sign) for x, y in zip(a, b)]
+    return stats.over_seeds(runs, bounds=(0.0, 2.0) if sign > 0 else (-1.0, 1.0))
+
+
+def _one_run_combined(a: float, b: float, n_a: int, n_b: int, sign: int) -> Estimate:
+    """One seed's ``a + sign * b`` with the two runs' exact intervals at 97.5% each, combined (Bonferroni)."""
+    la, ha = stats.proportion_interval(int(round(a * n_a)), n_a, 0.975)
+    lb, hb = stats.proportion_interval(int(round(b * n_b)), n_b, 0.975)
     low, high = (la + lb, ha + hb) if sign > 0 else (la - hb, ha - lb)
-    return Estimate(float(a[0] + sign * b[0]), low, high, int(n_a),
-                    "test items (one run per side; exact intervals combined)")
+    return Estimate(float(a + sign * b), low, high, int(n_a), "test items (one run per side; exact intervals combined)")
 
 
 def cue_estimate(row: Mapping[str, Any], quantity: str) -> Estimate:
