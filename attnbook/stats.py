@@ -14,7 +14,7 @@ Pure NumPy/SciPy on arrays; nothing here knows about models, data files or paper
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
