@@ -26,7 +26,9 @@ epochs, and only the top ``k`` layers, the pooler and the classifier are
 trained. ``k=0`` trains the pooler and classifier on a frozen encoder. In every
 setting the last layer is computed for the ``[CLS]`` position only
 (:func:`attnbook.engine.layers.first_query_only`): the pooler reads nothing else, so this is exact and
-saves most of that layer's cost. The smoke profile uses it to stay within seconds.
+saves most of that layer's cost. The smoke profile uses it to stay within seconds. That holds for BERT's layout
+(BERT, RoBERTa, XLM-R, ELECTRA); every other family of :mod:`attnbook.engine.families` runs its own forward whole
+(pooler where it has one, else its own pooling), with the frozen parameters simply not trained.
 
 **Lower precision** (``bf16``): the training forward and backward passes run under bfloat16 autocast on
 the CPU (the parameters, the optimiser and every evaluation stay in float32); on GLUE it trained 1.7x faster
@@ -48,7 +50,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -60,8 +62,10 @@ from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.data.arct import ArctItem, labels_of
 from attnbook.engine.finetune import training_batches
 from attnbook.engine.inputs import pad_rows
+from attnbook.engine.families import family_of, layer_modules
 from attnbook.engine.layers import first_query_only
 from attnbook.engine.models import LoadedModel
+from attnbook.engine.sweeps import BERT_LAYOUT
 from attnbook.engine.train import Recipe, epochs_of, fit
 from attnbook.stats import accuracy
 
@@ -177,23 +181,34 @@ class PairwiseScorer(nn.Module):
                  freeze_embeddings: bool = False):
         super().__init__()
         self.encoder = encoder
-        n = int(encoder.config.num_hidden_layers)
+        self.family = family_of(encoder)  # a model outside the family table is refused here, naming the families
+        self.stacked = caches_states(encoder)  # else the family's own forward, whole (module doc)
+        layers = list(encoder.encoder.layer) if self.stacked else layer_modules(encoder)
+        n = len(layers)
         k = n if trainable_layers is None else int(trainable_layers)
         if not 0 <= k <= n:
             raise ParameterError(f"trainable_layers must be in 0..{n}, got {trainable_layers}")
+        if self.family.shared_layers and 0 < k < n:
+            raise ParameterError(f"{self.family.name} shares one layer across its {n} depths, so its top layers "
+                                 "cannot train alone: pass -p trainable_layers=all (or 0)")
         self.start = n - k  # layers below this index are frozen
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(int(encoder.config.hidden_size), 1)
         frozen_embeddings = freeze_embeddings or self.start > 0
         for p in encoder.embeddings.parameters():
             p.requires_grad_(not frozen_embeddings)
-        for i, layer in enumerate(encoder.encoder.layer):
+        for i, layer in enumerate(layers):
             for p in layer.parameters():
                 p.requires_grad_(i >= self.start)
+        if not self.stacked and self.start > 0:  # what feeds the frozen layers (relative positions...) stays frozen
+            top = {id(p) for layer in layers[self.start:] for p in layer.parameters()}
+            for name, p in encoder.named_parameters():
+                p.requires_grad_(id(p) in top or name.split(".")[0] in ("pooler", "final_norm"))
+        self._n_layers = n
 
     @property
     def n_layers(self) -> int:
-        return len(self.encoder.encoder.layer)
+        return self._n_layers
 
     def _attention_mask(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
         """The encoder's own attention mask for ``mask[n, seq]`` (1 = real token), as its layers expect it."""
@@ -213,11 +228,28 @@ class PairwiseScorer(nn.Module):
         pooler = getattr(self.encoder, "pooler", None)
         return pooler(hidden) if pooler is not None else hidden[:, 0]
 
+    def _whole(self, input_ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
+        """Logits ``[n]`` from the encoder's own forward: its pooler, else the family's pooling (first or mean)."""
+        extra = {"token_type_ids": types} if self.family.takes_token_type_ids(self.encoder.config) else {}
+        out = self.encoder(input_ids=input_ids, attention_mask=mask, **extra)
+        pooled = getattr(out, "pooler_output", None)
+        if pooled is None:
+            hidden = out.last_hidden_state
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = ((hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+                      if self.family.pooling_of(self.encoder.config) == "mean" else hidden[:, 0])
+        return self.classifier(self.dropout(pooled)).squeeze(-1)
+
     def lower(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
               stop: int | None = None) -> torch.Tensor:
         """Hidden states ``[n, seq, hidden]`` after the first ``stop`` layers (default: the frozen ones)."""
+        if not self.stacked:
+            raise ModelError(f"{self.family.name} runs its own forward whole: its hidden states are not cached")
         stop = self.start if stop is None else stop
         hidden = self.encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        project = getattr(self.encoder, "embeddings_project", None)  # ELECTRA: embedding size -> hidden size
+        if project is not None:
+            hidden = project(hidden)
         return self._layers(hidden, attention_mask, 0, stop)
 
     def score_hidden(self, hidden: torch.Tensor, mask: torch.Tensor, start: int | None = None) -> torch.Tensor:
@@ -240,6 +272,8 @@ class PairwiseScorer(nn.Module):
         b, _, length = input_ids.shape
         flat = lambda t: t.reshape(b * 2, length)  # noqa: E731
         types = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+        if not self.stacked:
+            return self._whole(flat(input_ids), flat(attention_mask), flat(types)).reshape(b, 2)
         hidden = self.lower(flat(input_ids), flat(attention_mask), flat(types), stop=0)
         return self.score_hidden(hidden, flat(attention_mask), start=0).reshape(b, 2)
 
@@ -267,6 +301,12 @@ class PairwiseScorer(nn.Module):
         types, _ = pad_rows([data.token_type_ids[s] for s in seq], 0)
         shape = (len(items), 2, ids.shape[1])
         return self.forward(ids.reshape(shape), mask.reshape(shape), types.reshape(shape))
+
+
+def caches_states(encoder: nn.Module) -> bool:
+    """Whether the frozen lower layers of ``encoder`` can run once and be cached (BERT's layout: its layers run one
+    by one); other families train on the encodings with the frozen part recomputed (the same model, slower)."""
+    return family_of(encoder).name in BERT_LAYOUT and hasattr(getattr(encoder, "encoder", None), "layer")
 
 
 @torch.no_grad()
@@ -476,7 +516,7 @@ def run_seeds(
     for name, items in tests.items():
         enc[name] = encode_pairs(tok, items, inputs, length)
     data: dict[str, PairEncoding | CachedStates] = dict(enc)
-    if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers:
+    if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers and caches_states(loaded.model):
         frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
         memo = {} if memo is None else memo.setdefault((loaded.key, frozen.start), {})
         data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, memo) for k, v in enc.items()}
@@ -532,11 +572,6 @@ def _in_workers(tasks: list[dict], workers: int) -> list[dict] | None:
         warnings.warn(f"could not train the seeds in {workers} processes ({exc!r}); training them one by one",
                       RuntimeWarning, stacklevel=3)
         return None
-
-
-def config_dict(cfg: TrainConfig) -> dict:
-    """A :class:`TrainConfig` as a plain dict (for cache keys and provenance)."""
-    return asdict(cfg)
 
 
 # ---- cached runs ---------------------------------------------------------------------------------
