@@ -3,6 +3,8 @@ family's MLM head, and a clear refusal of anything outside the family table (tin
 :mod:`tests.tiny_families`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -147,3 +149,13 @@ def test_the_short_name_mpnet_loads_the_fetched_model(planted, monkeypatch):
     monkeypatch.setattr(models_fetch, "fetch_model", lambda name, **kw: asked.append(name) or planted["mpnet"])
     loaded = load_encoder("mpnet")
     assert asked == ["mpnet"] and loaded.name == "all-mpnet-base-v2" and loaded.family.name == "mpnet"
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_each_chapter_names_the_models_own_special_tokens(planted, family):
+    loaded = load_encoder(str(planted[family]), device="cpu")
+    line = loaded.headline()
+    assert line.startswith(f"Model **{loaded.name}** ({loaded.family.label}): 3 layers x 4 heads.")
+    assert ("`<s>` plays the role the papers give `[CLS]`" in line) == (family == "roberta")
+    notebooks = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("0[1-8]_*.ipynb"))
+    assert all(".headline()" in nb.read_text() for nb in notebooks)  # every chapter states its model this way

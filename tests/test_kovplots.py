@@ -57,6 +57,15 @@ def test_cls_frame_skips_missing_features():
     assert spec["facet"]["sort"] == ["A", "B"]
 
 
+def test_cls_heatmaps_show_the_models_own_tokens():
+    res = {"A": {"cls/[SEP]": np.array([0.5, 0.25]), "cls/[CLS]": np.array([0.1, 0.0])}}
+    names = {"[CLS]": "<s>", "[SEP]": "</s>"}  # RoBERTa's
+    assert set(kovplots.cls_frame(res, ["[SEP]", "[CLS]"], names).feature) == {"</s>", "<s>"}
+    spec = kovplots.cls_heatmaps(res, ["[SEP]", "[CLS]"], names=names).to_dict()
+    assert spec["spec"]["encoding"]["y"]["sort"] == ["</s>", "<s>"]
+    assert spec["spec"]["encoding"]["color"]["title"] == "attention from <s>"
+
+
 def test_feature_change_frame_is_finetuned_minus_pretrained():
     ft = {"A": {"received/noun": np.full((2, 2), 0.3), "received/verb": np.zeros((2, 2))}}
     pre = {"A": {"received/noun": np.full((2, 2), 0.1)}}

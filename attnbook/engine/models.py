@@ -23,6 +23,7 @@ import torch
 from attnbook.core.errors import ModelError
 from attnbook.core.paths import hub_cache_dir
 from attnbook.engine.families import Family, family_of
+from attnbook.engine.inputs import roles_sentence
 
 #: short names of the models `attnbook fetch model NAME` assembles (attnbook.data.models_fetch): name -> label
 FETCHED_NAMES = {"mpnet": "all-mpnet-base-v2", "all-mpnet-base-v2": "all-mpnet-base-v2",
@@ -163,6 +164,13 @@ class LoadedModel:
         if self.family.name in ("roberta", "xlm-roberta"):
             n -= int(getattr(config, "pad_token_id", 1) or 0) + 1
         return n
+
+    def headline(self) -> str:
+        """A chapter's first line about its model: name, family, shape, and which of its tokens play the roles the
+        papers give ``[CLS]`` and ``[SEP]`` when they are not BERT's (:func:`~attnbook.engine.inputs.roles_sentence`)."""
+        text = f"Model **{self.name}** ({self.family.label}): {self.n_layers} layers x {self.n_heads} heads."
+        roles = roles_sentence(self.tokenizer)
+        return f"{text} {roles}" if roles else text
 
     def describe(self) -> dict:
         """Provenance record: name, revision, fingerprint and shape."""

@@ -212,9 +212,12 @@ def task_heatmaps(values: Mapping[str, np.ndarray], title: str = "", *, value_ti
     return base.facet(facet=alt.Facet("task:N", sort=list(values), title=None), columns=columns, title=title)
 
 
-def cls_frame(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str]) -> pd.DataFrame:
+def cls_frame(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str],
+              names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Long table of the last layer's ``[CLS]`` attention (``cls/<feature>`` = ``values[head]``) per task:
-    task, feature, head (1-based), value; features missing from a task's result are left out."""
+    task, feature, head (1-based), value; features missing from a task's result are left out. ``names`` relabels
+    the special tokens' roles as the model names them (:func:`attnbook.engine.inputs.role_names`)."""
+    names = dict(names or {})
     rows = []
     for task, r in results.items():
         for f in features:
@@ -222,22 +225,24 @@ def cls_frame(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequenc
             if key not in r:
                 continue
             for h, v in enumerate(np.asarray(r[key], dtype=np.float64).ravel()):
-                rows.append({"task": task, "feature": f, "head": h + 1, "value": float(v)})
+                rows.append({"task": task, "feature": names.get(f, f), "head": h + 1, "value": float(v)})
     if not rows:
         raise EmptyDataError("no cls/<feature> statistics to show")
     return pd.DataFrame(rows)
 
 
 def cls_heatmaps(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str], title: str = "", *,
-                 cell: int = 16) -> alt.FacetChart:
-    """Kovaleva Fig. 7: feature x head heatmaps of the last layer's ``[CLS]`` attention, one per task."""
-    df = cls_frame(results, features)
-    present = [f for f in features if f in set(df["feature"])]
+                 cell: int = 16, names: Mapping[str, str] | None = None) -> alt.FacetChart:
+    """Kovaleva Fig. 7: feature x head heatmaps of the last layer's ``[CLS]`` attention, one per task; ``names``:
+    the model's own tokens for the ``[CLS]`` and ``[SEP]`` roles (the labels a reader sees)."""
+    names = dict(names or {})
+    df = cls_frame(results, features, names)
+    present = [names.get(f, f) for f in features if names.get(f, f) in set(df["feature"])]
     n_heads = int(df["head"].max())
     base = alt.Chart(df).mark_rect().encode(
         x=alt.X("head:O", title="head (last layer)"),
         y=alt.Y("feature:N", sort=present, title=None),
-        color=alt.Color("value:Q", title="attention from [CLS]", scale=alt.Scale(scheme="greys")),
+        color=alt.Color("value:Q", title=f"attention from {names.get('[CLS]', '[CLS]')}", scale=alt.Scale(scheme="greys")),
         tooltip=["task:N", "feature:N", "head:O", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=cell * n_heads, height=cell * len(present))
     columns = panels_per_row(cell * n_heads + 110, len(results))  # + the feature names on the y axis
