@@ -150,6 +150,7 @@ def test_several_failures_are_reported_together(tmp_path, manifest, arct_mirror)
     with pytest.raises(F.FetchError) as info:
         F.fetch(["arct"], tmp_path / "data", base_url=arct_mirror.as_uri(), progress=None)
     assert "2 file(s) failed" in str(info.value) and len(info.value.failures) == 2
+    assert "Fix: run `attnbook fetch arct` again" in str(info.value) and "ATTNBOOK_DATA" in str(info.value)
     assert all(isinstance(f, F.RemoteFileMissingError) for f in info.value.failures)
 
 

@@ -13,6 +13,15 @@ from pathlib import Path
 class AttnbookError(Exception):
     """Base class of every error attnbook raises on purpose."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What a notebook (IPython, JupyterLab, an executed page) shows for it: the message that names the fix,
+        not a traceback through the book's internals. ``ATTNBOOK_TRACEBACKS=1`` shows the full traceback."""
+        import os
+
+        if os.environ.get("ATTNBOOK_TRACEBACKS", "") not in ("", "0"):
+            raise NotImplementedError  # IPython then prints its usual traceback
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
 
 class MissingDataError(AttnbookError, FileNotFoundError):
     """A data file or folder is not in the data directory."""

@@ -442,8 +442,10 @@ def fetch(datasets: Sequence[str], dest: Path | str | None = None, base_url: str
     report = Report("fetch", dest, [results[e.key] for e in todo])
     say(report.summary())
     if failures:
+        fix = (f"\n  Fix: run `attnbook fetch {' '.join(datasets)}` again where the network reaches the sources (files "
+               f"already fetched are kept), or point ATTNBOOK_DATA at a folder that has the data (now: {dest}).")
         error = failures[0] if len(failures) == 1 and isinstance(failures[0], FetchError) else FetchError(
-            f"{len(failures)} file(s) failed:\n" + "\n".join(f"- {f}" for f in failures), failures)
+            f"{len(failures)} file(s) failed:\n" + "\n".join(f"- {f}" for f in failures) + fix, failures)
         error.report = report
         raise error
     return report
