@@ -36,6 +36,16 @@ AGREES, PARTLY, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE = (
 #: Every outcome a comparison row can have, in the order the tables count them.
 OUTCOMES = (AGREES, PARTLY, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE)
 
+#: What a row is: one of the papers' claims (the overview's counts are over these only), one of the book's own
+#: questions (chapter 8, and the rows of other chapters that go beyond the papers), or an experiment of a paper this
+#: book cannot run (data or models not obtainable; the row says why, with the paper's section).
+CLAIM, OWN, NOT_REPRODUCED = "claim", "own", "not reproduced"
+KINDS = (CLAIM, OWN, NOT_REPRODUCED)
+
+#: How the outcome of one of the book's own questions reads (it tests the book's expectation, not a paper's claim).
+OWN_WORDS = {AGREES: "supported", PARTLY: "partly supported", DISAGREES: "not supported",
+             INCONCLUSIVE: "undecided", NOT_COMPARABLE: "not testable here"}
+
 
 def _missing(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
@@ -284,10 +294,17 @@ class Comparison:
     high: float | None = None
     n: int | None = None
     unit: str = ""
+    kind: str = CLAIM
+    #: for an undecided row: the smallest effect its sample could detect (and the sample that would decide it)
+    detectable: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in OUTCOMES:
             raise ValueError(f"verdict must be one of {OUTCOMES}, got {self.verdict!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == NOT_REPRODUCED and self.verdict != NOT_COMPARABLE:
+            raise ValueError(f"{self.experiment}: a row not reproduced has no outcome but {NOT_COMPARABLE!r}")
         if not self.rule:
             raise ValueError(f"{self.experiment}: {self.quantity}: a comparison states its rule "
                              "(make rows with attnbook.verdict.row)")
@@ -298,6 +315,14 @@ class Comparison:
         if self.low is None or self.high is None:
             return ""
         return f"[{self.low:.4g}, {self.high:.4g}]"
+
+    @property
+    def outcome_words(self) -> str:
+        """The outcome as a reader reads it: the verdict for a paper's claim, :data:`OWN_WORDS` for the book's own
+        questions, "not reproduced" for an experiment this book cannot run."""
+        if self.kind == NOT_REPRODUCED:
+            return NOT_REPRODUCED
+        return OWN_WORDS[self.verdict] if self.kind == OWN else self.verdict
 
     def replace(self, **changes: Any) -> "Comparison":
         """A copy with ``changes`` (the row's outcome is not re-judged: change ``verdict`` with its ``rule``)."""
@@ -318,13 +343,16 @@ class Comparison:
 
 
 def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, note: str = "",
-        paper_value: Any = None, estimate: Estimate | None = None, fmt: str = ".3g") -> Comparison:
+        paper_value: Any = None, estimate: Estimate | None = None, fmt: str = ".3g", kind: str = CLAIM,
+        detectable: str = "") -> Comparison:
     """One "paper vs this run" row, its outcome decided by ``rule`` (:func:`judge`); a chapter adds it with
     :meth:`attnbook.chapters.results.ChapterResults.compare`.
 
     ``paper``/``ours`` are what the table shows. The rule judges ``paper_value`` (default: ``paper``) against
     ``estimate`` (default: ``ours``, which must then be a number or an :class:`~attnbook.stats.Estimate`);
     a sample estimate carries its 95% interval into the row (``low``, ``high``, ``n`` resampled ``unit``).
+    ``kind`` (:data:`KINDS`) says whether the row is a paper's claim, the book's own question, or not reproduced;
+    ``detectable`` states, for a row the data leave undecided, the smallest effect its sample could detect.
     """
     est = estimate if estimate is not None else (ours if isinstance(ours, Estimate) else None)
     if est is None:
@@ -335,7 +363,8 @@ def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, no
     shown = est.text(fmt) if isinstance(ours, Estimate) else ours
     outcome = judge(rule, paper if paper_value is None else paper_value, est)
     return Comparison(experiment=experiment, quantity=quantity, paper=paper, ours=shown, verdict=outcome,
-                      rule=rule.words, note=note, low=est.low, high=est.high, n=est.n, unit=est.unit)
+                      rule=rule.words, note=note, low=est.low, high=est.high, n=est.n, unit=est.unit, kind=kind,
+                      detectable=detectable)
 
 
 # ---------------------------------------------------------------------------------------------

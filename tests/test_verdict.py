@@ -72,3 +72,19 @@ def test_rule_words_show_thresholds_rounded_for_reading():
 
     words = Beyond(0.91 / 3, above=True, what="Vertical share").words
     assert "0.3033" in words and "0.303333" not in words
+
+
+def test_a_row_says_what_it_is_and_a_row_not_reproduced_has_no_outcome():
+    from attnbook import verdict as V
+
+    r = V.row("§4 Fig. 6", "share", paper=0.5, ours=0.52, rule=V.Within(0.05, 0.1))
+    assert r.kind == V.CLAIM and r.outcome_words == V.AGREES and r.detectable == ""
+    own = V.row("atlas", "q", paper=0.5, ours=0.52, rule=V.Within(0.05, 0.1), kind=V.OWN)
+    assert own.outcome_words == "supported" and V.Comparison.from_dict(own.as_dict()) == own
+    gone = V.row("Table 1 QQP", "F1", paper=0.87, ours=float("nan"), rule=V.NotComparable("no QQP training data"),
+                 kind=V.NOT_REPRODUCED)
+    assert gone.outcome_words == "not reproduced"
+    with pytest.raises(ValueError, match="no outcome"):
+        gone.replace(verdict=V.AGREES)
+    with pytest.raises(ValueError, match="kind must be"):
+        r.replace(kind="mine")
