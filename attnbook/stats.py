@@ -432,3 +432,26 @@ def over_seeds(runs: Sequence[Estimate], *, bounds: tuple[float, float] | None =
     if len(runs) == 1:
         return runs[0]
     return mean_interval([r.value for r in runs], unit="seeds", bounds=bounds)
+
+
+def median_interval(values: Sequence[float], *, unit: str = "values", confidence: float = 0.95) -> Estimate:
+    """The median of ``values`` with its distribution-free interval from order statistics (the binomial
+    sign-test interval: no assumption about the distribution, and robust to outliers on either side).
+
+    The interval ``[x_(k), x_(n-k+1)]`` uses the largest ``k`` whose coverage reaches ``confidence``; with too few
+    values for any such ``k`` (fewer than 6 at 95%) the estimate has no interval."""
+    from scipy.stats import binom
+
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    n = int(v.size)
+    if n == 0:
+        raise EmptyDataError("no values for a median")
+    med = float(np.median(v))
+    alpha = 1.0 - confidence
+    # coverage of [x_(k), x_(n-k+1)] (1-based) is 1 - 2 * P(Binom(n, 1/2) <= k - 1)
+    ks = [k for k in range(1, n // 2 + 1) if 2.0 * binom.cdf(k - 1, n, 0.5) <= alpha]
+    if not ks:
+        return Estimate(med, None, None, n, unit)
+    k = max(ks)
+    return Estimate(med, float(v[k - 1]), float(v[n - k]), n, unit)
+

@@ -343,6 +343,9 @@ def table(report: dict) -> str:
     from families import rows as family_rows
 
     rows += family_rows(report.get("families"))
+    from speed_row import rows as speed_row_rows
+
+    rows += speed_row_rows(report.get("speed_row"))
     imp = report.get("importance", {})
     if "importance_over_forward" in imp:
         rows.append(("importance scores (all heads) vs one forward pass", f"{imp['importance_over_forward']}x",
@@ -437,6 +440,10 @@ def main() -> int:
         report["speedups"] = bench_optional("speedups", lambda: bench_speedups(loaded))
     if want("plan"):
         report["plan"] = bench_optional("plan", bench_plan)
+    if want("speed_row"):
+        from speed_row import bench_speed_row
+
+        report["speed_row"] = bench_optional("speed_row", lambda: bench_speed_row(loaded))
     if want("families"):
         from families import bench_families
         from measures import benchmark_sweep

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 
+import time
+
 import numpy as np
 import pytest
+import torch
 from test_importance import dev_batches
 from tiny_models import Named, tiny_classifier
 
@@ -65,7 +68,7 @@ def test_analyse_every_seed_and_their_agreement():
     assert -1 <= rho.low <= rho.high <= 1 and rho.n == 12
 
 
-def test_speed_runs_pair_original_and_pruned_per_repeat():
+def test_speed_runs_pair_original_and_pruned_block_by_block():
     from attnbook.studies.michel.pruning import (
         speed_runs,
         speed_summary,
@@ -75,7 +78,51 @@ def test_speed_runs_pair_original_and_pruned_per_repeat():
     model = tiny_classifier(seed=3)
     pool = throughput_pool([Batch.from_mapping(b) for b in dev_batches(seed=4)], 8)
     runs = speed_runs(model, pool, np.arange(12.0).reshape(3, 4), 0.5, batch_sizes=[1, 4], n_examples=8, repeats=2)
-    assert runs.shape[0] == 4 and set(runs["repeat"]) == {0, 1} and runs["n_pruned"].iloc[0] == 6
+    # batch 1: 8 batches in 8 blocks, batch 4: 2 batches in 2 blocks; each block once per repeat
+    assert runs.shape[0] == 2 * 8 + 2 * 2 and set(runs["repeat"]) == {0, 1} and runs["n_pruned"].iloc[0] == 6
     summary = speed_summary(runs)
-    assert summary["batch_size"].tolist() == [1, 4] and summary["gain"].iloc[0].n == 2
-    assert summary["gain"].iloc[0].low is not None
+    assert summary["batch_size"].tolist() == [1, 4] and summary["gain"].iloc[0].n == 16
+    assert summary["gain"].iloc[0].low is not None and summary["gain"].iloc[1].low is None  # 4 pairs: no 95% interval
+
+
+class _Sleeper(torch.nn.Module):
+    """A "model" whose forward sleeps 20 ms, three times longer once ``load["busy"]`` (a competitor) is on."""
+
+    def __init__(self, load):
+        super().__init__()
+        self.weight, self.load = torch.nn.Parameter(torch.zeros(1)), load
+
+    def forward(self, **inputs):
+        self.load["calls"] += 1
+        self.load["busy"] = self.load["calls"] > self.load["switch"]
+        time.sleep(0.02 * (3 if self.load["busy"] else 1))
+
+
+def test_a_competitor_that_starts_midway_cannot_make_a_speed_up():
+    """Regression (issue 30): the speed-up row read +37.8% [-80.6, +156.3] on a busy machine. Timed as before (all of
+    the original model, then all of the pruned one), a load that starts halfway makes two equal models look 3x apart;
+    timed in alternating blocks, the median pair sees no difference."""
+    from attnbook.engine.pruning import interleaved_throughput, measure_throughput
+    from attnbook.stats import median_interval
+
+    pool = {"input_ids": torch.zeros(4, 3, dtype=torch.long)}
+    load = {"calls": 0, "busy": False, "switch": 10}
+    a, b = _Sleeper(load), _Sleeper(load)
+    before = [measure_throughput(m, pool, [1], n_examples=8, repeats=1, warmup=1)[0]["examples_per_s"]
+              for m in (a, b)]
+    assert before[0] / before[1] > 2  # the old way: "a" looks more than twice as fast as its twin
+    load.update(calls=0, busy=False, switch=20)
+    pairs = interleaved_throughput([a, b], pool, [1], n_examples=8, repeats=3, blocks=8, warmup=1)
+    gains = [100.0 * (p["seconds"][0] / p["seconds"][1] - 1.0) for p in pairs]
+    est = median_interval(gains)
+    assert abs(est.value) < 25 and est.n == 24
+
+
+def test_median_interval_is_the_sign_test_interval():
+    from attnbook.stats import median_interval
+
+    v = np.arange(1.0, 11.0)  # n = 10: k = 2 gives coverage 1 - 2 * P(B <= 1) = 0.9785
+    est = median_interval(v[::-1])
+    assert (est.value, est.low, est.high, est.n) == (5.5, 2.0, 9.0, 10)
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]).low is None  # 5 values cannot reach 95%
+    assert median_interval([1, 2, 3, 4, 5, 6]).low == 1.0  # 6 values: [min, max] covers 96.9%

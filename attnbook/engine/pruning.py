@@ -259,6 +259,64 @@ def measure_throughput(
     return records
 
 
+def interleaved_throughput(
+    models: Sequence[Any],
+    pool: Mapping[str, torch.Tensor],
+    batch_sizes: Sequence[int] = (1, 4, 16, 64),
+    *,
+    n_examples: int = 256,
+    repeats: int = 3,
+    blocks: int = 8,
+    warmup: int = 1,
+) -> list[dict]:
+    """Examples per second of two (or more) models timed *in turn, block by block*: a speed ratio that a busy
+    machine does not bias (Michel §4.3, measured as ``make bench`` measures).
+
+    Per batch size, each repeat's ``n_examples`` are cut into ``blocks`` blocks of whole batches; every block is run
+    by each model right after the other, the order alternating from block to block (A B, B A, ...), so a load that
+    comes and goes hits both sides of a pair alike. Returns one record per (batch size, repeat, block):
+    ``batch_size, repeat, block, seconds`` (a list, one per model) and ``examples`` (per model)."""
+    modules = [unwrap(m) for m in models]
+    n_pool = int(pool["input_ids"].shape[0])
+    if n_pool == 0:
+        raise ParameterError("the throughput pool is empty")
+    if len(modules) < 2:
+        raise ParameterError("interleaved timing compares at least two models")
+    device = next(modules[0].parameters()).device
+    was_training = [m.training for m in modules]
+    for m in modules:
+        m.eval()
+    records, turn = [], 0
+    try:
+        with torch.inference_mode():
+            for bs in batch_sizes:
+                n_batches = max(1, n_examples // bs)
+                batches = [{k: v[torch.arange(i * bs, (i + 1) * bs) % n_pool].to(device) for k, v in pool.items()}
+                           for i in range(n_batches + warmup)]
+                for m in modules:
+                    for b in batches[:warmup]:
+                        m(**b)
+                timed = batches[warmup:]
+                k = max(1, min(blocks, len(timed)))
+                cuts = np.array_split(np.arange(len(timed)), k)
+                for rep in range(repeats):
+                    for blk, idx in enumerate(cuts):
+                        order = list(range(len(modules)))[:: 1 if turn % 2 == 0 else -1]
+                        turn += 1
+                        seconds = [0.0] * len(modules)
+                        for j in order:
+                            t0 = time.perf_counter()
+                            for i in idx:
+                                modules[j](**timed[i])
+                            seconds[j] = time.perf_counter() - t0
+                        records.append({"batch_size": int(bs), "repeat": rep, "block": blk, "seconds": seconds,
+                                        "examples": int(len(idx) * bs)})
+    finally:
+        for m, was in zip(modules, was_training):
+            m.train(was)
+    return records
+
+
 def pruning_speed(
     model: Any,
     pool: Mapping[str, torch.Tensor],

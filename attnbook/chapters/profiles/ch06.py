@@ -40,7 +40,7 @@ register_chapter(
             task="SST-2", ood_task=None, agreement_tasks=["SST-2", "MRPC", "RTE"], seeds=[0, 1, 2],
             dev_cap=160, importance_cap=128, batch_size=32, step=0.1, random_seeds=[0, 1], tolerance=1.0, alpha=0.01,
             n_resamples=1000, checkpoints=[0.1, 0.5], speed_batch_sizes=[1, 4, 16, 64], speed_examples=128,
-            speed_repeats=3, seed=0,
+            speed_repeats=6, seed=0,
         ),
         "paper": dict(
             model=PAPER_MODEL, recipe_overrides={},
