@@ -30,12 +30,14 @@ def _pair(pred: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pred, gold
 
 
+# Kept, not sklearn's accuracy_score: the same numbers, 80-330x slower a call (benchmarks/libraries.py).
 def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
     """Share of predictions equal to the gold label."""
     pred, gold = _pair(pred, gold)
     return float(np.mean(pred == gold))
 
 
+# Kept, not sklearn's f1_score: the same numbers, 90-340x slower; it refuses multiclass or absent labels.
 def f1_binary(pred: np.ndarray, gold: np.ndarray, positive: int = 1) -> float:
     """F1 of the ``positive`` class; 0 when there is no true positive (e.g. nothing predicted positive).
 
@@ -51,6 +53,7 @@ def f1_binary(pred: np.ndarray, gold: np.ndarray, positive: int = 1) -> float:
     return 2.0 * tp / (2.0 * tp + fp + fn)
 
 
+# Kept, not scipy's pearsonr: 9.5-18x slower (it adds a p-value), 1e-16 off; it raises for one pair.
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     """Pearson's r; NaN when either side is constant (the correlation is undefined)."""
     x, y = _pair(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
@@ -61,6 +64,7 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.clip(np.sum(xc * yc) / denom, -1.0, 1.0))
 
 
+# Kept, not scipy's rankdata: identical ranks, 2.2-2.9x slower on 1,500 tied scores; NaN makes it all NaN.
 def average_ranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks of ``x`` with ties given the mean of the ranks they span."""
     x = np.asarray(x, dtype=np.float64).ravel()
@@ -75,12 +79,14 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
+# Kept, not scipy's spearmanr: 2.7x slower on 1,500 tied scores (1e-19 off).
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rho: Pearson's r of the average ranks; NaN when either side is constant."""
     x, y = _pair(x, y)
     return pearson(average_ranks(x), average_ranks(y))
 
 
+# Kept: scipy.stats.bootstrap draws the same indices (batches of 200) but hands out no indices to reuse.
 def bootstrap_indices(n: int, n_resamples: int, seed: int, chunk: int = 200) -> Iterable[np.ndarray]:
     """Resamples of ``n`` example indices (with replacement), ``[resample, n]`` in chunks; seeded."""
     rng = np.random.default_rng(seed)
@@ -91,6 +97,7 @@ def bootstrap_indices(n: int, n_resamples: int, seed: int, chunk: int = 200) -> 
         done += k
 
 
+# Kept: scipy.stats.bootstrap has no counts; a [resample, unit] matrix scores many statistics at once.
 def bootstrap_counts(n: int, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
     """``counts[resample, example]``: how often each example is drawn in each resample.
 
@@ -146,6 +153,7 @@ def paired_ttest(base_correct: np.ndarray, new_correct: np.ndarray) -> float:
     return float(ttest_rel(np.asarray(new_correct, float), np.asarray(base_correct, float)).pvalue)
 
 
+# Kept, not statsmodels' multipletests: 65 MB for 15 lines; its Holm calls gc.collect() (0.2-0.4 s a call).
 def adjust_pvalues(p: Sequence[float], method: str = "holm") -> np.ndarray:
     """Family-wise (``"holm"``, ``"bonferroni"``) or false-discovery (``"fdr_bh"``) adjusted p-values;
     ``"none"`` returns them unchanged."""
@@ -332,6 +340,7 @@ class Estimate:
         return {"value": self.value, "low": self.low, "high": self.high, "n": self.n, "unit": self.unit}
 
 
+# Kept: scipy.stats.bootstrap makes this interval only of the resamples it draws itself; this takes any draws.
 def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """The percentile interval over axis 0 of ``resampled[resample, ...]``."""
     if not 0 < confidence < 1:
@@ -341,6 +350,7 @@ def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> tupl
     return np.quantile(r, a, axis=0), np.quantile(r, 1 - a, axis=0)
 
 
+# Kept, not scipy.stats.bootstrap: same draws, sums 1e-16 apart; per head 25-32x slower and 22x the memory.
 def resampled_ratio(numerators: np.ndarray, denominators: np.ndarray | None = None, *, n_resamples: int = 2000,
                     seed: int = 0) -> np.ndarray:
     """Bootstrap over units of a ratio of sums: ``sum_u num[u] / sum_u den[u]`` in every resample.

