@@ -319,3 +319,12 @@ def test_the_command_line_entry_point_stays_light(root):
     done = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "7 entries" in done.stdout and "heavy: []" in done.stdout
+
+
+def test_a_cache_with_only_the_readers_datasets_is_still_a_cache(tmp_path):
+    """The data readers keep their corpora as saved datasets under ``<cache>/datasets/`` (attnbook.data.hf): such a
+    cache is read, not refused as a stranger's folder, and the datasets are left alone."""
+    folder = tmp_path / "cache" / cache_admin.DATASETS_FOLDER / "glue-0123abcd"
+    folder.mkdir(parents=True)
+    (folder / "data-00000-of-00001.arrow").write_bytes(b"x" * 10)
+    assert cache_admin.entries(tmp_path / "cache") == []

@@ -73,10 +73,33 @@ def chapter_params(chapter: str, profile: str, overrides: Mapping[str, Any] | No
             )
         if value is not None:
             base[key] = value
+    _task_names(base)
     params = Params(base)
     params["profile"] = profile
     params["chapter"] = chapter
     return params
+
+
+#: Parameters that name classification tasks (one name, or a list of names).
+TASK_PARAMETERS = ("task", "ood_task", "tasks", "table1_tasks", "agreement_tasks", "match_tasks")
+
+
+def _task_names(values: dict[str, Any]) -> None:
+    """Resolve the task names of ``values`` in place, once, before any model work
+    (:func:`attnbook.data.glue.task_name`): a book name stays as given, ``glue/sst2`` becomes ``SST-2`` when its
+    files are local, another Hugging Face name (``owner/name[/config]``) stays as given once ``datasets`` found it;
+    any other name raises the one :class:`ParameterError` that names the fix. A list parameter also takes one name
+    (``-p tasks=glue/sst2``)."""
+    from attnbook.data.glue import task_name  # lazy: the parameter table loads no reader until it is used
+
+    for key in TASK_PARAMETERS:
+        value = values.get(key)
+        if value is None:
+            continue
+        if key.endswith("tasks"):
+            values[key] = [task_name(v) for v in ([value] if isinstance(value, str) else value)]
+        else:
+            values[key] = task_name(value)
 
 
 def resolve(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:

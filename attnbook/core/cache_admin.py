@@ -137,6 +137,8 @@ def _where_hint() -> str:
 
 #: where `attnbook fetch model` assembles model folders inside the cache (attnbook.data.models_fetch)
 MODELS_FOLDER = "models"
+#: where the data readers keep their corpora as saved ``datasets.Dataset`` folders (attnbook.data.hf)
+DATASETS_FOLDER = "datasets"
 
 
 def _scan(root: Path | str | None, check: bool) -> tuple[Path, list[Entry], list[Path]]:
@@ -169,8 +171,9 @@ def _scan(root: Path | str | None, check: bool) -> tuple[Path, list[Entry], list
                 found.append(_array_entry(kind, key, files, check))
             except FileNotFoundError:
                 continue
-    models = root / MODELS_FOLDER  # assembled model folders (attnbook fetch model): listed as left alone
-    strangers = [p for p in foreign if p != models and p.parent != models]
+    # assembled model folders (attnbook fetch model) and the readers' datasets (attnbook.data.hf): left alone
+    kept = {root / MODELS_FOLDER, root / DATASETS_FOLDER}
+    strangers = [p for p in foreign if p not in kept and p.parent not in kept]
     if not found and strangers:
         foreign = strangers
         shown = ", ".join(p.name for p in foreign[:5]) + (", ..." if len(foreign) > 5 else "")

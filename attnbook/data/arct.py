@@ -18,19 +18,29 @@ construction are Niven & Kao's science, :mod:`attnbook.studies.niven_kao.cues`):
 Layout of the data folder (``attnbook fetch arct``): ``arct/original/{train,dev,test}-full.txt``
 (tab-separated, a ``#id`` header, the eight :data:`FIELDS` in any order, raw quotes) and
 ``arct/adversarial/*.csv`` (the same plus a last ``adversarial`` / ``swapped`` column, CSV quoting).
+
+Every file is read as a :class:`datasets.Dataset` (:func:`arct_dataset`, :func:`read_arct_dataset`; columns
+:data:`COLUMNS`, ``label`` a ``ClassLabel`` named ``warrant0`` / ``warrant1``, ``flag`` a nullable bool), kept in
+the book's cache by :func:`attnbook.data.hf.cached`; :func:`load_arct` and :func:`read_arct` build the
+:class:`ArctItem` s from its rows.
 """
 from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
+from attnbook.core.cache import code_hash
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
 from attnbook.core.io import atomic_write_text
+from attnbook.data import hf
 from attnbook.data.registry import data_path
+
+if TYPE_CHECKING:
+    from datasets import Dataset, Features
 
 #: name -> path inside the ``arct`` data folder
 FILES: dict[str, tuple[str, str]] = {
@@ -51,6 +61,8 @@ FLAG_COLUMNS = ("adversarial", "swapped")
 #: id suffixes the shipped adversarial files give to the copies
 NEGATED_SUFFIX = "-adversarial"
 SWAPPED_SUFFIX = "_swapped"
+#: the columns of an ARCT Dataset, in :class:`ArctItem`'s field order
+COLUMNS = ("id", "warrant0", "warrant1", "label", "reason", "claim", "debate_title", "debate_info", "flag")
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,26 @@ def load_arct(name: str) -> list[ArctItem]:
     return read_arct(arct_file(name))
 
 
+def arct_dataset(name: str) -> Dataset:
+    """An ARCT file of the data directory by name (see :data:`FILES`) as a Dataset (:func:`read_arct_dataset`)."""
+    return read_arct_dataset(arct_file(name))
+
+
+def features() -> Features:
+    """The typed columns of an ARCT Dataset: :data:`COLUMNS` as strings, ``label`` a ``ClassLabel`` (``warrant0``,
+    ``warrant1``: which warrant is correct) and ``flag`` a bool (null in the original files)."""
+    from datasets import ClassLabel, Features, Value
+
+    return Features({c: ClassLabel(names=["warrant0", "warrant1"]) if c == "label" else
+                     Value("bool") if c == "flag" else Value("string") for c in COLUMNS})
+
+
+def items_of(ds: Dataset) -> list[ArctItem]:
+    """An ARCT Dataset's rows as :class:`ArctItem` s, in order."""
+    cols = hf.rows(ds)
+    return [ArctItem(*row) for row in zip(*(cols[c] for c in COLUMNS))]
+
+
 def _unquote(field: str, path: Path, lineno: int) -> str:
     """Undo CSV quoting of one field: ``"a ""b"" c"`` -> ``a "b" c``."""
     if '"' not in field:
@@ -110,7 +142,13 @@ def _unquote(field: str, path: Path, lineno: int) -> str:
 
 
 def read_arct(path: Path | str, *, quoting: str = "auto") -> list[ArctItem]:
-    """Read a tab-separated ARCT file with a ``#id`` header (columns in any order).
+    """Read a tab-separated ARCT file with a ``#id`` header (columns in any order): :func:`read_arct_dataset`'s
+    rows as :class:`ArctItem` s."""
+    return items_of(read_arct_dataset(path, quoting=quoting))
+
+
+def read_arct_dataset(path: Path | str, *, quoting: str = "auto") -> Dataset:
+    """A tab-separated ARCT file with a ``#id`` header (columns in any order) as a Dataset, cached by its content.
 
     Every row must have as many fields as the header; the label must be ``0`` or
     ``1``; the optional flag column (``adversarial`` / ``swapped``) must be
@@ -125,6 +163,16 @@ def read_arct(path: Path | str, *, quoting: str = "auto") -> list[ArctItem]:
     if quoting not in ("auto", "csv", "none"):
         raise ParameterError(f"quoting must be 'auto', 'csv' or 'none', got {quoting!r}")
     path = Path(path)
+
+    def build():
+        return _parse_arct(path, quoting), features(), ""
+
+    parts = {"reader": "arct", "code": code_hash(_parse_arct), "sha256": hf.file_sha256(path), "quoting": quoting}
+    return hf.cached("arct", parts, build)
+
+
+def _parse_arct(path: Path, quoting: str) -> dict[str, list]:
+    """The columns (:data:`COLUMNS`) of an ARCT file; every check of :func:`read_arct_dataset`."""
     with open(path, encoding="utf-8", newline="") as fh:
         lines = fh.read().split("\n")
     if lines and lines[-1] == "":
@@ -189,7 +237,7 @@ def read_arct(path: Path | str, *, quoting: str = "auto") -> list[ArctItem]:
         items.append(item)
     if not items:
         raise EmptyDataError(f"{path} has a header but no items")
-    return items
+    return {c: [getattr(it, c) for it in items] for c in COLUMNS}
 
 
 def write_arct(
@@ -305,7 +353,7 @@ def item_markdown(item: ArctItem, split: str = "train") -> str:
 
 
 __all__: list[str] = [
-    "ArctItem", "FILES", "FIELDS", "FLAG_COLUMNS", "CLAIM_MAP", "NEGATED_SUFFIX", "SWAPPED_SUFFIX",
-    "arct_file", "load_arct", "read_arct", "write_arct", "read_claim_map", "take", "take_paired", "labels_of",
-    "describe_splits", "item_markdown",
+    "ArctItem", "FILES", "FIELDS", "FLAG_COLUMNS", "CLAIM_MAP", "NEGATED_SUFFIX", "SWAPPED_SUFFIX", "COLUMNS",
+    "arct_file", "load_arct", "arct_dataset", "read_arct", "read_arct_dataset", "features", "items_of", "write_arct",
+    "read_claim_map", "take", "take_paired", "labels_of", "describe_splits", "item_markdown",
 ]

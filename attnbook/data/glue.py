@@ -20,18 +20,37 @@ A row with the wrong number of fields, or a label outside the task's label set,
 raises :class:`~attnbook.core.errors.MalformedInputError` with the file and the
 1-based line number; a missing file raises
 :class:`~attnbook.core.errors.MissingDataError`, which names ``attnbook fetch glue``.
+
+Every split is read as a :class:`datasets.Dataset` (:func:`glue_dataset`, :func:`tsv_dataset`): columns
+``text_a``, ``text_b`` (pair tasks), ``label`` (a ``ClassLabel`` with the task's label strings as names; STS-B a
+``float64`` score) and ``line`` (the 1-based file line), kept in the book's cache by :func:`attnbook.data.hf.cached`.
+:func:`load_split` and :func:`read_tsv` build the book's :class:`GlueSplit` / :class:`Example` view from it.
+
+A task is named by the book's short name (``SST-2``, ``sst2``, ``MNLI-m``) or the Hugging Face way
+(:func:`task_spec`): ``glue/sst2`` (or ``nyu-mll/glue/sst2``) is the book's SST-2 when its files are local (the
+same data: GLUE's train and dev files); any other ``name/config`` or ``owner/name[/config]`` is a Hugging Face
+dataset with a text and a label column, loaded by ``datasets.load_dataset`` from the network or offline from the
+``datasets`` cache (:class:`HubTaskSpec`). A name that is neither gets one :class:`ParameterError` naming the fix.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from attnbook.core.cache import code_hash
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
-from attnbook.data.registry import data_path
+from attnbook.core.paths import data_dir
+from attnbook.data import hf
+from attnbook.data.registry import data_path, fetch_name
+
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict, Features
 
 #: GLUE's binary label order for the entailment tasks (index 0 = entailment).
 _NLI2 = ("entailment", "not_entailment")
@@ -114,14 +133,118 @@ _ALIASES = {
 }
 
 
+#: Hugging Face GLUE configs that are the book's tasks (the same train and dev files), under either repository name
+HUB_GLUE = {"sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B", "qqp": "QQP", "rte": "RTE", "qnli": "QNLI",
+            "mnli": "MNLI-m", "mnli_matched": "MNLI-m", "mnli_mismatched": "MNLI-mm"}
+_GLUE_REPOS = ("glue", "nyu-mll/glue")
+
+
+@dataclass(frozen=True)
+class HubTaskSpec(TaskSpec):
+    """A task read from a Hugging Face dataset (``datasets.load_dataset(repo, config)``) instead of local files.
+
+    ``name`` is the name the task was asked for (``task_spec(name)`` finds it again), ``text_a`` / ``text_b`` /
+    ``label`` are the dataset's columns, ``train_file`` / ``dev_file`` its split names (``""``: no such split).
+    """
+
+    repo: str = ""
+    config: str | None = None
+
+
+_HUB_SPECS: dict[tuple[str, str], HubTaskSpec] = {}
+
+
 def task_spec(task: str | TaskSpec) -> TaskSpec:
-    """The :class:`TaskSpec` of ``task`` (case-insensitive; ``"MNLI"`` means matched)."""
+    """The :class:`TaskSpec` of ``task``: a book name (case-insensitive; ``"MNLI"`` means matched) or a Hugging Face
+    name (``glue/sst2``: the book's SST-2 when its files are local; ``owner/name[/config]``: a :class:`HubTaskSpec`).
+
+    A Hugging Face name that is neither local nor loadable raises one :class:`ParameterError` that names the fix.
+    """
     if isinstance(task, TaskSpec):
         return task
-    name = _ALIASES.get(str(task).strip().lower())
-    if name is None:
-        raise ParameterError(f"unknown GLUE task {task!r}; known: {', '.join(TASKS)}")
-    return TASKS[name]
+    text = str(task).strip()
+    name = _ALIASES.get(text.lower())
+    if name is not None:
+        return TASKS[name]
+    repo, _, config = text.lower().rpartition("/")
+    book = HUB_GLUE.get(config) if repo in _GLUE_REPOS else None
+    if book is not None and (available(book, "train") or available(book, "dev")):
+        return TASKS[book]
+    if "/" not in text:
+        raise ParameterError(f"unknown GLUE task {task!r}; known: {', '.join(TASKS)}, or a Hugging Face dataset "
+                             "as name/config (e.g. glue/sst2) or owner/name[/config]")
+    return _hub_spec(text, book)
+
+
+def task_name(task: str | TaskSpec) -> str:
+    """The name a chapter keeps for ``task``: a book name as given, ``glue/sst2`` -> ``SST-2`` when its files are
+    local, any other Hugging Face name as given. Raises as :func:`task_spec` does for an unknown name."""
+    spec = task_spec(task)
+    return task if isinstance(task, str) and "/" not in task else spec.name
+
+
+def _hub_spec(name: str, book: str | None) -> HubTaskSpec:
+    key = (name, str(hf.hub_cache()))
+    if key in _HUB_SPECS:
+        return _HUB_SPECS[key]
+    readings = hf.hub_candidates(name)
+    if book is not None:  # GLUE by either repository name
+        config = name.rpartition("/")[2]
+        readings = [(r, config) for r in _GLUE_REPOS] + [r for r in readings if r[0] not in _GLUE_REPOS]
+    reasons = []
+    for repo, config in readings:
+        try:
+            splits = _hub_splits(repo, config)
+        except hf.NotFound as exc:
+            reasons.append(f"load_dataset({repo!r}, {config!r}): {exc}")
+            continue
+        _HUB_SPECS[key] = spec = _spec_from_hub(name, repo, config, splits)
+        return spec
+    shown = readings[:1] if book else readings[::-1][:2]  # owner/name first; glue/<config> is GLUE's config
+    calls = " or ".join(f"datasets.load_dataset({r!r}" + (f", {c!r})" if c else ")") for r, c in shown)
+    folders = " or ".join(f"{hf.cache_folder(r)}/" for r in dict.fromkeys(r for r, _ in shown))
+    local = (f"It is GLUE's {book}: put its files in {data_dir() / 'glue' / TASKS[book].folder} "
+             f"(attnbook fetch {fetch_name('glue', (TASKS[book].folder,))}, or point ATTNBOOK_DATA at a folder that "
+             "has them), or") if book else "Either name one of the book's tasks, or"
+    raise ParameterError(
+        f"task {name!r} is not one of the book's GLUE tasks with local files and is not in the Hugging Face datasets "
+        f"cache ({hf.hub_cache()}).\n  {local} put the dataset into that cache: on a machine with network run "
+        f"{calls} (a dataset with a text column and a label column) and copy the folder {folders} of its datasets "
+        f"cache into this one (or set HF_DATASETS_CACHE to a cache that has it).\n"
+        f"  The book's tasks: {', '.join(TASKS)} (also as glue/<config>, e.g. glue/sst2).\n"
+        f"  datasets said: {'; '.join(reasons)}")
+
+
+_HUB_DATA: dict[tuple[str, str | None, str], DatasetDict] = {}
+
+
+def _hub_splits(repo: str, config: str | None) -> DatasetDict:
+    key = (repo, config, str(hf.hub_cache()))
+    if key not in _HUB_DATA:
+        _HUB_DATA[key] = hf.load_hub(repo, config)
+    return _HUB_DATA[key]
+
+
+def _spec_from_hub(name: str, repo: str, config: str | None, splits: DatasetDict) -> HubTaskSpec:
+    from datasets import ClassLabel
+
+    train = "train" if "train" in splits else ""
+    dev = next((s for s in ("validation", "dev", "validation_matched", "test") if s in splits), "")
+    if not (train or dev):
+        raise ParameterError(f"{name}: the dataset has no train or validation split, only {list(splits)}")
+    features = splits[dev or train].features
+    a, b, label = hf.text_label_columns(features, name)
+    kind = features[label]
+    if isinstance(kind, ClassLabel):
+        labels: tuple[str, ...] | None = tuple(kind.names)
+    elif kind.dtype.startswith("float"):
+        labels = None
+    else:  # integer classes 0..k-1 without names
+        k = 1 + max(max(splits[s][label]) for s in (train, dev) if s)
+        labels = tuple(str(i) for i in range(k))
+    where = f"{repo}" + (f", config {config}" if config else "")
+    return HubTaskSpec(name, name, a, b, label, labels, dev_file=dev, train_file=train,
+                       description=f"Hugging Face dataset {where}", repo=repo, config=config)
 
 
 @dataclass(frozen=True)
@@ -136,7 +259,10 @@ class Example:
 
 @dataclass
 class GlueSplit:
-    """The examples of one task's split, with the file they came from."""
+    """The examples of one task's split, with the file they came from.
+
+    :attr:`dataset` is the same examples as a :class:`datasets.Dataset` (the one :func:`load_split` read them from).
+    """
 
     task: TaskSpec
     split: str
@@ -152,6 +278,45 @@ class GlueSplit:
         """Gold labels ``[n]``: int64 class indices, or float64 scores for STS-B."""
         dtype = np.float64 if self.task.is_regression else np.int64
         return np.asarray([e.label for e in self.examples], dtype=dtype)
+
+    @property
+    def dataset(self) -> Dataset:
+        """The examples as a Dataset (:func:`features` of the task), in order. Not a dataclass field: a split's
+        content digest (cache keys) is its examples'."""
+        got = self.__dict__.get("_dataset")
+        if got is None or got[0] is not self.examples or len(got[1]) != len(self.examples):
+            got = (self.examples, examples_dataset(self.task, self.examples))
+            self.__dict__["_dataset"] = got
+        return got[1]
+
+
+def features(task: str | TaskSpec) -> Features:
+    """The typed columns of a task's Dataset: ``text_a``, ``text_b`` (pair tasks), ``label`` (a ``ClassLabel``
+    named by the task's label strings; STS-B and other regression tasks ``float64``) and ``line`` (1-based)."""
+    from datasets import ClassLabel, Features, Value
+
+    spec = task_spec(task)
+    cols: dict[str, Any] = {"text_a": Value("string")}
+    if spec.is_pair:
+        cols["text_b"] = Value("string")
+    cols["label"] = Value("float64") if spec.labels is None else ClassLabel(names=list(spec.labels))
+    cols["line"] = Value("int64")
+    return Features(cols)
+
+
+def examples_of(ds: Dataset) -> list[Example]:
+    """A task Dataset's rows as :class:`Example` s, in order."""
+    cols = hf.rows(ds)
+    texts_b = cols.get("text_b") or [None] * len(cols["text_a"])
+    return [Example(*row) for row in zip(cols["text_a"], texts_b, cols["label"], cols["line"])]
+
+
+def examples_dataset(task: str | TaskSpec, examples: Sequence[Example]) -> Dataset:
+    """An in-memory Dataset of ``examples`` (e.g. a split built by hand)."""
+    spec = task_spec(task)
+    cols = {"text_a": [e.text_a for e in examples], "text_b": [e.text_b for e in examples],
+            "label": [e.label for e in examples], "line": [e.line for e in examples]}
+    return hf.table(cols, features(spec))
 
 
 def _parse_label(spec: TaskSpec, raw: str, path: Path, line: int) -> int | float:
@@ -172,18 +337,9 @@ def _parse_label(spec: TaskSpec, raw: str, path: Path, line: int) -> int | float
         ) from None
 
 
-def read_tsv(path: Path | str, task: str | TaskSpec, *, skip_malformed: bool = False) -> list[Example]:
-    """Read a GLUE TSV file of ``task`` into :class:`Example` s (all rows, file order).
-
-    Columns are located by the header. Raises :class:`MalformedInputError`
-    (file, 1-based line) for a missing column in the header, a row whose field
-    count differs from the header's, or a bad label. With ``skip_malformed``
-    bad *rows* are dropped with one warning instead (the original QQP training
-    file is known to hold a few broken lines); a bad header always raises.
-    """
-    spec = task_spec(task)
-    path = Path(path)
-    examples: list[Example] = []
+def _parse_tsv(path: Path, spec: TaskSpec, skip_malformed: bool) -> tuple[dict[str, list], list[int]]:
+    """The columns of a GLUE TSV file (:func:`features`) and the lines of the rows skipped as malformed."""
+    cols: dict[str, list] = {"text_a": [], "text_b": [], "label": [], "line": []}
     skipped: list[int] = []
     with open(path, encoding="utf-8-sig", newline="") as fh:
         header_line = fh.readline()
@@ -214,22 +370,111 @@ def read_tsv(path: Path | str, task: str | TaskSpec, *, skip_malformed: bool = F
                     raise
                 skipped.append(line_no)
                 continue
-            examples.append(
-                Example(fields[i_a], fields[i_b] if i_b is not None else None, label, line_no)
-            )
+            cols["text_a"].append(fields[i_a])
+            cols["text_b"].append(fields[i_b] if i_b is not None else None)
+            cols["label"].append(label)
+            cols["line"].append(line_no)
+    return cols, skipped
+
+
+def tsv_dataset(path: Path | str, task: str | TaskSpec, *, skip_malformed: bool = False) -> Dataset:
+    """A GLUE TSV file of ``task`` as a Dataset (all rows, file order), cached by the file's content.
+
+    Columns are located by the header. Raises :class:`MalformedInputError`
+    (file, 1-based line) for a missing column in the header, a row whose field
+    count differs from the header's, or a bad label. With ``skip_malformed``
+    bad *rows* are dropped with one warning instead (the original QQP training
+    file is known to hold a few broken lines); a bad header always raises.
+    """
+    spec = task_spec(task)
+    path = Path(path)
+
+    def build():
+        cols, skipped = _parse_tsv(path, spec, skip_malformed)
+        return cols, features(spec), json.dumps({"skipped_lines": skipped}) if skipped else ""
+
+    parts = {"reader": "glue.tsv", "code": code_hash(_parse_tsv), "sha256": hf.file_sha256(path),
+             "task": dataclasses.asdict(spec), "skip_malformed": bool(skip_malformed)}
+    ds = hf.cached("glue", parts, build)
+    skipped = json.loads(ds.info.description).get("skipped_lines", []) if ds.info.description else []
     if skipped:
         warnings.warn(
             f"{path}: skipped {len(skipped)} malformed row(s) at line(s) {skipped[:10]}"
             + (" ..." if len(skipped) > 10 else ""),
-            stacklevel=2,
+            stacklevel=3,
         )
-    return examples
+    return ds
+
+
+def read_tsv(path: Path | str, task: str | TaskSpec, *, skip_malformed: bool = False) -> list[Example]:
+    """Read a GLUE TSV file of ``task`` into :class:`Example` s (all rows, file order): :func:`tsv_dataset`'s rows.
+
+    For a :class:`HubTaskSpec`, ``path`` is what :func:`task_path` gave for one of its splits, and the rows are
+    that split's (:func:`glue_dataset`), so code that reads a task's file reads a Hugging Face dataset alike.
+    """
+    spec = task_spec(task)
+    if isinstance(spec, HubTaskSpec):
+        split = next((s for s in ("train", "dev") if spec.file(s) and Path(path) == task_path(spec, s)), None)
+        if split is None:
+            raise ParameterError(f"{path} is not a split of {spec.name}")
+        return examples_of(glue_dataset(spec, split))
+    return examples_of(tsv_dataset(path, spec, skip_malformed=skip_malformed))
+
+
+def _hub_dataset(spec: HubTaskSpec, split: str) -> Dataset:
+    """A Hugging Face dataset's split in the book's columns (:func:`features`); ``line`` is the 1-based row, and
+    rows without a label (``-1``, as in GLUE's test splits) are left out."""
+    source = _hub_splits(spec.repo, spec.config)[_split_name(spec, split)]
+
+    def build():
+        cols = hf.rows(source.select_columns([c for c in (spec.text_a, spec.text_b, spec.label) if c]))
+        keep = [i for i, v in enumerate(cols[spec.label]) if v is not None and (spec.labels is None or v >= 0)]
+        take = lambda c: [cols[c][i] for i in keep] if c else [None] * len(keep)  # noqa: E731
+        label = [float(v) for v in take(spec.label)] if spec.labels is None else [int(v) for v in take(spec.label)]
+        return ({"text_a": take(spec.text_a), "text_b": take(spec.text_b), "label": label,
+                 "line": [i + 1 for i in keep]}, features(spec), "")
+
+    parts = {"reader": "glue.hub", "code": code_hash(_hub_dataset), "task": dataclasses.asdict(spec), "split": split,
+             "sha256": [hf.file_sha256(f) for f in hf.split_files(source)] or source._fingerprint}
+    return hf.cached("hub", parts, build)
+
+
+def _split_name(spec: TaskSpec, split: str) -> str:
+    name = spec.file(split)
+    if not name:
+        raise ParameterError(f"{spec.name} has no {split} split ({spec.description}); it has "
+                             f"{', '.join(s for s in (spec.train_file, spec.dev_file) if s)}")
+    return name
+
+
+def glue_dataset(task: str | TaskSpec, split: str = "dev", *, skip_malformed: bool | None = None) -> Dataset:
+    """A task's ``train`` or ``dev`` split as a Dataset (:func:`features`): the local TSV file
+    (:func:`tsv_dataset`; ``skip_malformed`` defaults to :attr:`TaskSpec.skip_malformed`) or, for a
+    :class:`HubTaskSpec`, the Hugging Face dataset's train / validation split."""
+    spec = task_spec(task)
+    if isinstance(spec, HubTaskSpec):
+        return _hub_dataset(spec, split)
+    lenient = spec.skip_malformed if skip_malformed is None else skip_malformed
+    return tsv_dataset(task_path(spec, split), spec, skip_malformed=lenient)
 
 
 def task_path(task: str | TaskSpec, split: str) -> Path:
-    """``data_path("glue", folder, file)`` of a task's split; raises MissingDataError when absent."""
+    """``data_path("glue", folder, file)`` of a task's split; raises MissingDataError when absent. A Hugging Face
+    dataset's split: its (first) Arrow file in the ``datasets`` cache."""
     spec = task_spec(task)
+    if isinstance(spec, HubTaskSpec):
+        return hf.split_files(_hub_splits(spec.repo, spec.config)[_split_name(spec, split)])[0]
     return data_path("glue", spec.folder, spec.file(split))
+
+
+def sample_indices(n_total: int, n: int | None, seed: int) -> list[int] | None:
+    """The rows :func:`subsample` keeps of ``n_total`` (sorted), or None for all of them."""
+    if n is None or n >= n_total:
+        return None
+    if n < 1:
+        raise ParameterError(f"a cap must be at least 1, got {n}")
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_total, size=n, replace=False)).tolist()
 
 
 def subsample(examples: Sequence[Example], n: int | None, seed: int) -> list[Example]:
@@ -238,13 +483,8 @@ def subsample(examples: Sequence[Example], n: int | None, seed: int) -> list[Exa
     Kovaleva et al. (§4.3, footnote 5) randomly sample 1000 dev examples for the
     larger tasks; the book caps training sets the same way in its quick profile.
     """
-    if n is None or n >= len(examples):
-        return list(examples)
-    if n < 1:
-        raise ParameterError(f"a cap must be at least 1, got {n}")
-    rng = np.random.default_rng(seed)
-    keep = np.sort(rng.choice(len(examples), size=n, replace=False))
-    return [examples[i] for i in keep]
+    keep = sample_indices(len(examples), n, seed)
+    return list(examples) if keep is None else [examples[i] for i in keep]
 
 
 def load_split(
@@ -255,23 +495,28 @@ def load_split(
     seed: int = 0,
     skip_malformed: bool | None = None,
 ) -> GlueSplit:
-    """Read a task's ``train`` or ``dev`` split from the data directory, capped to ``cap`` examples.
+    """Read a task's ``train`` or ``dev`` split (:func:`glue_dataset`), capped to ``cap`` examples (:func:`subsample`).
 
     ``skip_malformed`` defaults to the task's :attr:`TaskSpec.skip_malformed`
     (true only for QQP); otherwise a malformed row raises :class:`MalformedInputError`.
     """
     spec = task_spec(task)
     path = task_path(spec, split)
-    lenient = spec.skip_malformed if skip_malformed is None else skip_malformed
-    rows = read_tsv(path, spec, skip_malformed=lenient)
-    if not rows:
+    ds = glue_dataset(spec, split, skip_malformed=skip_malformed)
+    if len(ds) == 0:
         raise EmptyDataError(f"{path} has a header but no examples")
-    return GlueSplit(spec, split, path, subsample(rows, cap, seed), n_total=len(rows))
+    keep = sample_indices(len(ds), cap, seed)
+    sample = ds if keep is None else ds.select(keep)
+    out = GlueSplit(spec, split, path, examples_of(sample), n_total=len(ds))
+    out.__dict__["_dataset"] = (out.examples, sample)
+    return out
 
 
 def available(task: str | TaskSpec, split: str) -> bool:
-    """Whether the data directory holds ``task``'s ``split`` file."""
+    """Whether the data directory holds ``task``'s ``split`` file (a Hugging Face dataset: whether it has the split)."""
     spec = task_spec(task)
+    if isinstance(spec, HubTaskSpec):
+        return bool(spec.file(split))
     return data_path("glue", spec.folder, spec.file(split), must_exist=False).exists()
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -47,11 +47,12 @@ import torch
 from attnbook.core import cache
 from attnbook.core.errors import ParameterError
 from attnbook.core.io import sha256_file
+from attnbook.data import hf
 from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_path, task_spec
 from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root, load_checkpoint, save_checkpoint
 from attnbook.engine.classifiers import build_classifier, check_init, output_layer
 from attnbook.engine.evaluate import DEV_SAMPLE_SEED, dev_outputs, metrics_from_logits, score_interval
-from attnbook.engine.inputs import EncodedSet, collate, encode_examples
+from attnbook.engine.inputs import EncodedSet, collate
 from attnbook.engine.models import ClassifierInfo, LoadedModel, load_encoder
 from attnbook.engine.train import Recipe, TrainLog, fit
 
@@ -391,6 +392,32 @@ def get_finetuned(
     return clf, metrics
 
 
+def _tokenize_batch(batch: dict[str, list], tokenizer: Any, pair: bool, max_length: int) -> dict[str, list]:
+    b = [t or "" for t in batch["text_b"]] if pair else None
+    enc = tokenizer(batch["text_a"], b, truncation=True if b is None else "longest_first", max_length=max_length,
+                    return_token_type_ids=True)
+    return {"input_ids": enc["input_ids"], "token_type_ids": enc["token_type_ids"]}
+
+
+def encode_split(tokenizer: Any, split: GlueSplit, max_length: int) -> EncodedSet:
+    """A split's ``[CLS] a [SEP] (b [SEP])`` ids, truncated longest-first to ``max_length`` (as BERT's GLUE code):
+    ``Dataset.map(batched=True)`` with the fast tokenizer over :attr:`GlueSplit.dataset`, the ids equal to
+    :func:`~attnbook.engine.inputs.encode_examples`' (the tokenizer encodes each example alone, in batches of 1000
+    instead of one). With the cache on, ``datasets`` keeps the result beside the split's Arrow data under its
+    fingerprint (split, tokenizer, length), so a second run of the same recipe does not tokenise again."""
+    spec = split.task
+    if not split.examples:
+        raise ParameterError(f"no {spec.name} examples to encode")
+    keep = cache.enabled()
+    ds = split.dataset
+    with hf.quiet():
+        enc = ds.map(partial(_tokenize_batch, tokenizer=tokenizer, pair=spec.is_pair, max_length=max_length),
+                     batched=True, remove_columns=ds.column_names, load_from_cache_file=keep, keep_in_memory=not keep)
+    cols = hf.rows(enc)
+    labels = np.asarray([e.label for e in split.examples], dtype=np.float32 if spec.is_regression else np.int64)
+    return EncodedSet(cols["input_ids"], cols["token_type_ids"], labels, spec.is_regression)
+
+
 def _train_and_cache(
     base: LoadedModel, spec: TaskSpec, init: str, p: FinetuneParams, seed: int, fraction: float,
     save_at: Iterable[float], caching: bool, progress: bool, on_step: Callable[[int, float], None] | None,
@@ -401,7 +428,7 @@ def _train_and_cache(
     cached too); without it, training stops at ``fraction``.
     """
     train = load_split(spec, "train", cap=p.train_cap, seed=TRAIN_SAMPLE_SEED)
-    data = encode_examples(base.tokenizer, train.examples, spec, p.max_length)
+    data = encode_split(base.tokenizer, train, p.max_length)
     total = n_updates(len(data), p)
     wanted = _check_fractions([*save_at, fraction, 1.0] if caching else [fraction])
     at_step: dict[int, list[float]] = {}
