@@ -423,10 +423,10 @@ def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: f
 
 
 #: The book's one rule for combining fine-tuning seeds, stated on every page that combines them.
-SEED_POLICY = ("Seeds are combined one way throughout the book: each fine-tuning seed is one replicate, scored on the "
-               "same examples as the others, so a quantity is the mean over the seeds with a 95% Student's t interval "
-               "over the seeds' values (how much another seed could move it); with one seed it is that run's own 95% "
-               "interval over its examples.")
+SEED_POLICY = ('Seeds are combined one way throughout the book: each fine-tuning seed is one replicate, scored on th'
+               "e same examples as the others, so a quantity is the mean over the seeds with a Student's t confidenc"
+               "e interval over the seeds' values (how much another seed could move it); with one seed it is that ru"
+               "n's own confidence interval over its examples.")
 
 
 def over_seeds(runs: Sequence[Estimate], *, bounds: tuple[float, float] | None = None) -> Estimate:

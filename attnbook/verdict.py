@@ -16,15 +16,20 @@ The rules (each states itself in words in the row's table, through ``Rule.words`
 * :class:`Margin` - a margin between two systems in the paper's size class (at least ``big`` points, or less);
 * :class:`Holds` - a categorical claim, judged by the share of bootstrap resamples in which it holds;
 * :class:`Cases` - a claim over several cases (tasks, layers), counted;
+* :class:`Rejects` - a relation claimed by a test with a p-value (a test that does not reject cannot tell);
 * :class:`NotComparable` - another quantity, model or data, or a classifier no better than a constant.
 
 A rule agrees or disagrees only when this run's interval (or an exact count) supports it; otherwise the
-outcome is ``inconclusive``. :func:`row` builds a comparison row; a row without a rule is refused.
+outcome is ``inconclusive``. :func:`row` builds a comparison row; a row without a rule is refused. An undecided row
+states what its sample could detect (:func:`detectable_effect`); a stored row is judged again from its numbers by
+:meth:`Comparison.rejudged`. :func:`summary_markdown` writes three lists: the papers' claims (counted), the book's own
+questions and what was not reproduced.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -268,9 +273,147 @@ class NotComparable(Rule):
         return f"not comparable: {self.reason}"
 
 
+@dataclass(frozen=True)
+class Rejects(Rule):
+    """A relation claimed by a test with a p-value (``ours.value`` is the p-value, ``paper`` is not used): agrees when
+    p < ``alpha``; otherwise inconclusive, never disagrees: a test that does not reject cannot tell a small relation
+    from none (the row's ``detectable`` says how large a relation its sample could have shown)."""
+
+    test: str
+    alpha: float = 0.05
+
+    def judge(self, paper: Any, ours: Estimate) -> str:
+        if _missing(ours.value):
+            return NOT_COMPARABLE
+        return AGREES if ours.value < self.alpha else INCONCLUSIVE
+
+    @property
+    def words(self) -> str:
+        return f"{self.test}: p < {self.alpha:g} agrees; a test that does not reject cannot tell"
+
+
+#: every rule by name, to read a rule back from a results file (:func:`rule_spec`, :func:`rule_from_spec`)
+RULES = {c.__name__: c for c in (Within, Beyond, NoEffect, Margin, Holds, Cases, Rejects, NotComparable)}
+
+
+def rule_spec(rule: Rule) -> dict[str, Any]:
+    """The rule as plain JSON: its class name under ``"rule"`` and its fields (:func:`rule_from_spec` reads it back)."""
+    return {"rule": type(rule).__name__, **{k: v.item() if hasattr(v, "item") else v
+                                            for k, v in dataclasses.asdict(rule).items()}}
+
+
+def rule_from_spec(spec: Mapping[str, Any]) -> Rule:
+    """The rule :func:`rule_spec` wrote."""
+    fields = dict(spec)
+    return RULES[fields.pop("rule")](**fields)
+
+
 def judge(rule: Rule, paper: Any, ours: Any) -> str:
     """The outcome of ``rule`` for the paper's value and this run's (an :class:`~attnbook.stats.Estimate` or a number)."""
     return check(rule.judge(paper, as_estimate(ours)))
+
+
+# ---------------------------------------------------------------------------------------------
+# what an undecided row's sample could detect
+# ---------------------------------------------------------------------------------------------
+def rounded_count(n: float) -> str:
+    """A sample size to two significant digits: ``2963 -> '3,000'``."""
+    if not math.isfinite(n) or n > 1e7:
+        return "more than 10 million"
+    n = math.ceil(n)
+    return f"{n:,}" if n < 100 else f"{int(round(n, 1 - int(math.log10(n)))):,}"
+
+
+def _units(est: Estimate) -> str:
+    return re.sub(r"\s*\(.*?\)", "", est.unit or "").strip() or "units"
+
+
+def _needed(est: Estimate, edge: float, bound: float) -> float | None:
+    """How many units would move the interval's ``edge`` (on the side facing ``bound``) past ``bound``, the estimate
+    staying where it is: the half-width shrinks as 1/sqrt(n) (Student's t with its degrees of freedom over seeds)."""
+    h, d, n = abs(est.value - edge), abs(est.value - bound), est.n
+    if not n or d <= 0 or h <= 0:
+        return None
+    if "seed" not in (est.unit or "") or n < 2:
+        return n * (h / d) ** 2
+    from scipy.stats import t as student
+
+    s = h * math.sqrt(n) / student.ppf(0.975, n - 1)
+    return next((m for m in range(2, 100001) if student.ppf(0.975, m - 1) * s / math.sqrt(m) < d), math.inf)
+
+
+def _inside(est: Estimate, center: float, half: float) -> list[tuple[float, float]]:
+    """(edge, bound) pairs the interval must clear to decide a band ``center ± half``: both edges inside it when the
+    estimate is inside, the near edge beyond it when outside."""
+    lo, hi = est.bounds
+    v = est.value - center
+    if abs(v) < half:
+        return [(e, b) for e, b in ((hi, center + half), (lo, center - half)) if abs(e - center) >= half]
+    b = center + math.copysign(half, v)
+    return [(lo if v > 0 else hi, b)]
+
+
+def _edges(est: Estimate, rule: Rule, paper: Any) -> tuple[list[tuple[float, float]], str] | None:
+    """The (edge, bound) pairs an undecided interval must clear for ``rule`` to decide, and the effect in words."""
+    lo, hi = est.bounds
+    if isinstance(rule, Beyond):
+        return [(lo if est.value > rule.threshold else hi, rule.threshold)], f"difference from {rule.threshold:.4g}"
+    if isinstance(rule, NoEffect):
+        return _inside(est, 0.0, rule.effect), f"departure from the claim's bound ±{rule.effect:.4g}"
+    if isinstance(rule, Within):
+        p = float(paper)
+        half = rule.partly * (abs(p) if rule.relative else 1.0)
+        return _inside(est, p, half), f"gap to the rule's bounds ({p - half:.4g}, {p + half:.4g})"
+    if isinstance(rule, Margin):
+        return ([(lo if est.value > b else hi, b) for b in (0.0, rule.big, -rule.big) if lo <= b <= hi],
+                f"gap to 0 and ±{rule.big:.4g}")
+    return None
+
+
+def deciding_sample(estimate: Any, rule: Rule, paper: Any = None) -> float | None:
+    """How many units (``estimate.n``'s kind) would let ``rule`` decide if this run's estimate stayed where it is:
+    the interval's half-width shrinks as one over the square root of the sample (Student's t over seeds); for
+    :class:`Holds`, the share of resamples through its normal z. ``math.inf`` when the estimate sits on the rule's
+    bound; ``None`` for a decided row, a number without interval or size, or a rule this cannot say
+    (:class:`Cases`, :class:`Rejects`, :class:`NotComparable`)."""
+    est = as_estimate(estimate)
+    if _missing(est.value) or not est.n or judge(rule, paper, est) != INCONCLUSIVE:
+        return None
+    if isinstance(rule, Holds):
+        from statistics import NormalDist
+
+        z = abs(NormalDist().inv_cdf(min(max(est.value, 1e-6), 1 - 1e-6)))
+        return est.n * (NormalDist().inv_cdf(1 - rule.alpha / 2) / z) ** 2 if z > 1e-9 else math.inf
+    edges = _edges(est, rule, paper) if est.has_interval else None
+    if not edges or not edges[0]:
+        return None
+    need = [_needed(est, e, b) for e, b in edges[0]]
+    return math.inf if any(x is None for x in need) else max(need)
+
+
+def detectable_effect(estimate: Any, rule: Rule, paper: Any = None) -> str:
+    """For a row its rule left ``inconclusive``: the smallest effect its sample could detect at 95% (the interval's
+    half-width, in the row's units) and, where it can be computed, the sample that would decide the rule if this
+    run's estimate stayed where it is (:func:`deciding_sample`). ``paper``: the value the rule judged (:class:`Within`).
+    ``""`` for a decided estimate or a rule this cannot say anything about (:class:`Cases`, :class:`Rejects`,
+    :class:`NotComparable`: their rows say it)."""
+    est = as_estimate(estimate)
+    if _missing(est.value) or judge(rule, paper, est) != INCONCLUSIVE:
+        return ""
+    unit, n = _units(est), est.n
+    need = deciding_sample(est, rule, paper)
+    decide = ("" if need is None else "; no sample decides it while the estimate sits on the rule's bound"
+              if math.isinf(need) else f"; at this estimate about {rounded_count(need)} {unit} would decide it")
+    if isinstance(rule, Holds):
+        return (f"the claim holds in {est.value:.0%} of the bootstrap resamples{f' on {n:,} {unit}' if n else ''}, "
+                f"short of the {1 - rule.alpha / 2:.1%} (or {rule.alpha / 2:.1%}) that decides it" + decide)
+    edges = _edges(est, rule, paper) if est.has_interval else None
+    if edges is None:
+        return ""
+    lo, hi = est.bounds
+    h = f"{(hi - lo) / 2:.3g}"
+    return (f"{f'on {n:,} {unit} ' if n else ''}the 95% interval is ±{h}: it detects a {edges[1]} of about {h} or "
+            "more" + decide)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +440,10 @@ class Comparison:
     kind: str = CLAIM
     #: for an undecided row: the smallest effect its sample could detect (and the sample that would decide it)
     detectable: str = ""
+    #: what the rule judged: this run's number (``ours`` may be words), the paper's when not ``paper``, the rule
+    value: float | None = None
+    paper_value: Any = None
+    rule_spec: dict | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in OUTCOMES:
@@ -323,6 +470,21 @@ class Comparison:
         if self.kind == NOT_REPRODUCED:
             return NOT_REPRODUCED
         return OWN_WORDS[self.verdict] if self.kind == OWN else self.verdict
+
+    @property
+    def reason(self) -> str:
+        """Why the row is not comparable (or not reproduced), from its rule; ``""`` for a judged row."""
+        return self.rule.removeprefix("not comparable: ") if self.verdict == NOT_COMPARABLE else ""
+
+    def rejudged(self) -> str:
+        """The outcome of the row's rule (``rule_spec``) on the numbers it stores (``value``, ``low``, ``high``,
+        ``n``), as a reader of the results file recomputes it; the stored ``verdict`` for a row without a known spec."""
+        if not self.rule_spec or self.rule_spec.get("rule") not in RULES:
+            return self.verdict
+        num = lambda x: float(x) if isinstance(x, str) and x in ("nan", "inf", "-inf") else x  # noqa: E731
+        est = Estimate(float(num(self.value)), num(self.low), num(self.high), self.n, self.unit)
+        return judge(rule_from_spec(self.rule_spec), num(self.paper if self.paper_value is None else self.paper_value),
+                     est)
 
     def replace(self, **changes: Any) -> "Comparison":
         """A copy with ``changes`` (the row's outcome is not re-judged: change ``verdict`` with its ``rule``)."""
@@ -352,7 +514,9 @@ def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, no
     ``estimate`` (default: ``ours``, which must then be a number or an :class:`~attnbook.stats.Estimate`);
     a sample estimate carries its 95% interval into the row (``low``, ``high``, ``n`` resampled ``unit``).
     ``kind`` (:data:`KINDS`) says whether the row is a paper's claim, the book's own question, or not reproduced;
-    ``detectable`` states, for a row the data leave undecided, the smallest effect its sample could detect.
+    ``detectable`` states, for a row the data leave undecided, the smallest effect its sample could detect (default:
+    :func:`detectable_effect` of the estimate and the rule; a decided row keeps none). The row keeps what the rule judged (``value``,
+    ``paper_value``, ``rule_spec``), so :meth:`Comparison.rejudged` recomputes its outcome from the results file.
     """
     est = estimate if estimate is not None else (ours if isinstance(ours, Estimate) else None)
     if est is None:
@@ -361,32 +525,47 @@ def row(experiment: str, quantity: str, *, paper: Any, ours: Any, rule: Rule, no
         else:
             raise TypeError(f"{quantity}: give the rule an estimate (ours is {ours!r})")
     shown = est.text(fmt) if isinstance(ours, Estimate) else ours
-    outcome = judge(rule, paper if paper_value is None else paper_value, est)
+    judged = paper if paper_value is None else paper_value
+    outcome = judge(rule, judged, est)
+    detectable = (detectable or detectable_effect(est, rule, judged)) if outcome == INCONCLUSIVE else ""
     return Comparison(experiment=experiment, quantity=quantity, paper=paper, ours=shown, verdict=outcome,
                       rule=rule.words, note=note, low=est.low, high=est.high, n=est.n, unit=est.unit, kind=kind,
-                      detectable=detectable)
+                      detectable=detectable, value=float(est.value), paper_value=paper_value, rule_spec=rule_spec(rule))
 
 
 # ---------------------------------------------------------------------------------------------
 # the closing summary of a chapter
 # ---------------------------------------------------------------------------------------------
+def _listed(r: Comparison, outcome: str = "") -> str:
+    """``quantity (outcome: paper P, here O) [what the sample could detect]`` for the summary's lists."""
+    return (f"{r.quantity} ({outcome + ': ' if outcome else ''}paper {r.paper}, here {r.ours})"
+            + (f" [{r.detectable}]" if r.detectable else ""))
+
+
 def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: str = "What this run found") -> str:
-    """The one writer of a chapter's closing summary, computed from its rows only.
+    """The one writer of a chapter's closing summary, computed from its rows only, in three lists.
 
     ``setting`` is one sentence of context (the model, the data, the classifiers) that the chapter's text module
-    writes from this run's parameters. The paragraph counts the outcomes per experiment (rows that are not comparable
-    named apart), then lists every row that differs from the paper (partly or not at all) and every row the data
-    cannot decide, each with the paper's and this run's numbers.
+    writes from this run's parameters. The papers' claims (kind :data:`CLAIM`) are counted by outcome and per
+    experiment (rows that are not comparable named apart), and every claim that differs from the paper (partly or not
+    at all) or that the data cannot decide is listed with the paper's and this run's numbers (and, undecided, what its
+    sample could detect). The book's own questions (:data:`OWN`) follow with their own outcome words, then what was
+    not reproduced (:data:`NOT_REPRODUCED`) with the reason. Only the claims are counted.
     """
     if not rows:
         return f"**{title}.** No comparison was made." + (f" {setting}" if setting else "")
-    count = {o: sum(r.verdict == o for r in rows) for o in OUTCOMES}
-    parts = [f"**{title}.** Of {len(rows)} comparisons, "
-             + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."]
+    claims = [r for r in rows if r.kind == CLAIM]
+    own = [r for r in rows if r.kind == OWN]
+    gone = [r for r in rows if r.kind == NOT_REPRODUCED]
+    count = {o: sum(r.verdict == o for r in claims) for o in OUTCOMES}
+    with_paper = " with the papers' claims" if own or gone else ""
+    parts = [f"**{title}.** " + (f"Of {len(claims)} comparisons{with_paper}, "
+                                 + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."
+                                 if claims else "No claim of a paper was compared here.")]
     if setting:
         parts.append(setting.strip())
     by_exp: dict[str, list[Comparison]] = {}
-    for r in rows:
+    for r in claims:
         by_exp.setdefault(r.experiment, []).append(r)
     if len(by_exp) > 1:
         per = []
@@ -404,9 +583,14 @@ def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: 
         parts.append("By experiment: " + "; ".join(per) + ".")
     for outcomes, head in (((DISAGREES, PARTLY), "Where the numbers differ"),
                            ((INCONCLUSIVE,), "Where the data cannot tell")):
-        these = [r for r in rows if r.verdict in outcomes]
+        these = [r for r in claims if r.verdict in outcomes]
         if these:
-            parts.append(f"{head}: " + "; ".join(
-                f"{r.quantity} ({r.verdict + ': ' if len(outcomes) > 1 else ''}paper {r.paper}, here {r.ours})"
-                for r in these) + ".")
+            parts.append(f"{head}: " + "; ".join(_listed(r, r.verdict if len(outcomes) > 1 else "")
+                                                 for r in these) + ".")
+    if own:
+        parts.append(f"The book's own questions ({len(own)}, no paper's claim among them): "
+                     + "; ".join(_listed(r, r.outcome_words) for r in own) + ".")
+    if gone:
+        parts.append("Not reproduced here: " + "; ".join(f"{r.experiment}, {r.quantity}: {r.reason}" for r in gone)
+                     + ".")
     return " ".join(parts)

@@ -208,16 +208,44 @@ def test_framenet_heads_switched_off_planted_and_shuffled():
     assert questions.framenet_switched_off(m)[0]["measured"] is False
 
 
-def test_every_answer_becomes_a_not_comparable_row_with_its_sentence():
-    from attnbook.verdict import NOT_COMPARABLE
+def test_every_answer_becomes_one_of_the_books_own_questions_with_its_sentence():
+    """Issue 32: chapter 8's rows were "not comparable" claims and inflated the papers' counts; each is now one of the
+    book's own questions (kind own), stated as the book's expectation and judged by its own rule."""
+    from attnbook import verdict
 
     m = _planted()
     answers = questions.syntax_vs_importance(m, n_permutations=99, n_resamples=50) + questions.framenet_switched_off(m)
     rows = questions.comparison_rows(answers)
-    assert len(rows) == 2 and all(r.verdict == NOT_COMPARABLE for r in rows)
+    assert len(rows) == 2 and {r.kind for r in rows} == {verdict.OWN}
     assert rows[0].note == answers[0]["sentence"] and rows[0].n == 72
-    assert rows[1].ours == "not measured"
+    assert rows[0].verdict == verdict.AGREES and rows[0].outcome_words == "supported"  # planted: ρ surely > 0
+    assert rows[1].ours == "not measured" and rows[1].outcome_words == "not testable here"
+    shuffled = questions.comparison_rows(questions.syntax_vs_importance(_planted(planted=False), n_permutations=99,
+                                                                        n_resamples=200))[0]
+    assert shuffled.outcome_words == "undecided" and "this model has 72 heads" in shuffled.detectable
     json.dumps(questions.answers_record(answers))
+
+
+def test_class_and_frame_questions_are_judged_by_their_own_rules():
+    from attnbook import verdict
+
+    rng = np.random.default_rng(3)
+    cls = rng.integers(0, 3, size=(6, 12))
+    planted = cls * 2.0 + rng.normal(scale=0.3, size=cls.shape)
+    m = Measurements(n_layers=6, n_heads=12, patterns={"pre-trained": np.eye(len(CLASSES))[cls] * 10},
+                     pattern_classes=CLASSES, importance={"SST-2": planted}, main_task="SST-2",
+                     disabling={"SST-2": {"delta": rng.permutation(planted.ravel()).reshape(cls.shape), "n": 10}})
+    differ, cannot = questions.comparison_rows(questions.pattern_vs_effects(m, n_permutations=999))
+    assert differ.verdict == verdict.AGREES and differ.rule == questions.CLASS_RULE.words
+    assert cannot.verdict == verdict.INCONCLUSIVE and "needs ε² above about" in cannot.detectable
+    heads = [(1, 2), (3, 4)]
+    flat = np.zeros((6, 12))
+    frames = Measurements(n_layers=6, n_heads=12, framenet={"mean": flat, "heads": heads},
+                          disabling={"SST-2": {"delta": flat, "low": flat - 0.5, "high": flat + 0.5, "n": 800},
+                                     "RTE": {"delta": flat - 3, "low": flat - 4, "high": flat - 2, "n": 100}})
+    none, needed = questions.comparison_rows(questions.framenet_switched_off(frames, n_permutations=99))
+    assert none.verdict == verdict.AGREES and needed.verdict == verdict.DISAGREES
+    assert needed.outcome_words == "not supported" and "no change beyond ±1 point" in needed.quantity
 
 
 def test_syntax_join_takes_the_best_direction_and_leaves_out_pooled_and_empty_relations():

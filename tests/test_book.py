@@ -298,3 +298,23 @@ def test_the_heads_page_ran_in_the_build_on_the_embedded_model(smoke_book):
     assert "attnbook-chart" in text  # the line view and the importance heatmap were drawn
     assert "Pruned" in text and "parameters; paraphrase cosine" in text  # the pruning cell's output
     assert "Traceback" not in text
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("chapter", ["01_clark_surface_patterns", "02_clark_probing", "03_clark_clustering",
+                                     "04_kovaleva_taxonomy", "05_kovaleva_disabling", "06_michel_pruning",
+                                     "07_arct_cues", "08_head_atlas"])
+def test_the_smoke_books_outcomes_are_their_rules_on_their_numbers(smoke_book, chapter):
+    """Issue 32's reviewed outcomes on a real run: every row the smoke book stored has the outcome its rule gives on
+    the numbers stored beside it (no outcome asserted by hand)."""
+    results = json.loads((smoke_book / "book" / "results" / f"{chapter}.json").read_text())
+    if chapter in ("04_kovaleva_taxonomy", "05_kovaleva_disabling", "06_michel_pruning", "08_head_atlas"):
+        from test_reviewed_outcomes import review
+
+        assert review(chapter, results)
+    else:
+        from test_rows32_reviewed import check_reviewed
+
+        from attnbook.chapters.results import comparisons_of
+
+        check_reviewed(comparisons_of(results))

@@ -45,6 +45,7 @@ def surface_stats(n_layers=6, n_heads=12, sink="sep", prev_layers=(1, 2, 4), nex
         s[sink][layer - 1] = 0.7
     s["punct"][-1] = 0.2
     s["sep_sep"][:] = 0.95
+    s["cls_cls"][:] = 0.95  # from the sink token, attention stays on it (Clark §3.2), whichever the sink is
     s["entropy"][0] = 3.5
     s["entropy_cls"][-1] = 3.9
     s["uniform_entropy"] = np.array(4.0)
@@ -141,7 +142,9 @@ def test_surface_comparison_names_a_cls_sink():
     by = {r.quantity: r for r in rows}
     assert by["the special token that gets the most attention (mean over all heads)"].verdict == verdict.DISAGREES
     assert by[MAJORITY].verdict == verdict.DISAGREES
-    assert by["[SEP]->[SEP] share in heads that attend mostly to [SEP]"].verdict == verdict.NOT_COMPARABLE
+    # issue 32: judged on the model's own sink token, as the gradient row is (it was "not comparable": no [SEP] head)
+    sink = by["[CLS]->[CLS] share in heads that attend mostly to [CLS]"]
+    assert sink.verdict == verdict.AGREES and sink.paper == "> 0.90" and "[SEP]->[SEP] claim tested on the model's own sink token" in sink.note
     grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
     assert "[CLS]" in grad.quantity and "(the paper tested [SEP])" in grad.note
     assert grad.verdict == verdict.AGREES
@@ -180,12 +183,13 @@ def test_gradient_row_is_not_comparable_for_an_mlm_head_no_better_than_a_constan
 
 
 def test_mlm_head_row_names_the_head_used():
-    """Issue 19: the row says which head the gradients used - the checkpoint's own (checked against the unigram
-    baseline) or a fitted one (not comparable); before, a checkpoint's own head had no row at all."""
+    """Issue 19: the row says which head the gradients used - the checkpoint's own or a fitted one; before, a
+    checkpoint's own head had no row at all. Issue 32: either is checked against the unigram baseline, as one of the
+    book's own questions (the fitted head's row was "not comparable")."""
     fitted = MLMQuality("fitted on the frozen encoder", 0.25, 0.2, 0.3, 468, 0.05, "the")
     (row,) = paper.mlm_head_rows(fitted)
-    assert row.verdict == verdict.NOT_COMPARABLE and row.ours.startswith("fitted on the frozen encoder, top-1 25.0%")
-    assert row.rule.startswith("not comparable: ")
+    assert row.verdict == verdict.AGREES and row.ours.startswith("fitted on the frozen encoder: 0.250 [")
+    assert row.kind == verdict.OWN and "this checkpoint has no MLM head" in row.note
     own = MLMQuality("pretrained", 0.45, 0.4, 0.5, 468, 0.05, "the")
     (row,) = paper.mlm_head_rows(own)
     assert row.verdict == verdict.AGREES and "the checkpoint's own MLM head" in row.note
@@ -612,10 +616,12 @@ def test_resampled_distances_recombine_the_groups():
     assert np.allclose(boot[:, 0, 1].mean(), whole[0], rtol=0.05) and boot[:, 0, 1].std() > 0
 
 
-def test_distance_setup_row_and_agreement_sentence():
-    (row,) = paper.distance_setup_rows(np.array(1234), 0.25, 0.0)
-    assert row.verdict == verdict.NOT_COMPARABLE and row.rule.startswith("not comparable: ")
-    assert row.ours == "mean over 1,234 tokens (25% of each segment), smoothing 0.0"
+def test_distance_setting_and_agreement_sentence():
+    # issue 32: the distance is a setting, not a finding: a sentence of the summary, no longer a "not comparable" row
+    setting = paper.distance_setting(np.array(1234), 0.25, 0.0)
+    assert "mean Jensen-Shannon divergence over 1,234 tokens (25% of each segment), smoothing 0.0" in setting
+    text = paper.findings_markdown([comparison("§6", "q", 1, 1, verdict.AGREES)], "tiny", setting)
+    assert setting in text and "The model here is tiny;" in text
     rows = [comparison("§6", f"q{k}", 1, 1, v)
             for k, v in enumerate((verdict.AGREES, verdict.DISAGREES, verdict.AGREES, verdict.NOT_COMPARABLE))]
     text = paper.agreement_markdown(rows, "tiny", 2, 3)

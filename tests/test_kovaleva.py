@@ -25,15 +25,18 @@ def _all_valid(rows):
 # ---------------------------------------------------------------------------------------------
 # §4.3
 # ---------------------------------------------------------------------------------------------
-def _changes(top: tuple[int, int], n_res: int = 200, noise: float = 0.0, seed: int = 0) -> dict:
+def _changes(top: tuple[int, int], n_res: int = 200, noise: float = 0.0, seed: int = 0, n_layers: int = 6) -> dict:
     rng = np.random.default_rng(seed)
-    change = np.full(6, 0.1)
+    change = np.full(n_layers, 0.1)
     change[list(top)] = [0.5, 0.4]
-    res = change[None] + noise * rng.standard_normal((n_res, 6))
+    res = change[None] + noise * rng.standard_normal((n_res, n_layers))
     return {"change": change, "resampled": res, "n": 50}
 
 
 def test_most_changed_layers_and_change_comparisons():
+    """Updated for issue 32 (the old version encoded the absolute rule, "the last two layers" of a 6-layer model
+    being its layers 5-6): bert-base's last two layers placed at relative depth are layer 6 of a 6-layer model, so
+    a 6-layer task has one row (the most changed layer is layer 6); a 12-layer model keeps both rows."""
     cos = np.ones((6, 4))
     cos[5] = 0.2
     cos[4] = 0.5
@@ -42,15 +45,36 @@ def test_most_changed_layers_and_change_comparisons():
                                         "C": _changes((5, 4), noise=0.3), "QQP": _changes((0, 1))})
     _all_valid(rows)
     by = {r.quantity: r for r in rows}
-    assert by["A: two most changed layers are the last two"].verdict == verdict.AGREES
+    assert set(by) == {f"{t}: most changed layer is one of the last two" for t in ("A", "B", "C", "QQP")}
     assert by["A: most changed layer is one of the last two"].verdict == verdict.AGREES
-    assert by["B: two most changed layers are the last two"].verdict == verdict.DISAGREES
-    assert by["C: two most changed layers are the last two"].verdict == verdict.INCONCLUSIVE  # noisy resamples
-    assert by["QQP: two most changed layers are the last two"].verdict == verdict.AGREES  # the paper's exception
-    assert by["A: two most changed layers are the last two"].n == 50
+    assert by["B: most changed layer is one of the last two"].verdict == verdict.DISAGREES
+    noisy = by["C: most changed layer is one of the last two"]
+    assert noisy.verdict == verdict.INCONCLUSIVE and "bootstrap resamples" in noisy.detectable  # noisy resamples
+    assert by["QQP: most changed layer is one of the last two"].verdict == verdict.AGREES  # the paper's exception
+    assert by["A: most changed layer is one of the last two"].n == 50 and "layer 6 of 6" in by["A: most changed layer is one of the last two"].note
+    twelve = {r.quantity: r for r in kovaleva.change_comparisons({"A": _changes((11, 10), n_layers=12),
+                                                                  "B": _changes((11, 3), n_layers=12)})}
+    assert twelve["A: two most changed layers are the last two"].verdict == verdict.AGREES
+    assert twelve["A: most changed layer is one of the last two"].verdict == verdict.AGREES
+    assert twelve["B: two most changed layers are the last two"].verdict == verdict.DISAGREES
+    assert twelve["B: most changed layer is one of the last two"].verdict == verdict.AGREES
     # a task whose classifier learned nothing is not comparable
     nc = kovaleva.change_comparisons({"A": _changes((5, 4))}, {"A": "constant predictor"})
     assert {r.verdict for r in nc} == {verdict.NOT_COMPARABLE}
+
+
+def test_last_two_layers_are_placed_at_relative_depth_as_in_chapter_1():
+    """Regression (issue 32): chapter 4 counted "the last two layers" absolutely (layers 5-6 of a 6-layer model)
+    while chapter 1 places a paper's layers at relative depth (bert-base's 11-12 of 12 are layer 6 of 6). A
+    6-layer model whose layer 5 changes most (then layer 6) agreed on both rows before; by the one rule it disagrees."""
+    from attnbook.core import heads
+    from attnbook.studies.clark import paper as clark
+
+    rows = kovaleva.change_comparisons({"A": _changes((4, 5))})
+    assert [r.quantity for r in rows] == ["A: most changed layer is one of the last two"]
+    assert rows[0].verdict == verdict.DISAGREES
+    assert kovaleva.last_layers(6) == {5} and kovaleva.last_layers(12) == {10, 11}
+    assert clark.relative_layers is heads.relative_layers  # one rule, chapter 1's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +139,63 @@ def _logits(pred: np.ndarray) -> np.ndarray:
     out = np.zeros((len(pred), 2), dtype=np.float32)
     out[np.arange(len(pred)), pred] = 1.0
     return out
+
+
+def _constant_cell(task: str, init: str, paper: float, labels: np.ndarray, pred: np.ndarray) -> dict:
+    """A Table 1 row as :func:`attnbook.studies.kovaleva.table1.table1` fills it, the whole dev set scored."""
+    from attnbook.studies.heads_off.learned import constant_outputs, score_of, versus_constant
+
+    logits = _logits(pred)
+    vs = versus_constant(task, logits, labels)
+    ours = score_of(task, logits, labels)
+    return _row(task, init, ours, ours - 3, ours + 3, paper, n_dev=len(labels), n_dev_total=len(labels),
+                outputs=[(logits, labels)], constant=score_of(task, constant_outputs(task, labels), labels),
+                vs_constant_low=vs.low, vs_constant_high=vs.high, top_class_share=float(np.mean(pred == pred[0])),
+                seed_scores={0: ours}, metric="F1" if task == "MRPC" else "accuracy")
+
+
+def test_a_paper_cell_that_is_a_constant_predictors_score_is_judged_on_both_sides():
+    """Regression (issue 32): Kovaleva's Table 1 cells MRPC random init (81.2: F1 of always "paraphrase"), SST-2
+    untrained (49.1: always the minority class) and RTE were "not comparable" because the paper's number is a constant
+    predictor's. That cell claims "no better than a constant predictor", and this run can answer it: our classifier
+    against our constant predictor, paired (:data:`CONSTANT_RULE`). Old outcome: not comparable for all three."""
+    sst = np.r_[np.zeros(428), np.ones(444)].astype(int)  # SST-2's dev labels: always 0 scores 49.1
+    mrpc = np.r_[np.ones(279), np.zeros(129)].astype(int)  # MRPC's: always "paraphrase" has F1 81.2
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame([
+        _constant_cell("SST-2", "pretrained", 49.1, sst, rng.integers(0, 2, len(sst))),  # an untrained read-out
+        _constant_cell("MRPC", "random_ft", 81.2, mrpc, np.ones(len(mrpc), int)),  # a constant classifier, like theirs
+        _constant_cell("RTE", "random_ft", 52.7, np.r_[np.zeros(146), np.ones(131)].astype(int),
+                       np.where(rng.random(277) < 0.95, np.r_[np.zeros(146), np.ones(131)].astype(int), 1)),
+    ])
+    rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
+    untrained, constant, learned = rows["SST-2, pretrained"], rows["MRPC, random_ft"], rows["RTE, random_ft"]
+    assert untrained.verdict == verdict.AGREES and untrained.rule == kovaleva.CONSTANT_RULE.words
+    assert constant.verdict == verdict.AGREES and constant.low == 0.0 and constant.high == 0.0
+    assert learned.verdict == verdict.DISAGREES  # ours learned RTE from random init: the paper's did not
+    assert "(a constant predictor's score)" in constant.paper and "always answering" in constant.note
+    for r in rows.values():
+        assert verdict.judge(kovaleva.CONSTANT_RULE, None, Estimate(r.value, r.low, r.high)) == r.verdict
+
+
+def test_table1_cells_without_local_data_are_not_reproduced():
+    """Regression (issue 32): Kovaleva's QQP, MNLI and QNLI columns, which need training sets this book's data does
+    not have, were "not comparable" claims; they are experiments not reproduced, with the reason, outside the counts."""
+    note = "not run: train.tsv not in the data directory"
+    df = pd.DataFrame([
+        _row("QQP", "pretrained_ft", float("nan"), float("nan"), float("nan"), 65.2, note=note),
+        _row("QQP", "random_ft", float("nan"), float("nan"), float("nan"), 0.0, note=note),
+        _row("SST-2", "pretrained_ft", 88.0, 85.0, 91.0, 92.0),
+        _row("SST-2", "random_ft", 80.0, 77.0, 83.0, 80.5),
+    ])
+    rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
+    gone = [r for r in rows.values() if r.kind == verdict.NOT_REPRODUCED]
+    assert {r.quantity for r in gone} == {"QQP, pretrained_ft", "QQP, random_ft",
+                                          "QQP: pre-trained + FT minus random init + FT (points)"}
+    assert all(r.verdict == verdict.NOT_COMPARABLE and "no QQP training set" in r.reason for r in gone)
+    assert rows["SST-2, pretrained_ft"].kind == verdict.CLAIM
+    text = kovaleva.agreement_markdown(list(rows.values()), "tiny")
+    assert "Of 4 comparisons with the papers' claims" in text and "Not reproduced here: Table 1, QQP" in text
 
 
 def test_table1_gains_are_paired_over_dev_examples():
@@ -186,25 +267,27 @@ def test_fig2_rows_judge_shares_with_intervals():
 # ---------------------------------------------------------------------------------------------
 # §4.2
 # ---------------------------------------------------------------------------------------------
-def test_framenet_99th_percentile_row_is_not_comparable_and_not_a_finding():
+def test_framenet_set_up_numbers_are_not_rows_and_never_findings():
     """Regression (issue 17 defect 2): with one mean per head, 1 or 2 of 72 heads lie above the 99th percentile
     of the per-head means whatever the data, so the old row "heads above the 99th percentile" always agreed and the
-    findings paragraph listed it among the findings that hold."""
+    findings paragraph listed it among the findings that hold. Issue 32: that row and the instance count were then
+    counted as "not comparable" claims although they are set-up numbers; they are no rows now (the numbers stay in
+    the results file and the note of the top head's row)."""
     rows = kovaleva.framenet_comparisons(51, 1, 72, Estimate(0.21, 0.19, 0.23, 51, "instances"), "3-4",
                                          Estimate(0.05, 0.02, 0.08, 49, "instances"))
     _all_valid(rows)
     by = {r.quantity: r for r in rows}
-    pct = by["heads above the 99th percentile"]
-    assert pct.verdict == verdict.NOT_COMPARABLE and "whatever the data" in pct.rule
-    count = by["annotated instances after the filter"]
-    assert count.paper == 473 and count.ours == 51 and count.verdict == verdict.NOT_COMPARABLE
+    assert set(by) == {"top head's mean max-attention on a frame link",
+                       "top head: frame elements minus equally distant other words"}
     assert by["top head's mean max-attention on a frame link"].verdict == verdict.AGREES
+    assert "1 of 72 heads lie above the 99th percentile" in by["top head's mean max-attention on a frame link"].note
     assert by["top head: frame elements minus equally distant other words"].verdict == verdict.AGREES
+    assert all(r.kind == verdict.CLAIM for r in rows)
     text = kovaleva.agreement_markdown(rows, "tiny")
-    assert "99th percentile" not in text  # counted as not comparable, never named as a finding
+    assert "99th percentile" not in text and "Of 2 comparisons" in text  # never named as a finding, never counted
     wide = kovaleva.framenet_comparisons(8, 1, 72, Estimate(0.3, 0.1, 0.5, 8), "1-1", Estimate(0.0, -0.1, 0.1, 8))
-    assert {r.verdict for r in wide[2:]} == {verdict.INCONCLUSIVE}
-    assert kovaleva.framenet_comparisons(0, 0, 72)[-1].verdict == verdict.NOT_COMPARABLE
+    assert {r.verdict for r in wide} == {verdict.INCONCLUSIVE} and all(r.detectable for r in wide)
+    assert [r.verdict for r in kovaleva.framenet_comparisons(0, 0, 72)] == [verdict.NOT_COMPARABLE]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,6 +413,22 @@ def test_disabling_rows_over_seeds_count_the_seeds_and_report_agreement():
     rows = {r.quantity: r for r in kovaleva.disabling_comparisons(
         {"SST-2": all_up[0]}, {"SST-2": ""}, {}, 3, "quick", seed_effects={"SST-2": all_up})}
     assert rows["SST-2: best single-head gain (points)"].verdict == verdict.AGREES
+
+
+def test_undecided_seed_counts_say_what_each_undecided_seed_could_detect():
+    """Issue 32: an inconclusive row counted over seeds (:class:`~attnbook.verdict.Cases`) said nothing about the
+    sample; it now quotes, seed by seed, the interval and the dev examples that would decide it (old: empty)."""
+    per_seed = {0: _effects(), 1: _effects(best=(0.9, 0.1, 1.7)), 2: _effects(best=(0.2, -0.6, 1.0))}
+    rows = {r.quantity: r for r in kovaleva.disabling_comparisons(
+        {"SST-2": per_seed[0]}, {"SST-2": ""}, {}, 3, "quick", seed_effects={"SST-2": per_seed})}
+    best = rows["SST-2: best single-head gain (points)"]
+    assert best.verdict == verdict.INCONCLUSIVE
+    need = verdict.deciding_sample(per_seed[2]["best"], kovaleva.GAIN_POSITIVE)
+    assert best.detectable.startswith("seed 2: on 100 dev examples the 95% interval is ±0.8")
+    assert f"about {verdict.rounded_count(need)} dev examples would decide it" in best.detectable
+    assert "seed 0" not in best.detectable  # decided seeds are not listed
+    decided = kovaleva.disabling_comparisons({"SST-2": _effects()}, {"SST-2": ""}, {}, 3, "quick")
+    assert all(not r.detectable for r in decided if r.verdict != verdict.INCONCLUSIVE)
 
 
 def test_disabling_comparisons_word_matching_rows():

@@ -50,8 +50,8 @@ def test_paper_comparison_verdicts_follow_the_numbers():
     assert by[("§6 trained on original data, tested adversarially", "test accuracy, mean")].verdict == "agrees"
     assert by[("§6 adversarial test, BERT (C, R, W)", "original half + negated half")].ours == "1 [1, 1]"
     assert by[("§3/§5 BoV (C, R, W)", "test accuracy, mean")].verdict == "agrees"
-    # 1 of 2 items: the exact interval is too wide for any verdict
-    assert by[('§4 cue "not" (train+dev+test), Table 2', "productivity")].verdict == "inconclusive"
+    # 1 of 2 items: a census of the files, judged exactly (issue 32: no binomial interval), 0.5 against 0.61
+    assert by[('§4 cue "not" (train+dev+test), Table 2', "productivity")].verdict == "disagrees"
     assert by[("§6 adversarial test set", "max |productivity − 0.5| over warrant cues")].verdict == "agrees"
     assert all(r.verdict in VERDICTS for r in rows)
 
@@ -118,11 +118,16 @@ def test_agreement_markdown_is_the_verdict_summary_with_the_chapters_setting():
     # the setting: the fine-tuning caveat, then the §5 and §6 findings as the rows decide them
     setting = M.setting_markdown(rows, cfg, n_layers=12, model_name="tiny")
     assert setting == " ".join([training, M.warrants_markdown(rows), M.adversarial_markdown(rows)])
-    # the summary is the one writer's, for that setting: the outcomes are counted there, once
+    # the summary is the one writer's, for that setting: the outcomes of the papers' claims are counted there, once
+    # (issue 32: the sum of the two halves is the book's own question, not counted with them)
     assert text == verdict.summary_markdown(rows, setting)
-    counts = {o: sum(r.verdict == o for r in rows) for o in verdict.OUTCOMES}
-    assert text.startswith(f"**What this run found.** Of {len(rows)} comparisons, " + ", ".join(
-        f"{n} {o}" for o, n in counts.items() if n) + ". " + training)
+    claims = [r for r in rows if r.kind == verdict.CLAIM]
+    assert len(claims) == len(rows) - 1
+    counts = {o: sum(r.verdict == o for r in claims) for o in verdict.OUTCOMES}
+    first, rest = text.split(". ", 1)
+    assert first.startswith(f"**What this run found.** Of {len(claims)} comparisons") and first.endswith(
+        ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+    assert rest.startswith(training)
     assert text.count("comparisons") == 1 and "**Agreement.**" not in text
     # gap 0.0117 [-0.003, 0.026] within 3 points of 0.015 -> agrees; adversarial mean exactly 0.5 -> agrees
     assert ("As in the paper, the warrants alone get about as far as the full input here: "

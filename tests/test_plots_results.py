@@ -85,7 +85,7 @@ def test_results_files_are_deterministic(tmp_path):
         make().compare({"experiment": "§1", "quantity": "q", "verdict": "agrees", "rule": "r"})
     assert "01_test" in load_results(tmp_path / "a")
     md = results_markdown(tmp_path / "a")
-    assert "| 01_test | m, `smoke` | 1 | 0 | 1 | 0 | 0 | 2 |" in md  # outcome counts per chapter
+    assert "| 01_test | m, `smoke` | 1 | 0 | 1 | 0 | 0 | 2 | 100% |" in md  # outcome counts per chapter, share decided
     assert "| §2 | r | 0.5 | 0.67 [0.64, 0.7] | disagrees |" in md
 
 
@@ -97,3 +97,19 @@ def test_provenance_refuses_a_missing_data_file(tmp_path):
     res.use_data(tmp_path / "gone.tsv")
     with pytest.raises(MissingDataError, match="gone.tsv"):
         res.save(tmp_path / "out")
+
+
+def test_a_stored_outcome_is_its_rule_on_the_numbers_the_file_keeps(tmp_path):
+    """Issue 32: compare() rounds a row's numbers to four decimals for the table and the file; the outcome is now
+    the rule's on the rounded numbers, so a reader recomputing it from the file gets the stored one (old: an interval
+    whose low end 0.00003 made a gain "agree" was stored as [0, ...] with "agrees", which its rule does not give)."""
+    from attnbook import verdict
+    from attnbook.stats import Estimate
+
+    res = ChapterResults("01_test", {"profile": "smoke", "seed": 0}, {"name": "m", "fingerprint": "f"})
+    row = verdict.row("§1", "gain", paper="> 0", ours=Estimate(0.5, 0.00003, 1.0, 100), rule=verdict.Beyond(0.0))
+    assert row.verdict == verdict.AGREES
+    res.compare(row)
+    stored = json.loads(res.save(tmp_path).read_text())["comparisons"][0]
+    assert stored["low"] == 0.0 and stored["verdict"] == verdict.INCONCLUSIVE and "on 100 units" in stored["detectable"]
+    assert verdict.Comparison.from_dict(stored).rejudged() == stored["verdict"]

@@ -116,3 +116,16 @@ def test_summary_box_leaves_out_lines_the_parameters_cannot_fill():
     results["params"] = {"run": "first"}
     box = summary_markdown(results, prov)
     assert "data and sizes" not in box and "1 row: 1 agree" in box
+
+
+def test_summary_box_counts_the_papers_claims_and_names_the_rest_apart():
+    """Issue 32: the box under the title counted the book's own questions and the experiments not reproduced as "not
+    comparable" rows of the paper (old: "4 rows: 1 agree, 3 not comparable")."""
+    from attnbook import verdict
+    from attnbook.chapters.summary import outcome_text
+
+    rows = [_row("agrees"), _row("agrees").replace(kind=verdict.OWN), _row("inconclusive").replace(kind=verdict.OWN),
+            _row("not comparable").replace(kind=verdict.NOT_REPRODUCED)]
+    assert outcome_text(rows) == ("1 claim of the paper: 1 agree; 2 of the book's own questions: 1 supported, "
+                                  "1 undecided; 1 not reproduced")
+    assert outcome_text(rows[:1]) == "1 row: 1 agree"

@@ -106,6 +106,10 @@ def test_sep_to_sep_statistics():
     assert s["sep_sep"][0, 0] == pytest.approx(1.0)
     assert s["rest_sep"][0, 0] == pytest.approx(0.0)
     assert s["cls"][0, 0] == pytest.approx(3 / 5)
+    assert s["cls_cls"][0, 0] == pytest.approx(1.0)  # from [CLS], everything stays on [CLS] (issue 32)
+    attn[0, 0, 0] = 0
+    attn[0, 0, 0, 1] = 1.0  # now [CLS] attends to "a"
+    assert _one_example_stats(attn, tokens)["cls_cls"][0, 0] == pytest.approx(0.0)
 
 
 def test_positional_table_and_sink_token():

@@ -88,3 +88,88 @@ def test_a_row_says_what_it_is_and_a_row_not_reproduced_has_no_outcome():
         gone.replace(verdict=V.AGREES)
     with pytest.raises(ValueError, match="kind must be"):
         r.replace(kind="mine")
+
+
+# --------------------------------------------------------------------------------------------- issue 32
+def test_detectable_effect_quotes_the_interval_and_the_sample_that_would_decide():
+    """An undecided row states the smallest effect its sample could detect (the 95% interval's half-width) and the
+    sample that would decide the rule at this estimate (the half-width shrinking as 1/sqrt(n)); decided: nothing."""
+    from attnbook import verdict as V
+
+    # Michel's "no effect within ±1 point" on 160 dev examples with a ±2.8-point paired interval around 0
+    est = Estimate(0.0, -2.8, 2.8, 160, "dev examples (paired)")
+    assert V.deciding_sample(est, V.NoEffect(1.0)) == pytest.approx(160 * 2.8 ** 2)
+    text = V.detectable_effect(est, V.NoEffect(1.0))
+    assert text == ("on 160 dev examples the 95% interval is ±2.8: it detects a departure from the claim's bound ±1 of "
+                    "about 2.8 or more; at this estimate about 1,300 dev examples would decide it")
+    # a gain above 0: the edge facing the bound, (0.5 - (-0.3)) / 0.5 squared, times 100
+    assert V.deciding_sample(Estimate(0.5, -0.3, 1.4, 100), V.Beyond(0.0)) == pytest.approx(100 * (0.8 / 0.5) ** 2)
+    # Within: the estimate inside the partly band, the upper edge beyond it
+    assert V.deciding_sample(Estimate(0.3, 0.1, 0.5, 8), V.Within(0.05, 0.15), 0.209) == pytest.approx(
+        8 * (0.2 / (0.359 - 0.3)) ** 2)
+    # over seeds, Student's t with its degrees of freedom (t_2 = 4.30 on 3 seeds shrinks to t_4 = 2.78 on 5): the
+    # spread s = 0.8 * sqrt(3) / 4.30 = 0.32, and 2.78 * 0.32 / sqrt(5) = 0.40 < 0.5, while 4 seeds give 0.51
+    seeds = Estimate(0.5, -0.3, 1.3, 3, "seeds")
+    assert V.deciding_sample(seeds, V.Beyond(0.0)) == 5
+    assert "about 5 seeds would decide it" in V.detectable_effect(seeds, V.Beyond(0.0))
+    # a claim checked in bootstrap resamples: the share's normal z
+    held = V.detectable_effect(Estimate(0.8, None, None, 200, "inputs (share of bootstrap resamples)"), V.Holds("c"))
+    assert held.startswith("the claim holds in 80% of the bootstrap resamples on 200 inputs") and "1,100 inputs" in held
+    assert "no sample decides it" in V.detectable_effect(Estimate(0.0, -1.0, 1.0, 50), V.Beyond(0.0))
+    assert V.detectable_effect(Estimate(2.0, 1.0, 3.0, 50), V.Beyond(0.0)) == ""  # decided
+    assert V.detectable_effect(Estimate(1, None, 3, 4), V.Cases()) == ""  # its row says it, case by case
+    # a row made by verdict.row carries it when undecided, and only then
+    assert V.row("§1", "q", paper=0.0, ours=est, rule=V.NoEffect(1.0)).detectable == text
+    assert V.row("§1", "q", paper=0.0, ours=Estimate(0.1, -0.2, 0.3, 900), rule=V.NoEffect(1.0)).detectable == ""
+    assert V.rounded_count(2963.2) == "3,000" and V.rounded_count(42.1) == "43"
+
+
+def test_a_stored_row_is_judged_again_from_its_numbers():
+    """The row keeps what its rule judged (the estimate's value, the paper's value, the rule as JSON), so its outcome
+    can be recomputed from a results file, for every kind of rule."""
+    import json
+
+    from attnbook import verdict as V
+
+    rows = [V.row("a", "q", paper=77.0, ours=Estimate(76.0, 74.0, 78.5, 100), rule=V.Within(3, 8)),
+            V.row("b", "q", paper="32% to 61%", paper_value=0.465, ours=Estimate(0.9, 0.85, 0.95), rule=V.Within(0.2, 0.2)),
+            V.row("c", "q", paper="yes", ours="yes (60% of resamples)", estimate=Estimate(0.6, None, None, 50),
+                  rule=V.Holds("c")),
+            V.row("d", "q", paper="all", ours="2 of 4", estimate=Estimate(2.0, None, 4.0, 4, "seeds"), rule=V.Cases()),
+            V.row("e", "q", paper=1.0, ours="n/a", estimate=Estimate(float("nan")), rule=V.NotComparable("x"),
+                  kind=V.NOT_REPRODUCED),
+            V.row("f", "q", paper="no", ours="p 0.01", estimate=Estimate(0.01, None, None, 72), rule=V.Rejects("test"),
+                  kind=V.OWN)]
+    for r in rows:
+        back = V.Comparison.from_dict(json.loads(json.dumps(r.as_dict()).replace("NaN", '"nan"')))
+        assert back.rejudged() == r.verdict and V.rule_from_spec(back.rule_spec).words == r.rule
+    assert [r.verdict for r in rows] == [V.AGREES, V.DISAGREES, V.INCONCLUSIVE, V.INCONCLUSIVE, V.NOT_COMPARABLE,
+                                         V.AGREES]
+    assert rows[4].reason == "x" and rows[5].outcome_words == "supported"
+    assert V.judge(V.Rejects("test"), None, 0.2) == V.INCONCLUSIVE  # a test that does not reject cannot tell
+    plain = V.Comparison("g", "q", 1, 2, V.DISAGREES, rule="r")  # a row without a spec keeps its verdict
+    assert plain.rejudged() == V.DISAGREES
+
+
+def test_the_summary_counts_the_papers_claims_and_lists_the_rest_apart():
+    """Regression (issue 32): the closing summary counted every row, so the book's own questions and the experiments
+    not reproduced inflated "not comparable" (old: "Of 4 comparisons, 1 agrees, 3 not comparable")."""
+    from attnbook import verdict as V
+
+    rows = [V.row("§4.2", "share", paper=0.4, ours=Estimate(0.41, 0.38, 0.44, 500), rule=V.Within(0.05, 0.1)),
+            V.row("book", "seeds agree", paper="not reported", ours=Estimate(0.5, 0.3, 0.7, 3), rule=V.Beyond(0.0),
+                  kind=V.OWN),
+            V.row("book", "tasks agree", paper="not reported", ours=Estimate(0.1, -0.2, 0.4, 72, "heads"),
+                  rule=V.Beyond(0.0), kind=V.OWN),
+            V.row("§5 Fig. 4 (WMT)", "Enc-Dec most sensitive", paper="yes", ours="n/a",
+                  estimate=Estimate(float("nan")), rule=V.NotComparable("needs a translation model"),
+                  kind=V.NOT_REPRODUCED)]
+    text = V.summary_markdown(rows, "Setting.")
+    assert text.startswith("**What this run found.** Of 1 comparisons with the papers' claims, 1 agrees. Setting.")
+    assert "not comparable" not in text
+    assert ("The book's own questions (2, no paper's claim among them): seeds agree (supported: paper not reported, "
+            "here 0.5 [0.3, 0.7]); tasks agree (undecided: paper not reported, here 0.1 [-0.2, 0.4]) [on 72 heads "
+            "the 95% interval is ±0.3") in text
+    assert text.endswith("Not reproduced here: §5 Fig. 4 (WMT), Enc-Dec most sensitive: needs a translation model.")
+    claims_only = V.summary_markdown(rows[:1])
+    assert claims_only == "**What this run found.** Of 1 comparisons, 1 agrees."  # unchanged when all are claims

@@ -13,6 +13,11 @@ The tests: :func:`rank_test` (Spearman ρ with a two-sided permutation p-value a
 interval over heads) and :func:`class_test` (Kruskal-Wallis H across classes with a permutation p-value). Heads
 are the units; heads of one layer are not independent, so the intervals and p-values are, if anything,
 optimistic, and a test that does not reject says the data cannot tell, not that there is no relation.
+
+No paper measured these questions: every row of the chapter (:func:`comparison_rows`) is one of the book's own
+questions (:data:`attnbook.verdict.OWN`), counted in none of the papers' tallies, stated as the book's expectation
+and judged by its own rule (:data:`RANK_RULE`, :data:`CLASS_RULE`, :data:`FRAME_RULE`): *supported*, *not
+supported* or *undecided*, an undecided row saying what its heads or examples could detect.
 """
 from __future__ import annotations
 
@@ -27,6 +32,16 @@ from attnbook.core.heads import head_label
 from attnbook.stats import Estimate, percentile_interval
 
 ALPHA = 0.05
+
+#: a rank question (syntax vs importance, heads pruned first): the relation is positive when the bootstrap interval
+#: of ρ over heads lies above 0 (below 0: not supported), the rule :func:`rank_test`'s ``tells`` follows
+RANK_RULE = verdict.Beyond(0.0, above=True, what="Spearman ρ over heads")
+#: a class question (pattern class vs importance or disabling): the classes differ when the permutation test rejects
+CLASS_RULE = verdict.Rejects("Kruskal-Wallis H, permutation test over heads", ALPHA)
+#: the frame heads switched off (Kovaleva §5's open question): the book expects no effect, a mean change of the
+#: task's score within ±1 point (chapter 6's tolerance for "little loss"); a change beyond it: the task needs them
+FRAME_POINTS = 1.0
+FRAME_RULE = verdict.NoEffect(FRAME_POINTS)
 
 
 # --------------------------------------------------------------------------------------------- the tests
@@ -47,8 +62,9 @@ def rank_test(x: Sequence[float], y: Sequence[float], *, n_permutations: int = 1
     (``(1 + #{|ρ_perm| >= |ρ|}) / (1 + n_permutations)``) and its 95% percentile bootstrap interval over heads.
 
     Returns ``estimate`` (an :class:`~attnbook.stats.Estimate`, unit "heads"), ``rho``, ``p``, ``n`` and ``tells``:
-    ``"positive"`` / ``"negative"`` when p < ``alpha`` and the interval excludes 0, else ``"cannot tell"``
-    (also when fewer than 4 heads or a constant measure leave nothing to test)."""
+    ``"positive"`` / ``"negative"`` when the interval excludes 0 (:data:`RANK_RULE`, which judges the chapter's row;
+    the permutation p-value is reported beside it), else ``"cannot tell"`` (also when fewer than 4 heads or a
+    constant measure leave nothing to test)."""
     x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
@@ -72,9 +88,8 @@ def rank_test(x: Sequence[float], y: Sequence[float], *, n_permutations: int = 1
     if len(boot):
         low, high = percentile_interval(boot[:, None])
         lo, hi = float(np.ravel(low)[0]), float(np.ravel(high)[0])
-    tells = "cannot tell"
-    if p < alpha and lo is not None and (lo > 0 or hi < 0):
-        tells = "positive" if rho > 0 else "negative"
+    judged = verdict.judge(RANK_RULE, None, Estimate(rho, lo, hi, n)) if lo is not None else verdict.INCONCLUSIVE
+    tells = {verdict.AGREES: "positive", verdict.DISAGREES: "negative"}.get(judged, "cannot tell")
     return {"estimate": Estimate(rho, lo, hi, n, "heads"), "rho": rho, "p": float(p), "n": n, "tells": tells}
 
 
@@ -99,7 +114,8 @@ def class_test(classes: Sequence[str], values: Sequence[float], *, n_permutation
     one-sided permutation p-value (class labels shuffled), and the effect size ε² = H / (n − 1) (0: the classes'
     ranks do not differ; 1: they separate completely). ``by_class``: each class's heads and median value.
     ``tells``: ``"differ"`` when p < ``alpha``, else ``"cannot tell"`` (also with fewer than two classes of at least
-    two heads)."""
+    two heads). ``critical``: the ε² the test needs to reject (the ``1 - alpha`` quantile of the shuffled labels'), the
+    smallest effect these heads could show."""
     v = np.asarray(values, dtype=np.float64).ravel()
     c = np.asarray(list(classes), dtype=object).ravel()
     ok = np.isfinite(v)
@@ -119,7 +135,8 @@ def class_test(classes: Sequence[str], values: Sequence[float], *, n_permutation
     p = (1 + int(np.sum(null >= h - 1e-12))) / (1 + n_permutations)
     eps = h / (n - 1)
     return {"estimate": Estimate(eps, None, None, n, "heads"), "h": h, "p": float(p), "epsilon2": float(eps), "n": n,
-            "by_class": by_class, "tells": "differ" if p < alpha else "cannot tell"}
+            "by_class": by_class, "tells": "differ" if p < alpha else "cannot tell",
+            "critical": float(np.quantile(null, 1 - alpha) / (n - 1))}
 
 
 # --------------------------------------------------------------------------------------------- sentences
@@ -134,7 +151,7 @@ def _rank_sentence(what_x: str, what_y: str, t: dict) -> str:
             f"permutation p = {t['p']:.3g})")
     if t["tells"] == "cannot tell":
         return head + ": the data cannot tell a relation from none."
-    return head + f": a {t['tells']} relation that a shuffle of the heads rarely produces."
+    return head + f": a {t['tells']} relation, the bootstrap interval over heads excluding zero."
 
 
 def _class_sentence(what: str, t: dict) -> str:
@@ -310,23 +327,50 @@ def answers_record(answers: Sequence[dict]) -> list[dict]:
     return out
 
 
-def comparison_rows(answers: Sequence[dict]) -> list[dict]:
-    """One "paper vs this run" row per measured answer, rule :class:`~attnbook.verdict.NotComparable`: no paper
-    measured these questions (Kovaleva §5 ask the FrameNet one and leave it open)."""
+def _heads_detectable(text: str, n: int) -> str:
+    """A detectable-effect sentence over heads, with the caveat that a model has no more heads to sample."""
+    return text + (f" (this model has {n} heads, so only a larger model has more to test)" if text else "")
+
+
+def _own_row(a: dict) -> tuple[str, Any, str, verdict.Rule, str]:
+    """(quantity, estimate, shown, rule, detectable) of a measured answer: the book's expectation and its test."""
+    est, n = a["estimate"], a.get("n") or a["estimate"].n
+    if a["question"].startswith("FrameNet"):
+        return (f"FrameNet heads switched off ({a['task']}): the task does not need them, no change beyond "
+                f"±{FRAME_POINTS:g} point", est, est, FRAME_RULE, verdict.detectable_effect(est, FRAME_RULE))
+    if "h" in a:
+        crit = a.get("critical", float("nan"))
+        detect = (f"with {n} heads the permutation test needs ε² above about {crit:.2f} (the {1 - ALPHA:.0%} point of "
+                  f"shuffled labels); here ε² = {a['epsilon2']:.2f}; with bert-base's 144 heads it would need about "
+                  f"{crit * (n - 1) / 143:.2f}" if np.isfinite(crit) and a["p"] >= ALPHA else "")
+        return (f"{a['question']} ({a['measure']}, {a['task']}): the pattern classes differ", Estimate(a["p"], None,
+                None, n, "heads (permutation p-value)"), f"ε² {a['epsilon2']:.2f}, p {a['p']:.3g}", CLASS_RULE,
+                _heads_detectable(detect, n))
+    what = a.get("task") or a.get("kind") or ""
+    claim = "the heads that track syntax matter more" if a["question"].startswith("syntax") else \
+        "the heads pruned first are of this kind"
+    return (f"{a['question']} ({what}): {claim} (ρ > 0)", est, est, RANK_RULE,
+            _heads_detectable(verdict.detectable_effect(est, RANK_RULE), n))
+
+
+def comparison_rows(answers: Sequence[dict]) -> list[verdict.Comparison]:
+    """One row per answer, each the book's own question (kind :data:`~attnbook.verdict.OWN`: no paper measured
+    these; Kovaleva §5 ask the FrameNet one and leave it open): the book's expectation in the quantity, judged by
+    :data:`RANK_RULE` (ρ over heads), :data:`CLASS_RULE` (the permutation p-value) or :data:`FRAME_RULE` (the mean
+    change from switching the frame heads off), the sentence in the note. An answer that was not measured is not
+    testable here, with the reason."""
     rows = []
     for a in answers:
-        what = a.get("task") or a.get("kind") or ""
-        quantity = a["question"] + (f" ({a.get('measure')}, {what})" if a.get("measure") else f" ({what})" if what
-                                    else "")
         paper = "asked, not measured (Kovaleva §5)" if a["question"].startswith("FrameNet") else "not measured"
         if not a.get("measured"):
-            est = Estimate(float("nan"))
-            rows.append(verdict.row("Head atlas", quantity, paper=paper, ours="not measured", estimate=est,
+            what = a.get("task") or a.get("kind") or ""
+            rows.append(verdict.row("Head atlas", a["question"] + (f" ({what})" if what else ""), paper=paper,
+                                    ours="not measured", estimate=Estimate(float("nan")), kind=verdict.OWN,
                                     rule=verdict.NotComparable(a["sentence"])))
             continue
-        est = a["estimate"]
-        fmt = ".3g"
-        rows.append(verdict.row("Head atlas", quantity, paper=paper, ours=est, fmt=fmt,
-                                rule=verdict.NotComparable("no paper measured this; the test is in the note"),
-                                note=a["sentence"]))
+        quantity, est, shown, rule, detect = _own_row(a)
+        if not np.isfinite(est.value):
+            rule = verdict.NotComparable(a.get("why", "nothing to test"))
+        rows.append(verdict.row("Head atlas", quantity, paper=paper, ours=shown, estimate=est, fmt=".3g", rule=rule,
+                                kind=verdict.OWN, detectable=detect, note=a["sentence"]))
     return rows

@@ -1,7 +1,8 @@
 """Pages generated from the chapters' results files when the book is built.
 
-``book/results.md`` gathers every chapter's "paper vs this run" rows into one
-table, with the model and profile each chapter ran with.
+``book/results.md`` gathers every chapter's "paper vs this run" rows in three lists (the papers' claims, counted per
+chapter; the book's own questions; what was not reproduced), with the model and profile each chapter ran with, each
+row linked to its chapter's table.
 """
 from __future__ import annotations
 
@@ -10,7 +11,18 @@ from pathlib import Path
 from attnbook.chapters.results import comparisons_of, load_results
 from attnbook.chapters.toc import CHAPTERS
 from attnbook.core.io import atomic_write_text
-from attnbook.verdict import OUTCOMES, Comparison
+from attnbook.verdict import (
+    AGREES,
+    CLAIM,
+    DISAGREES,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    NOT_REPRODUCED,
+    OUTCOMES,
+    OWN,
+    PARTLY,
+    Comparison,
+)
 
 #: chapter id -> the heading of its section on the results overview page
 CHAPTER_TITLES = {c.id: c.heading for c in CHAPTERS}
@@ -31,49 +43,111 @@ def _ours(row: Comparison) -> str:
     return f"{ours} [{row.low:.4g}, {row.high:.4g}]"
 
 
+#: the anchor of a chapter page's "Paper vs this run" section (Sphinx's id for that heading)
+TABLE_ANCHOR = "paper-vs-this-run"
+
+#: the class of the container that holds the overview's tables (book/_static/attnbook.css lays them out to fit)
+TABLES_CLASS = "attnbook-results"
+
+
 def outcome_counts(results: dict[str, dict]) -> dict[str, dict[str, int]]:
-    """chapter -> outcome -> number of comparison rows (every outcome of :data:`attnbook.verdict.OUTCOMES`)."""
-    return {ch: {o: sum(r.verdict == o for r in comparisons_of(data)) for o in OUTCOMES}
+    """chapter -> outcome -> number of the papers' claims (rows of kind :data:`attnbook.verdict.CLAIM`) with that
+    outcome (every outcome of :data:`attnbook.verdict.OUTCOMES`); the book's own questions and what was not
+    reproduced are not counted."""
+    return {ch: {o: sum(r.verdict == o and r.kind == CLAIM for r in comparisons_of(data)) for o in OUTCOMES}
             for ch, data in results.items()}
 
 
+def chapter_link(chapter: str) -> str:
+    """``<a href="04_kovaleva_taxonomy.html#paper-vs-this-run">4</a>``: the chapter's number, linked to the "Paper vs
+    this run" section of its page (the overview and the chapters are pages of one folder). Raw HTML, because MyST
+    resolves a Markdown link to a heading of another page only with heading anchors, which the book does not enable
+    (the link would be a build warning, and the book builds with warnings as errors)."""
+    number = CHAPTER_TITLES.get(chapter, chapter).split(".")[0]
+    return f'<a href="{chapter}.html#{TABLE_ANCHOR}">{number}</a>' if chapter in CHAPTER_TITLES else number
+
+
+def _decided(counts: dict[str, int]) -> str:
+    """The share of claims decided (agrees, partly agrees or disagrees), ``"—"`` without claims."""
+    n = sum(counts.values())
+    return f"{sum(counts[o] for o in (AGREES, PARTLY, DISAGREES)) / n:.0%}" if n else "—"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table inside the overview's container (:data:`TABLES_CLASS`), so it fits the column."""
+    return ([f":::{{container}} {TABLES_CLASS}", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(r) + " |" for r in rows] + [":::", ""])
+
+
+INTRO = (
+    "Every chapter ends with a *paper vs this run* table. This page gathers all of their rows, read from the "
+    "chapters' results files (`book/results/<chapter>.json`) when the book was built, in three lists: **the papers' "
+    "claims**, each judged by the one rule stated in its chapter's table (`attnbook.verdict`): *agrees*, *partly "
+    "agrees* or *disagrees* when the comparison could decide, *inconclusive* when this run's 95% interval is too wide "
+    "to tell (the row then says what its sample could detect), *not comparable* when the model or data cannot answer "
+    "the claim (the row says why); **the book's own questions**, which no paper asked or measured, with their own "
+    "outcome (*supported*, *not supported*, *undecided*); and **what was not reproduced**, with the reason. The "
+    "counts are over the papers' claims only. Intervals are in brackets; a chapter's number links to its table.")
+
+
 def results_markdown(results_folder: Path | None = None) -> str:
-    """Markdown of the results overview page: outcome counts per chapter, then every comparison of the book."""
+    """Markdown of the results overview page: the papers' claims counted per chapter and listed (the undecided and
+    not comparable ones with what their sample could detect or why), then the book's own questions, then what was
+    not reproduced. Each row links to its chapter's "Paper vs this run" section."""
     results = load_results(results_folder)
-    lines = [
-        "# Results overview",
-        "",
-        "Every chapter ends with a *paper vs this run* table. This page gathers all of their rows, read from the "
-        "chapters' results files (`book/results/<chapter>.json`) when the book was built, so a reader sees at a "
-        "glance what was reproduced. Each row's outcome comes from the one rule stated in its chapter's table "
-        "(`attnbook.verdict`): *agrees*, *partly agrees* or *disagrees* when the comparison could decide, "
-        "*inconclusive* when this run's 95% interval is too wide to tell, *not comparable* when the quantity, "
-        "model or data differ so much that the comparison could not fail. Intervals are in brackets.",
-        "",
-    ]
+    lines = ["# Results overview", "", INTRO, ""]
     if not results:
         lines.append("*No chapter has written results yet: run `make book`.*")
         return "\n".join(lines) + "\n"
     counts = outcome_counts(results)
-    header = "| chapter | model, profile | " + " | ".join(OUTCOMES) + " | rows |"
-    lines += ["## Outcomes by chapter", "", header, "|" + "---|" * (len(OUTCOMES) + 3)]
+    rows = {ch: comparisons_of(data) for ch, data in results.items()}
+    lines += ["## The papers' claims, counted by chapter", ""]
+    table = []
     for chapter, data in results.items():
         c = counts[chapter]
+        n = sum(c.values())
         model = f"{str(data.get('model', {}).get('name', '?')).split(' (')[0]}, `{data.get('profile')}`"
-        lines.append(f"| {CHAPTER_TITLES.get(chapter, chapter)} | {model} | "
-                     + " | ".join(str(c[o]) for o in OUTCOMES) + f" | {sum(c.values())} |")
+        table.append([CHAPTER_TITLES.get(chapter, chapter), model, *(str(c[o]) for o in OUTCOMES), str(n),
+                      _decided(c)])
     total = {o: sum(c[o] for c in counts.values()) for o in OUTCOMES}
-    lines.append("| **all chapters** | | " + " | ".join(f"**{total[o]}**" for o in OUTCOMES)
-                 + f" | **{sum(total.values())}** |")
-    lines += ["", "## Every comparison", "",
-              "| chapter | experiment | quantity | paper | this run [95% interval] | outcome |",
-              "|---|---|---|---|---|---|"]
-    for chapter, data in results.items():
-        number = CHAPTER_TITLES.get(chapter, chapter).split(".")[0]
-        for row in comparisons_of(data):
-            lines.append("| " + " | ".join([number, _cell(row.experiment), _cell(row.quantity), _cell(row.paper),
-                                             _ours(row), _cell(row.verdict)]) + " |")
-    return "\n".join(lines) + "\n"
+    table.append(["**all chapters**", "", *(f"**{total[o]}**" for o in OUTCOMES), f"**{sum(total.values())}**",
+                  f"**{_decided(total)}**"])
+    lines += _table(["chapter", "model, profile", *OUTCOMES, "claims", "decided"], table)
+    others = []
+    for kind, words in ((OWN, "the book's own questions"), (NOT_REPRODUCED, "experiments not reproduced")):
+        per = {CHAPTER_TITLES.get(ch, ch).split(".")[0]: sum(r.kind == kind for r in rs) for ch, rs in rows.items()}
+        if any(per.values()):
+            others.append(f"{sum(per.values())} {words} (chapter " + ", ".join(
+                f"{ch}: {k}" for ch, k in per.items() if k) + ")")
+    lines += ["*decided*: agrees, partly agrees or disagrees. "
+              + ("Not counted above, and listed below: " + "; ".join(others) + "." if others else
+                 "Every row of this build is one of the papers' claims."), "",
+              "## The papers' claims", ""]
+    lines += _table(["ch.", "experiment", "claim", "paper", "this run [95% interval]", "outcome"],
+                    [[chapter_link(ch), _cell(r.experiment), _cell(r.quantity), _cell(r.paper), _ours(r),
+                      _cell(r.verdict)] for ch, rs in rows.items() for r in rs if r.kind == CLAIM])
+    open_ = [(ch, r) for ch, rs in rows.items() for r in rs if r.kind == CLAIM
+             and r.verdict in (INCONCLUSIVE, NOT_COMPARABLE)]
+    if open_:
+        lines += ["### The claims left open, and why", ""]
+        lines += [f"- {chapter_link(ch)} · {_cell(r.experiment)}, {_cell(r.quantity)}: *{r.verdict}*, "
+                  + (_cell(r.detectable) or "no interval to judge" if r.verdict == INCONCLUSIVE else _cell(r.reason))
+                  for ch, r in open_] + [""]
+    own = [(ch, r) for ch, rs in rows.items() for r in rs if r.kind == OWN]
+    if own:
+        lines += ["## The book's own questions", "",
+                  "No paper measured these: the book asks them (chapter 8, and rows of other chapters that go beyond "
+                  "their paper), each with its own test.", ""]
+        lines += _table(["ch.", "experiment", "question", "this run [95% interval]", "outcome"],
+                        [[chapter_link(ch), _cell(r.experiment), _cell(r.quantity), _ours(r), _cell(r.outcome_words)]
+                         for ch, r in own])
+    gone = [(ch, r) for ch, rs in rows.items() for r in rs if r.kind == NOT_REPRODUCED]
+    if gone:
+        lines += ["## Not reproduced", "", "Experiments of the papers the data or models here cannot run.", ""]
+        lines += _table(["ch.", "paper section", "what", "paper", "why not"],
+                        [[chapter_link(ch), _cell(r.experiment), _cell(r.quantity), _cell(r.paper), _cell(r.reason)]
+                         for ch, r in gone])
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def what_ran_markdown(results_folder: Path | None = None) -> str:

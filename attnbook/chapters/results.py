@@ -24,10 +24,24 @@ from typing import Any, Mapping
 from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.core.paths import data_dir, results_dir
-from attnbook.verdict import OUTCOMES, Comparison
+from attnbook.stats import Estimate
+from attnbook.verdict import (
+    CLAIM,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    OUTCOMES,
+    OWN,
+    Comparison,
+    detectable_effect,
+    rule_from_spec,
+)
 
 #: Agreement verdicts used in the comparison tables (:mod:`attnbook.verdict`, the one rule).
 VERDICTS = OUTCOMES
+
+#: the order of the three lists of a "paper vs this run" table, and how its ``kind`` column names them
+KIND_ORDER = (CLAIM, OWN, NOT_REPRODUCED)
+KIND_WORDS = {CLAIM: "paper's claim", OWN: "book's own question", NOT_REPRODUCED: "not reproduced"}
 
 PACKAGES = (
     "torch", "transformers", "numpy", "scipy", "scikit-learn", "altair", "papermill", "jupyter-book", "attnbook",
@@ -77,12 +91,24 @@ class ChapterResults:
 
     def compare(self, *rows: Comparison) -> None:
         """Add "paper vs this run" rows (:func:`attnbook.verdict.row` makes them): ``res.compare(*rows)``.
-        Numbers are rounded to four decimals, as the table and the results JSON show them."""
+        Numbers are rounded to four decimals, as the table and the results JSON show them, and the row's outcome is
+        its rule's on the rounded numbers (:meth:`~attnbook.verdict.Comparison.rejudged`), so a reader who recomputes
+        it from the results file gets the stored outcome."""
         for r in rows:
             if not isinstance(r, Comparison):
                 raise TypeError(f"compare() takes rows made by attnbook.verdict.row, not {type(r).__name__}")
-            self.comparisons.append(r.replace(paper=_round(r.paper, 4), ours=_round(r.ours, 4),
-                                              low=_round(r.low, 4), high=_round(r.high, 4)))
+            r = r.replace(paper=_round(r.paper, 4), ours=_round(r.ours, 4), low=_round(r.low, 4),
+                          high=_round(r.high, 4), value=_round(r.value, 4), paper_value=_round(r.paper_value, 4))
+            outcome = r.rejudged()
+            if outcome != r.verdict:  # rounding moved an interval's end onto the rule's bound (or off it)
+                detect = ""
+                if outcome == INCONCLUSIVE:
+                    num = lambda x: float(x) if isinstance(x, str) else x  # noqa: E731  ("nan" in a rounded row)
+                    detect = detectable_effect(Estimate(num(r.value), num(r.low), num(r.high), r.n, r.unit),
+                                               rule_from_spec(r.rule_spec),
+                                               r.paper if r.paper_value is None else r.paper_value)
+                r = r.replace(verdict=outcome, detectable=detect)
+            self.comparisons.append(r)
 
     def use_data(self, *paths: Path) -> None:
         """Record data files the chapter read (their checksums go into the provenance)."""
@@ -95,22 +121,32 @@ class ChapterResults:
 
     # ---- output -------------------------------------------------------------------------------
     def table(self):
-        """The "paper vs this run" table as a pandas DataFrame (model and profile in the columns)."""
+        """The "paper vs this run" table as a pandas DataFrame (model and profile in the columns): the papers' claims
+        first, then the book's own questions, then what was not reproduced (column ``kind`` when there are several
+        kinds), each row's ``outcome`` in its own words (:attr:`~attnbook.verdict.Comparison.outcome_words`), and
+        for an undecided row what its sample could detect (column ``detectable``, when a row has it)."""
         import pandas as pd
 
         label = f"this run ({self.model.get('name', '?')}, {self.params.get('profile', '?')})"
+        rows = sorted(self.comparisons, key=lambda c: KIND_ORDER.index(c.kind))
+        kinds = len({c.kind for c in rows}) > 1
+        detect = any(c.detectable for c in rows)
         return pd.DataFrame(
             [
-                {"experiment": c.experiment, "quantity": c.quantity, "paper": c.paper,
+                {"experiment": c.experiment, **({"kind": KIND_WORDS[c.kind]} if kinds else {}), "quantity": c.quantity,
+                 "paper": c.paper,
                  label: f"{c.ours} {c.interval}".strip() if c.interval and c.interval not in str(c.ours) else c.ours,
-                 "outcome": c.verdict, "rule": c.rule, "note": c.note}
-                for c in self.comparisons
+                 "outcome": c.outcome_words, "rule": c.rule, "note": c.note,
+                 **({"detectable": c.detectable} if detect else {})}
+                for c in rows
             ]
         )
 
     def outcome_counts(self) -> dict[str, int]:
-        """How many rows have each outcome, in the order of :data:`attnbook.verdict.OUTCOMES` (zeros left out)."""
-        counts = {o: sum(c.verdict == o for c in self.comparisons) for o in VERDICTS}
+        """How many of the papers' claims (kind :data:`~attnbook.verdict.CLAIM`) have each outcome, in the order of
+        :data:`attnbook.verdict.OUTCOMES` (zeros left out); the book's own questions and what was not reproduced are
+        not counted."""
+        counts = {o: sum(c.verdict == o and c.kind == CLAIM for c in self.comparisons) for o in VERDICTS}
         return {o: n for o, n in counts.items() if n}
 
     def payload(self) -> dict:

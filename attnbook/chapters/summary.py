@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from attnbook.chapters.results import comparisons_of
-from attnbook.verdict import OUTCOMES, Comparison
+from attnbook.verdict import CLAIM, NOT_REPRODUCED, OUTCOMES, OWN, OWN_WORDS, Comparison
 
 PAPER_MODEL = "bert-base-uncased"
 SUMMARY_TAG = "attnbook-summary"
@@ -118,12 +118,25 @@ def _filled(template: Callable | None, *args: Any) -> Any:
 
 
 def outcome_text(comparisons: list[Comparison]) -> str:
-    """``'24 rows: 10 agree, 3 partly, 2 disagree, 4 inconclusive, 5 not comparable'`` (zero counts left out)."""
-    counts = {o: sum(c.verdict == o for c in comparisons) for o in OUTCOMES}
+    """``'24 rows: 10 agree, 3 partly, 2 disagree, 4 inconclusive, 5 not comparable'`` (zero counts left out), counted
+    over the papers' claims; the book's own questions and what was not reproduced follow apart
+    (``'; 3 of the book's own questions: 2 supported, 1 undecided; 4 not reproduced'``)."""
+    claims = [c for c in comparisons if c.kind == CLAIM]
+    own = [c for c in comparisons if c.kind == OWN]
+    gone = [c for c in comparisons if c.kind == NOT_REPRODUCED]
+    counts = {o: sum(c.verdict == o for c in claims) for o in OUTCOMES}
     words = {"agrees": "agree", "disagrees": "disagree", "partly agrees": "partly agree"}
     parts = [f"{n} {words.get(o, o)}" for o, n in counts.items() if n]
-    n = len(comparisons)
-    return f"{n} row{'' if n == 1 else 's'}: " + ", ".join(parts) if comparisons else "no rows"
+    n = len(claims)
+    label = "row" if not (own or gone) else "claim of the paper" if n == 1 else "claims of the paper"
+    text = (f"{n} {label}{'s' if n != 1 and label == 'row' else ''}: " + ", ".join(parts) if claims else
+            "no claim of the paper" if own or gone else "no rows")
+    if own:
+        said = {w: sum(c.outcome_words == w for c in own) for w in dict.fromkeys(OWN_WORDS.values())}
+        text += f"; {len(own)} of the book's own questions: " + ", ".join(f"{k} {w}" for w, k in said.items() if k)
+    if gone:
+        text += f"; {len(gone)} not reproduced"
+    return text
 
 
 def summary_markdown(results: Mapping[str, Any], provenance: Mapping[str, Any], seconds: float | None = None) -> str:

@@ -6,7 +6,13 @@ layer index 7, head index 9 is shown as ``"8-10"`` (Clark et al.'s direct-object
 """
 from __future__ import annotations
 
+import math
+from typing import Sequence
+
 import numpy as np
+
+#: the papers' model, bert-base: its number of layers, against which a layer finding is placed by relative depth
+PAPER_N_LAYERS = 12
 
 
 def head_label(layer: int, head: int) -> str:
@@ -26,6 +32,14 @@ def parse_head_label(label: str) -> tuple[int, int]:
     if layer < 0 or head < 0:
         raise ValueError(f"head labels are 1-based, got {label!r}")
     return layer, head
+
+
+def relative_layers(paper_layers: Sequence[int], n_layers: int, paper_n_layers: int = PAPER_N_LAYERS) -> list[int]:
+    """The layers (1-based, sorted, distinct) of an ``n_layers`` model at the relative depth of the paper's
+    ``paper_layers`` of bert-base: layer ``l`` of 12 is layer ``ceil(l * n_layers / 12)`` here (the identity
+    for a 12-layer model; two bert-base layers share one layer of a 6-layer model). The book's one rule for a paper's
+    layer finding on a model of another depth (Clark's layers in chapter 1, Kovaleva's "last two layers" in chapter 4)."""
+    return sorted({max(1, math.ceil(l * n_layers / paper_n_layers - 1e-9)) for l in paper_layers})
 
 
 def all_head_labels(n_layers: int, n_heads: int) -> list[str]:

@@ -6,7 +6,8 @@ segment, the average over query tokens of
 * the attention to the **current**, **previous** and **next** token (§3.1);
 * the attention to ``[CLS]``, to ``[SEP]`` and to ``.`` or ``,`` (§3.2, Fig. 2 top);
 * the attention from ``[SEP]`` to ``[SEP]`` and from every other token to ``[SEP]``
-  (§3.2, Fig. 2 bottom);
+  (§3.2, Fig. 2 bottom), and from ``[CLS]`` to ``[CLS]`` (the same claim for a model whose sink token is
+  ``[CLS]``, :func:`sink_token`);
 * the entropy of the attention distribution, and the entropy from ``[CLS]`` only (§3.3, Fig. 4);
 * the largest single attention weight (how "broad" a head is);
 
@@ -32,6 +33,7 @@ from attnbook.engine.extract import Batch, stream_attention
 #: the statistics a :class:`SurfaceStats` returns, each ``values[layer, head]``
 STAT_NAMES = (
     "self", "prev", "next", "cls", "sep", "punct", "sep_sep", "rest_sep", "entropy", "entropy_cls", "max_weight",
+    "cls_cls",
 )
 PUNCT_TOKENS = (".", ",")
 
@@ -112,6 +114,7 @@ class SurfaceStats:
         weights = {  # name -> (query weights [batch, 1, query], per-segment count [batch, 1])
             "all": (q_mask[:, None, :], n[:, None]),
             "sep": (sep[:, None, :], n_sep[:, None]),
+            "cls": (cls_[:, None, :], cls_.sum(1)[:, None]),
             "rest": ((q_mask - sep)[:, None, :], (n - n_sep)[:, None]),
             "pairs": ((q_mask[:, 1:] * q_mask[:, :-1])[:, None, :], n[:, None]),
         }
@@ -131,6 +134,7 @@ class SurfaceStats:
             per_layer["sep"].append(segment_sum(mass[..., 1], "all"))
             per_layer["punct"].append(segment_sum(mass[..., 2], "all"))
             per_layer["sep_sep"].append(segment_sum(mass[..., 1], "sep"))
+            per_layer["cls_cls"].append(segment_sum(mass[..., 0], "cls"))
             per_layer["rest_sep"].append(segment_sum(mass[..., 1], "rest"))
             per_layer["self"].append(segment_sum(torch.diagonal(a, 0, -2, -1), "all"))  # attn[q, q]
             per_layer["prev"].append(segment_sum(torch.diagonal(a, -1, -2, -1), "pairs"))  # attn[q, q-1], q = 1..
@@ -190,6 +194,7 @@ def surface_stats_reference(maps: list[np.ndarray], tokens: list[list[str]]) -> 
                 acc["sep"][layer, head] += a[:, sep].sum() / n
                 acc["punct"][layer, head] += a[:, punct].sum() / n
                 acc["sep_sep"][layer, head] += a[np.ix_(sep, sep)].sum() / max(len(sep), 1)
+                acc["cls_cls"][layer, head] += a[np.ix_(cls_, cls_)].sum() / max(len(cls_), 1)
                 acc["rest_sep"][layer, head] += a[np.ix_(rest, sep)].sum() / max(len(rest), 1)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ent = -np.nansum(np.where(a > 0, a * np.log(a), 0.0), axis=-1)

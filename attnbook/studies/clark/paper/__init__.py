@@ -8,7 +8,8 @@ this run's measurements into comparison rows, each judged by a rule of :mod:`att
 interval (the resample counts and the book's thresholds live beside them);
 :mod:`~attnbook.studies.clark.paper.tables` sets the paper's Tables 1-3 beside this run's (:class:`Report`); and
 :mod:`~attnbook.studies.clark.paper.text` writes the sentences generated from the numbers, the closing summaries
-through :func:`attnbook.verdict.summary_markdown`. Chapters and tests use the names below as ``paper.X``.
+through :func:`attnbook.verdict.summary_markdown`; :mod:`~attnbook.studies.clark.paper.detect` quotes what each row's
+rule compared and says what an undecided row's sample could detect. Chapters and tests use the names below as ``paper.X``.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ from attnbook.studies.clark.paper.claims import (
 from attnbook.studies.clark.paper.cluster_rows import (
     N_RESAMPLES_CLUSTERS,
     clustering_comparison,
-    distance_setup_rows,
 )
+from attnbook.studies.clark.paper.detect import bootstrap_detectable, compared, holds_detectable
 from attnbook.studies.clark.paper.rows import (
     BROAD_SHARE,
     MARGIN_RULE,
@@ -58,6 +59,7 @@ from attnbook.studies.clark.paper.tables import (
 from attnbook.studies.clark.paper.text import (
     agreement_markdown,
     baselines_markdown,
+    distance_setting,
     findings_markdown,
     mlm_markdown,
     random_init_markdown,
@@ -72,10 +74,12 @@ __all__ = [
     # rows: "paper vs this run"
     "N_RESAMPLES", "BROAD_SHARE", "SPECIALIST_MARGIN", "MARGIN_RULE", "SHARE_RULE", "relative_layers",
     "resampled_surface", "surface_comparison", "mlm_head_rows", "syntax_comparison", "coref_comparison",
-    "probe_comparison", "N_RESAMPLES_CLUSTERS", "clustering_comparison", "distance_setup_rows",
+    "probe_comparison", "N_RESAMPLES_CLUSTERS", "clustering_comparison",
+    # detect: what a row compared, what an undecided row's sample could detect
+    "compared", "bootstrap_detectable", "holds_detectable",
     # tables: the paper's columns beside this run's
     "Report", "table1_frame", "table1", "table2_frame", "paper_table2", "table2", "table3_frame", "table3",
     # text: sentences from the numbers, the closing summaries
     "mlm_markdown", "surface_findings", "split_words_text", "baselines_markdown", "random_init_markdown",
-    "findings_markdown", "agreement_markdown",
+    "findings_markdown", "agreement_markdown", "distance_setting",
 ]

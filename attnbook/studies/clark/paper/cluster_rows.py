@@ -14,6 +14,7 @@ from attnbook.stats import Estimate, GroupTest
 from attnbook.studies.clark.clusters import BROAD, NO_BEHAVIOUR, Clustering, cluster_heads, primary_behaviour
 from attnbook.studies.clark.embedding import MDSResult
 from attnbook.studies.clark.embedding import stress as stress_of
+from attnbook.studies.clark.paper.detect import interval_row
 from attnbook.studies.clark.paper.rows import _interval
 from attnbook.verdict import Comparison
 
@@ -64,7 +65,10 @@ def clustering_comparison(
     * Fig. 6's 2-D distances "approximately match" the divergences: Kruskal stress-1 of this run's plane against the
       resampled divergences below 0.2, below 0.1 to agree fully (the paper gives no stress).
 
-    The permutation p-values (labels shuffled, distances fixed) are in the notes.
+    The permutation p-values (labels shuffled, distances fixed) are in the notes, with what each rule compared; an
+    undecided row says what its sample could detect (:mod:`~attnbook.studies.clark.paper.detect`). How this run's
+    distance differs from the paper's is a setting, not a claim: :func:`~attnbook.studies.clark.paper.text.distance_setting`
+    says it in the chapter's closing summary.
     """
     boot = np.asarray(resampled, dtype=np.float64)
     n_heads = boot.shape[1]
@@ -83,7 +87,7 @@ def clustering_comparison(
 
     sil = np.array([several(cluster_heads(d, n_layers, per_layer, n_clusters=k)) for d in boot])
     est = _interval(several(clusters), sil, n_units, unit)
-    rows.append(verdict.row(
+    rows.append(interval_row(
         "§6 clusters", "silhouette of the average-linkage cut (tree rebuilt in every resample)",
         paper="several clear clusters (Fig. 6)",
         ours=(f"{est.text('.2f')} at k = {k} ({n_real} cluster{'s' if n_real != 1 else ''} of >= {min_size} heads"
@@ -106,7 +110,7 @@ def clustering_comparison(
         labels = primary[keep]
         r = _within_between(boot[:, keep][:, :, keep], labels)
         est = _interval(behaviours.ratio, r, n_units, unit)
-        rows.append(verdict.row(
+        rows.append(interval_row(
             "§6 clusters", "same-behaviour / other-behaviour mean JS (broad heads left out)",
             paper="clusters often correspond to behaviours", ours=est, fmt=".2f",
             rule=verdict.Beyond(1.0, above=False, what="same / other behaviour mean JS"),
@@ -116,7 +120,7 @@ def clustering_comparison(
     lt = layer_test
     layers = np.repeat(np.arange(n_layers), per_layer)
     est = _interval(lt.ratio, _within_between(boot, layers), n_units, unit)
-    rows.append(verdict.row(
+    rows.append(interval_row(
         "§6 layers", "same-layer / other-layer mean JS",
         paper="heads in the same layer are often fairly close", ours=est, fmt=".2f",
         rule=verdict.Beyond(1.0, above=False, what="same / other layer mean JS"),
@@ -124,7 +128,7 @@ def clustering_comparison(
              f"({lt.n_permutations} shuffles of the layer labels); {how}",
     ))
     est = _interval(lt.nn_same, _nn_same(boot, layers), n_units, unit)
-    rows.append(verdict.row(
+    rows.append(interval_row(
         "§6 layers", "heads whose nearest head is in the same layer (share)",
         paper="often", ours=est, fmt=".2f",
         rule=verdict.Beyond(lt.nn_chance, strong=max(0.5, 2 * lt.nn_chance), what="share"),
@@ -132,7 +136,7 @@ def clustering_comparison(
     ))
     s1 = np.array([stress_of(d, mds.coords).stress1 for d in boot])
     est = _interval(mds.stress.stress1, s1, n_units, unit)
-    rows.append(verdict.row(
+    rows.append(interval_row(
         "§6 MDS", "Kruskal stress-1 of the 2-D embedding",
         paper="distances approximately match (Fig. 6); no stress given", ours=est, fmt=".3f",
         rule=verdict.Beyond(0.2, above=False, strong=0.1, what="stress-1"),
@@ -140,12 +144,3 @@ def clustering_comparison(
              f"{mds.stress.correlation:.2f}; the plane fixed, the divergences resampled ({how})",
     ))
     return rows
-
-
-def distance_setup_rows(n_tokens: int, query_fraction: float, smoothing: float) -> list[Comparison]:
-    """The row saying how this run's distance differs from the paper's (a mean, not a sum: not comparable)."""
-    return [verdict.row(
-        "§6 setup", "distance", paper="sum over tokens of JS (released code: smoothed 0.001/n, summed)",
-        ours=f"mean over {int(n_tokens):,} tokens ({query_fraction:.0%} of each segment), smoothing {smoothing}",
-        estimate=Estimate(float("nan")),
-        rule=verdict.NotComparable("a setting, not a finding: a mean is the sum divided by a constant"))]

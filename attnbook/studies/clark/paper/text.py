@@ -164,10 +164,19 @@ def random_init_markdown(uas: dict[str, float], peak: dict[str, float] | None = 
 # =============================================================================================
 
 
-def findings_markdown(rows: Sequence[Comparison], model_name: str) -> str:
+def findings_markdown(rows: Sequence[Comparison], model_name: str, setting: str = "") -> str:
     """A chapter's closing summary (chapters 2 and 3): :func:`attnbook.verdict.summary_markdown` of its rows, set by
-    the model's name beside the paper's bert-base."""
-    return verdict.summary_markdown(rows, _setting(model_name))
+    the model's name beside the paper's bert-base (and ``setting``, a sentence such as :func:`distance_setting`)."""
+    return verdict.summary_markdown(rows, _setting(model_name) + (f" {setting}" if setting else ""))
+
+
+def distance_setting(n_tokens, query_fraction: float, smoothing: float) -> str:
+    """How chapter 3's distance between heads differs from Clark et al.'s (§6): a setting, not a finding, so it is a
+    sentence of the closing summary and no comparison row (issue 32). The paper sums the Jensen-Shannon divergence
+    over tokens (its released code smooths each map with 0.001/n first); a mean is that sum over a constant."""
+    return (f"The distance between two heads here is the mean Jensen-Shannon divergence over {int(n_tokens):,} tokens "
+            f"({query_fraction:.0%} of each segment), smoothing {smoothing}; Clark et al. (§6) sum it over the tokens "
+            "(their released code smooths each map with 0.001/n first), and a mean is that sum over a constant.")
 
 
 def agreement_markdown(rows: Sequence[Comparison], model_name: str, n_layers: int, n_heads: int) -> str:

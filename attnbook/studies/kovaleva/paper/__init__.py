@@ -8,8 +8,8 @@ rows, the sentences. Callers use ``paper.X`` for every name below; the package h
   which the Table 1 measurement imports too);
 * :mod:`~attnbook.studies.kovaleva.paper.rows` - the rules, stated in words in every row, and the "paper vs this run"
   rows made by :func:`attnbook.verdict.row` (:func:`table1_comparisons`, :func:`taxonomy_comparisons`,
-  :func:`fig2_comparisons`, :func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_rows`,
-  :func:`disabling_comparisons`);
+  :func:`fig2_comparisons`, :func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_rows`; chapter
+  5's :func:`disabling_comparisons` in :mod:`~attnbook.studies.kovaleva.paper.disabling_rows`);
 * :mod:`~attnbook.studies.kovaleva.paper.text` - the sentences from the numbers and the closing summaries
   (:func:`agreement_markdown` for chapter 4, :func:`disabling_findings` for chapter 5, both written by
   :func:`attnbook.verdict.summary_markdown` with the chapter's setting).
@@ -41,9 +41,9 @@ from attnbook.studies.kovaleva.paper.rows import (
     SHARE_RULE,
     TRANSFER_REASON,
     VERTICAL_RULE,
+    CONSTANT_RULE,
     beside_table1,
     change_comparisons,
-    disabling_comparisons,
     feature_claims,
     feature_comparisons,
     feature_rows,
@@ -52,6 +52,7 @@ from attnbook.studies.kovaleva.paper.rows import (
     holds_estimate,
     in_range,
     last_layers,
+    missing_data,
     most_changed_layers,
     not_run_row,
     peak_layer,
@@ -59,7 +60,9 @@ from attnbook.studies.kovaleva.paper.rows import (
     table1_comparisons,
     taxonomy_comparisons,
     top_cls_feature,
+    versus_constant_estimate,
 )
+from attnbook.studies.kovaleva.paper.disabling_rows import disabling_comparisons
 from attnbook.studies.kovaleva.paper.text import (
     agreement_markdown,
     caution_markdown,
@@ -78,9 +81,10 @@ __all__: list[str] = [
     "CONSTANT_PREDICTOR_SHARE", "is_constant_predictor", "constant_reason", "row_reason", "not_learned_seeds",
     "paper_constant_reason", "learned_tasks", "constant_predictors", "is_missing",
     # rows: the rules, the helpers, the comparisons
-    "CELL_RULE", "GAIN_RULE", "SHARE_RULE", "FRAME_RULE", "GAIN_POSITIVE", "VERTICAL_RULE", "MATCH_RULE",
+    "CELL_RULE", "CONSTANT_RULE", "GAIN_RULE", "SHARE_RULE", "FRAME_RULE", "GAIN_POSITIVE", "VERTICAL_RULE", "MATCH_RULE",
     "HETEROGENEOUS_SLACK", "LAYER_DROP_EFFECT", "TRANSFER_REASON", "FEATURE_ROWS",
     "in_range", "last_layers", "most_changed_layers", "holds_estimate", "not_run_row", "row_difference",
+    "missing_data", "versus_constant_estimate",
     "table1_comparisons", "beside_table1", "taxonomy_comparisons", "fig2_comparisons", "framenet_comparisons",
     "change_comparisons", "top_cls_feature", "peak_layer", "feature_claims", "feature_comparisons", "feature_rows",
     "disabling_comparisons",

@@ -4,16 +4,20 @@ Each function turns a measurement's results into rows made by :func:`attnbook.ve
 :mod:`attnbook.verdict` stated in words and this run's number as an :class:`~attnbook.stats.Estimate` with its 95%
 interval where it is a sample estimate: Table 1 (:func:`table1_comparisons`), §4.1 (:func:`taxonomy_comparisons`,
 :func:`fig2_comparisons`), §4.2 (:func:`framenet_comparisons`), §4.3 (:func:`change_comparisons`), §4.4-4.5
-(:func:`feature_comparisons`, :func:`feature_rows`, on the claims of :func:`feature_claims`) and §4.6, §5
-(:func:`disabling_comparisons`).
+(:func:`feature_comparisons`, :func:`feature_rows`, on the claims of :func:`feature_claims`); chapter 5's §4.6, §5
+are in :mod:`~attnbook.studies.kovaleva.paper.disabling_rows` (:func:`disabling_comparisons`).
 
-Two kinds of row cannot fail and are ``not comparable`` with the reason: a quantity that is fixed by construction
-(the heads above the 99th percentile of 72 per-head means), and a row scored on a classifier no better than its
-constant predictor (majority class, always "paraphrase" for F1, Pearson 0) - ours or, in Table 1, the paper's
-(:mod:`~attnbook.studies.kovaleva.paper.learned`).
+A row scored on our classifier when it is no better than its constant predictor (majority class, always
+"paraphrase" for F1, Pearson 0) cannot fail and is ``not comparable`` with the reason
+(:mod:`~attnbook.studies.kovaleva.paper.learned`); where the *paper's* Table 1 cell is a constant predictor's score,
+its claim is "no better than a constant predictor" and is judged on both sides (:data:`CONSTANT_RULE`). Table 1 cells
+whose data this book does not have (QQP, MNLI, QNLI training sets) are ``not reproduced``. Every row here is one of
+the paper's claims (:data:`attnbook.verdict.CLAIM`); set-up numbers (FrameNet instance counts, the heads above the
+99th percentile) are not rows. An undecided row states what its sample could detect
+(:func:`attnbook.verdict.detectable_effect`; over seeds, per seed).
 
-Layers are compared by *relative depth* when the model is shallower than bert-base: "the
-last two layers" of a 6-layer model are its layers 5-6.
+Layers are compared by *relative depth*, the book's one rule (:func:`attnbook.core.heads.relative_layers`, as in
+chapter 1): "the last two layers" of bert-base (11 and 12 of 12) are layer 6 of a 6-layer model.
 
 The paper's numbers are in :mod:`~attnbook.studies.kovaleva.paper.claims`; the measurements in
 :mod:`~attnbook.studies.kovaleva.table1`, :mod:`~attnbook.studies.kovaleva.taxonomy`,
@@ -28,9 +32,10 @@ import numpy as np
 
 from attnbook import verdict
 from attnbook.core.errors import EmptyDataError
+from attnbook.core.heads import PAPER_N_LAYERS, relative_layers
 from attnbook.stats import Estimate, percentile_interval
 from attnbook.studies.kovaleva.features import CLS_FEATURES, LINGUISTIC, resampled_statistics
-from attnbook.studies.kovaleva.paper.claims import PAPER, PAPER_DISABLING, PAPER_TABLE1
+from attnbook.studies.kovaleva.paper.claims import PAPER, PAPER_TABLE1
 from attnbook.studies.kovaleva.paper.learned import (
     is_missing,
     learned_tasks,
@@ -47,6 +52,10 @@ Comparison = verdict.Comparison
 # ---------------------------------------------------------------------------------------------
 #: a Table 1 cell (points)
 CELL_RULE = verdict.Within(5, 15, unit="points")
+#: a Table 1 cell whose paper value is a constant predictor's score claims "no better than a constant predictor":
+#: this run's classifier minus its own constant predictor (points, paired over the dev examples) must lie below the
+#: cell rule's agreement band (:data:`CELL_RULE`'s 5 points); a classifier surely better by more disagrees
+CONSTANT_RULE = verdict.Beyond(CELL_RULE.agree, above=False, what="ours minus its constant predictor (points)")
 #: the mean gain of fine-tuning over the tasks run (points)
 GAIN_RULE = verdict.Within(10, 25, unit="points")
 #: a share or an F1 in [0, 1]
@@ -75,8 +84,9 @@ def in_range(value: float, low: float, high: float, slack: float = 0.0) -> bool:
 
 
 def last_layers(n_layers: int, k: int = 2) -> set[int]:
-    """0-based indices of the last ``k`` layers."""
-    return set(range(max(0, n_layers - k), n_layers))
+    """0-based indices of the layers of an ``n_layers`` model at the relative depth of bert-base's last ``k``
+    (:func:`attnbook.core.heads.relative_layers`, chapter 1's rule): ``{10, 11}`` of 12 layers, ``{5}`` of 6."""
+    return {layer - 1 for layer in relative_layers(range(PAPER_N_LAYERS - k + 1, PAPER_N_LAYERS + 1), n_layers)}
 
 
 def most_changed_layers(cosine: np.ndarray, k: int = 2) -> list[int]:
@@ -94,10 +104,34 @@ def holds_estimate(claims: np.ndarray, n_units: int, unit: str) -> Estimate:
     return Estimate(float(c.mean()), None, None, int(n_units), f"{unit} (share of bootstrap resamples)")
 
 
-def not_run_row(experiment: str, quantity: str, paper: Any, reason: str) -> Comparison:
-    """A row for a measurement that was not made here: ``not comparable`` with the reason."""
+def not_run_row(experiment: str, quantity: str, paper: Any, reason: str, kind: str = verdict.CLAIM) -> Comparison:
+    """A row for a measurement that was not made here: ``not comparable`` with the reason (``kind``
+    :data:`~attnbook.verdict.NOT_REPRODUCED` when the data here cannot run it)."""
     return verdict.row(experiment, quantity, paper=paper, ours="n/a", estimate=Estimate(float("nan")),
-                       rule=verdict.NotComparable(reason))
+                       rule=verdict.NotComparable(reason), kind=kind)
+
+
+def missing_data(note: str) -> bool:
+    """Whether a Table 1 row was not run because its GLUE files are not in the data directory
+    (:func:`attnbook.studies.kovaleva.table1.table1`'s note): an experiment this book cannot reproduce."""
+    return "not in the data directory" in (note or "")
+
+
+def _not_reproduced(task: str, note: str) -> str:
+    return (f"not reproduced: {note.replace('not run: ', '')}; this book's data has no {task} training set, so "
+            "the cell cannot be run here")
+
+
+def versus_constant_estimate(r) -> Estimate | None:
+    """This run's Table 1 classifier minus its constant predictor (points) with the paired 95% interval over the dev
+    examples that :func:`attnbook.studies.kovaleva.table1.table1` computed (first seed), or ``None`` without it."""
+    low, high, constant = r.get("vs_constant_low"), r.get("vs_constant_high"), r.get("constant")
+    if is_missing(low) or is_missing(high) or is_missing(constant):
+        return None
+    seeds = r.get("seed_scores")
+    score = next(iter(seeds.values())) if isinstance(seeds, dict) and seeds else float(r["ours"])
+    return Estimate(float(score) - float(constant), float(low), float(high), int(r["n_dev"]),
+                    "dev examples (paired with the constant predictor)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,8 +159,12 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
 
     * each cell: ours (95% interval over dev examples) against the paper's, :data:`CELL_RULE`; ``not comparable``
       when our classifier is no better than its constant predictor
-      (:func:`~attnbook.studies.kovaleva.paper.learned.row_reason`), when the paper's cell is a constant predictor's
-      score (:func:`~attnbook.studies.kovaleva.paper.learned.paper_constant_reason`), or when the task was not run;
+      (:func:`~attnbook.studies.kovaleva.paper.learned.row_reason`) or when the task was not run (``not
+      reproduced`` when its data is not here: Kovaleva's QQP, MNLI and QNLI training sets);
+    * a cell whose paper value is a constant predictor's score
+      (:func:`~attnbook.studies.kovaleva.paper.learned.paper_constant_reason`: MRPC random init 81.2, SST-2 untrained
+      49.1, RTE 52.7) claims "no better than a constant predictor": judged on both sides, this run's classifier minus
+      its own constant predictor (paired, ``vs_constant_low``/``_high``) by :data:`CONSTANT_RULE`;
     * per task, pre-trained + fine-tuning minus random init + fine-tuning, paired over the dev examples: the paper
       finds it positive on every task (:data:`GAIN_POSITIVE`); not comparable when our pre-trained + fine-tuning
       classifier is no better than its constant predictor;
@@ -139,12 +177,25 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
     for _, r in df.iterrows():
         q = f"{r['task']}, {r['init']}"
         if is_missing(r["ours"]):
-            rows.append(not_run_row("Table 1", q, float(r["paper"]), r["note"] or "not run"))
+            gone = missing_data(r["note"])
+            rows.append(not_run_row("Table 1", q, float(r["paper"]),
+                                    _not_reproduced(r["task"], r["note"]) if gone else (r["note"] or "not run"),
+                                    kind=verdict.NOT_REPRODUCED if gone else verdict.CLAIM))
             continue
         note = f"{r['metric']}; {int(r['n_dev'])} dev examples" + (
             f" of {int(r['n_dev_total'])}" if r.get("n_dev_total") and r["n_dev_total"] != r["n_dev"] else "") + (
             f", {int(r['n_train'])} training examples" if r["n_train"] else "")
-        reason = row_reason(r) or paper_constant_reason(r)
+        constant, vs = paper_constant_reason(r), versus_constant_estimate(r)
+        if constant and vs is not None:
+            rows.append(verdict.row(
+                "Table 1", q, paper=f"{float(r['paper']):g} (a constant predictor's score)",
+                ours=f"{_cell_estimate(r).text('.1f')}; minus its constant predictor {vs.text('+.1f')}",
+                estimate=vs, rule=CONSTANT_RULE,
+                note=note + f"; {constant}, so the claim is 'no better than a constant predictor': ours minus our "
+                f"constant predictor ({float(r['constant']):.1f}) is {vs.text('+.1f')} points, paired over the dev "
+                "examples (first seed)"))
+            continue
+        reason = row_reason(r) or constant
         rule = verdict.NotComparable(reason) if reason else CELL_RULE
         if not reason and not_learned_seeds(r):
             note += "; seeds no better than their constant predictor: " + ", ".join(map(str, not_learned_seeds(r)))
@@ -159,7 +210,9 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
         q = f"{t}: pre-trained + FT minus random init + FT (points)"
         paper = round(float(a["paper"] - b["paper"]), 1)
         if is_missing(a["ours"]) or is_missing(b["ours"]):
-            rows.append(not_run_row("Table 1", q, paper, "not run"))
+            gone = next((x["note"] for x in (a, b) if is_missing(x["ours"]) and missing_data(x["note"])), "")
+            rows.append(not_run_row("Table 1", q, paper, _not_reproduced(t, gone) if gone else "not run",
+                                    kind=verdict.NOT_REPRODUCED if gone else verdict.CLAIM))
             continue
         est = row_difference(t, a, b, n_resamples, seed)
         if est is None:
@@ -276,33 +329,27 @@ def framenet_comparisons(n_kept: int, n_above: int, n_heads_total: int, top: Est
     """Rows for §4.2 from :func:`attnbook.studies.kovaleva.framenet.frame_heads` /
     :func:`~attnbook.studies.kovaleva.framenet.top_head_estimates`.
 
-    * instances after the filter: ``not comparable`` (the paper used FrameNet's lexical-unit examples, this book
-      its full-text documents), the count beside the paper's 473;
-    * heads above the 99th percentile: ``not comparable``: with one mean per head, one or two heads lie above the
-      99th percentile of the per-head means whatever the data;
     * the top head's mean score (interval over instances) against the paper's 0.209 (:data:`FRAME_RULE`);
     * the top head's score on frame elements minus its score on ordinary words as far from the target, paired
       over instances: the paper's frame-semantic heads link frame elements, so the difference should be positive
       (:data:`GAIN_POSITIVE`'s rule with the unit of attention weights).
+
+    Two set-up numbers have no row (issue 32: they are settings, not findings, and were counted as "not comparable"):
+    the instances the filter keeps (``n_kept``; the paper's 473 are FrameNet's lexical-unit examples, this book's the
+    full-text documents) and the heads above the 99th percentile (``n_above`` of ``n_heads_total``: with one mean
+    per head, one or two heads lie above it whatever the data, for the paper as here). Both are in the results
+    file (:func:`attnbook.studies.kovaleva.framenet.framenet_numbers`) and in the chapter's text.
     """
-    rows = [
-        verdict.row("§4.2 FrameNet", "annotated instances after the filter", paper=PAPER["framenet_sentences"],
-                    ours=int(n_kept), rule=verdict.NotComparable(
-                        "other data: the paper used FrameNet's lexical-unit example sentences, this book the "
-                        "full-text documents (every instance the filter keeps)")),
-        verdict.row("§4.2 FrameNet", "heads above the 99th percentile", paper=f"{PAPER['framenet_n_heads']} of 144",
-                    ours=f"{n_above} of {n_heads_total}", estimate=Estimate(float(n_above)),
-                    rule=verdict.NotComparable(
-                        f"with one mean per head, 1 or 2 of {n_heads_total} heads lie above the 99th percentile of "
-                        "the per-head means whatever the data")),
-    ]
+    rows: list[Comparison] = []
     if top is None:
         rows.append(not_run_row("§4.2 FrameNet", "top head's mean max-attention on a frame link",
                                 PAPER["framenet_top"][0], "no instance was scored"))
         return rows
     rows.append(verdict.row("§4.2 FrameNet", "top head's mean max-attention on a frame link",
                             paper=PAPER["framenet_top"][0], ours=top, rule=FRAME_RULE,
-                            note=f"head {top_label}, chosen on the same instances (biased upwards)"))
+                            note=f"head {top_label}, chosen on the same {n_kept} instances (biased upwards); "
+                                 f"{n_above} of {n_heads_total} heads lie above the 99th percentile (the paper: 2 of "
+                                 "144; by construction, not a finding)"))
     if lift is not None:
         rows.append(verdict.row(
             "§4.2 FrameNet", "top head: frame elements minus equally distant other words",
@@ -319,9 +366,11 @@ def change_comparisons(changes: Mapping[str, Mapping[str, np.ndarray]], learned:
                        ) -> list[Comparison]:
     """Rows for §4.3 / Fig. 5 per task, from ``changes[task]`` = ``{"change": [layer], "resampled": [resample,
     layer], "n": inputs}`` (:func:`attnbook.studies.kovaleva.features.layer_change_estimates`): ``1 - mean cosine``
-    of each layer and its bootstrap resamples over the inputs.
+    of each layer and its bootstrap resamples over the inputs. "The last two layers" are bert-base's 11-12 placed
+    at relative depth (:func:`last_layers`: layer 6 of a 6-layer model, so there the two rows are one).
 
-    * the two most changed layers are the last two (the paper: on every task but QQP, where it does not hold);
+    * the most changed layers are the last two (as many as :func:`last_layers` gives; the paper: on every task but
+      QQP, where it does not hold), when they are more than one;
     * the most changed layer is one of the last two;
 
     each judged by :class:`~attnbook.verdict.Holds` on the share of resamples in which it holds. A task whose
@@ -332,27 +381,31 @@ def change_comparisons(changes: Mapping[str, Mapping[str, np.ndarray]], learned:
         change = np.asarray(c["change"])
         n_layers = change.shape[0]
         last = last_layers(n_layers)
+        k = len(last)
         res = np.asarray(c["resampled"])
-        top2 = np.argsort(-res, axis=1, kind="stable")[:, :2]
-        both = np.array([set(r.tolist()) == last for r in top2])
-        first = np.isin(top2[:, 0], sorted(last))
+        top = np.argsort(-res, axis=1, kind="stable")[:, :k]
+        both = np.array([set(r.tolist()) == last for r in top])
+        first = np.isin(top[:, 0], sorted(last))
         except_ = t in PAPER["changed_last_two_except"]
         reason = (learned or {}).get(t, "")
         order = np.argsort(-change, kind="stable")
-        shown = "+".join(str(i + 1) for i in sorted(order[:2].tolist()))
-        for q, claim, words, paper in (
-                (f"{t}: two most changed layers are the last two", ~both if except_ else both,
-                 "the two most changed layers are " + ("not " if except_ else "") + "the last two",
-                 "not on QQP" if except_ else "yes (every task but QQP)"),
-                (f"{t}: most changed layer is one of the last two", ~first if except_ else first,
-                 "the most changed layer is " + ("not " if except_ else "") + "one of the last two",
-                 "not on QQP" if except_ else "yes (every task but QQP)")):
+        where = "-".join(str(i + 1) for i in sorted(last)) if k > 1 else str(min(last) + 1)
+        paper = "not on QQP" if except_ else "yes (every task but QQP)"
+        claims = [(f"{t}: most changed layer is one of the last two", ~first if except_ else first,
+                   "the most changed layer is " + ("not " if except_ else "") + "at the depth of bert-base's last two",
+                   f"layer {order[0] + 1}")]
+        if k > 1:
+            shown = "+".join(str(i + 1) for i in sorted(order[:k].tolist()))
+            claims.insert(0, (f"{t}: two most changed layers are the last two", ~both if except_ else both,
+                              "the two most changed layers are " + ("not " if except_ else "") + "the last two",
+                              f"layers {shown}"))
+        for q, claim, words, shown in claims:
             rule = verdict.NotComparable(reason) if reason else verdict.Holds(words)
             est = holds_estimate(claim, int(c["n"]), "inputs")
-            rows.append(verdict.row("§4.3 Fig. 5", q, paper=paper, ours=f"layers {shown} ({est.value:.0%} of resamples)"
-                                    if "two most" in q else f"layer {order[0] + 1} ({est.value:.0%} of resamples)",
+            rows.append(verdict.row("§4.3 Fig. 5", q, paper=paper, ours=f"{shown} ({est.value:.0%} of resamples)",
                                     estimate=est, rule=rule,
-                                    note=f"1-based layers; the last two here are {min(last) + 1}-{max(last) + 1}"))
+                                    note=f"1-based layers; bert-base's last two (11-12 of 12) at relative depth: "
+                                         f"layer{'s' if k > 1 else ''} {where} of {n_layers} here"))
     return rows
 
 
@@ -470,124 +523,3 @@ def feature_rows(finetuned: Mapping[str, Mapping[str, np.ndarray]], pretrained: 
         point[t] = {k: bool(v[0]) for k, v in feature_claims(whole(finetuned[t]), whole(pretrained[t]), t).items()}
         n[t] = int(finetuned[t]["n_examples"])
     return feature_comparisons(claims, point, n, learned)
-
-
-# ---------------------------------------------------------------------------------------------
-# chapter 5: §4.6 disabling heads and layers, §5 word matching
-# ---------------------------------------------------------------------------------------------
-def _over_seeds(per_seed: Mapping[int, Estimate]) -> Estimate:
-    """What :class:`~attnbook.verdict.Cases` judges for a gain found on several seeds: the seeds whose paired
-    interval lies above 0 (``value``), those whose interval does not lie below 0 (``high``), of ``n`` seeds."""
-    sure = sum(1 for e in per_seed.values() if e.low is not None and e.low > 0)
-    could = sum(1 for e in per_seed.values() if e.high is None or e.high > 0)
-    return Estimate(float(sure), None, float(could), len(per_seed), "seeds")
-
-
-def _seed_note(per_seed: Mapping[int, Estimate], labels: Mapping[int, str] | None = None) -> str:
-    return "; ".join(f"seed {s}" + (f" head {labels[s]}" if labels else "") + f": {e.text('+.2f')}"
-                     for s, e in per_seed.items())
-
-
-def disabling_comparisons(effects: Mapping[str, Mapping[str, Any]], learned: Mapping[str, str],
-                          matches: Mapping[str, Mapping[str, Any]], top_k: int, profile: str,
-                          shared: Estimate | None = None, shared_note: str = "",
-                          seed_effects: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
-                          agreement: Mapping[str, Mapping[str, float]] | None = None) -> list[Comparison]:
-    """Rows for Kovaleva §4.6 (Fig. 8-9) and §5, from chapter 5's sweeps.
-
-    ``effects[task]`` (:func:`attnbook.studies.kovaleva.disabling.sweep_effects`, the task's first analysed seed):
-    ``best_head`` and ``best`` (its change, paired interval over dev examples), ``mean`` (the mean change of a
-    random head, paired), ``layers`` (one paired estimate per disabled layer), ``survives`` (whether the best
-    head's gain survives Holm); ``learned[task]``: ``""`` or why no fine-tuning seed of the task gave a classifier
-    better than its constant predictor (then every row of the task is ``not comparable``; a task in ``learned``
-    without ``effects`` gets one such row); ``matches[task]``: ``mean_percentile`` (an Estimate) and
-    ``percentiles`` of the ``top_k`` heads that hurt most (§5); ``shared``: the share of resamples in which the two
-    match tasks share at least the paper's two heads among their ``top_k`` most harmful
-    (:class:`~attnbook.verdict.Holds`). ``seed_effects[task][seed]``: the same as ``effects`` for every analysed
-    seed; with two or more, the best-head and random-head rows are judged over the seeds
-    (:class:`~attnbook.verdict.Cases`: a seed agrees when its paired interval lies above 0) and ``agreement[task]``
-    (:func:`attnbook.studies.kovaleva.disabling.agreement_summary`) goes into the note.
-
-    The paper's gains are positive: :data:`GAIN_POSITIVE` on the paired 95% interval; the paper reports no test
-    and its best head is chosen on the same dev set it is scored on (as here).
-    """
-    P = PAPER_DISABLING
-    nc = lambda t: verdict.NotComparable(learned[t])  # noqa: E731
-    seed_effects = seed_effects or {}
-    agreement = agreement or {}
-    rows = []
-    for t in [t for t in learned if t not in effects]:
-        rows.append(not_run_row("§4.6 Fig. 8", f"{t}: best single-head gain (points)",
-                                P["best_gain"].get(t, "> 0 (Fig. 8)"), learned[t] or "not swept"))
-    for t, e in effects.items():
-        per = seed_effects.get(t, {})
-        paper = P["best_gain"].get(t, f"> 0 (Fig. 8; some head on {P['tasks_improved']} tasks)")
-        agr = agreement.get(t)
-        agr_note = (f"; across seeds: Spearman {agr['spearman']:.2f} of the per-head changes, top-{top_k} overlap of "
-                    f"the most harmful heads {agr['overlap']:.2f} (chance {agr['chance']:.2f}), mean of "
-                    f"{agr['pairs']} seed pair(s)") if agr else ""
-        if len(per) > 1:
-            best = {s: x["best"] for s, x in per.items()}
-            heads = {s: x["best_head"] for s, x in per.items()}
-            est = _over_seeds(best)
-            rows.append(verdict.row(
-                "§4.6 Fig. 8", f"{t}: best single-head gain (points)", paper=paper,
-                ours=f"above 0 on {int(est.value)} of {est.n} seeds", estimate=est,
-                rule=nc(t) if learned.get(t) else verdict.Cases(partly=0.5),
-                note="each seed's best head, chosen on the same examples (biased upwards): "
-                     + _seed_note(best, heads) + agr_note))
-        else:
-            rows.append(verdict.row(
-                "§4.6 Fig. 8", f"{t}: best single-head gain (points)", paper=paper,
-                ours=e["best"], rule=nc(t) if learned.get(t) else GAIN_POSITIVE, fmt=".2f",
-                note=f"head {e['best_head']}, chosen on the same examples (biased upwards); "
-                     + ("survives Holm" if e.get("survives") else "not significant after Holm") + agr_note))
-    for t in [t for t in P["random_head_tasks"] if t in effects]:
-        per = seed_effects.get(t, {})
-        if len(per) > 1:
-            means = {s: x["mean"] for s, x in per.items()}
-            est = _over_seeds(means)
-            rows.append(verdict.row("§4.6", f"{t}: mean change from disabling a random head", paper="> 0",
-                                    ours=f"above 0 on {int(est.value)} of {est.n} seeds", estimate=est,
-                                    rule=nc(t) if learned.get(t) else verdict.Cases(partly=0.5),
-                                    note="mean over all heads, paired over dev examples: " + _seed_note(means)))
-        else:
-            rows.append(verdict.row("§4.6", f"{t}: mean change from disabling a random head", paper="> 0",
-                                    ours=effects[t]["mean"], rule=nc(t) if learned.get(t) else GAIN_POSITIVE,
-                                    fmt=".3f", note="mean over all heads, paired over dev examples"))
-    if "RTE" in effects:
-        rows.append(verdict.row("§4.6 Fig. 9", "RTE: disabling layer 1 (points)", paper=P["rte_layer1"],
-                                ours=effects["RTE"]["layers"][0], rule=nc("RTE") if learned.get("RTE") else GAIN_POSITIVE,
-                                fmt=".2f"))
-    judged = [t for t in effects if not learned.get(t)]
-    if judged:
-        t, layer = max(((t, i) for t in judged for i in range(len(effects[t]["layers"]))),
-                       key=lambda x: effects[x[0]]["layers"][x[1]].value)
-        rows.append(verdict.row("§4.6 Fig. 9", "largest gain from disabling a layer (points)", paper=P["layer_gain"],
-                                ours=effects[t]["layers"][layer], rule=GAIN_POSITIVE, fmt=".2f",
-                                note=f"{t}, layer {layer + 1}; chosen among {len(judged)} task(s) x layers"))
-        wt, wl = min(((t, i) for t in judged for i in range(len(effects[t]["layers"]))),
-                     key=lambda x: effects[x[0]]["layers"][x[1]].value)
-        rows.append(verdict.row(
-            "§4.6 Fig. 9", "largest drop from disabling a layer (points)", paper=P["largest_layer_drop"],
-            ours=effects[wt]["layers"][wl], rule=verdict.NoEffect(LAYER_DROP_EFFECT), fmt=".2f",
-            note=f"{wt}, layer {wl + 1}, the worst of {len(judged)} task(s) x layers; the paper's claim that disabling a "
-                 "layer costs little is contradicted by a drop of at least the rule's bound, and only an interval "
-                 "inside it agrees"))
-    heads = P["match_heads"]
-    for t, m in matches.items():
-        rows.append(verdict.row(
-            "§5", f"{t}: word-matching share of the {top_k} most harmful-to-disable heads (mean percentile)",
-            paper=f"high ({', '.join(heads)}, by inspection)", ours=m["mean_percentile"],
-            rule=nc(t) if learned.get(t) else MATCH_RULE, fmt=".2f",
-            note=", ".join(f"{h}: {p:.0%}" for h, p in m["percentiles"].items())
-            + "; interval: heads re-chosen and shares re-measured in every resample of the dev examples"))
-    if shared is not None and len(matches) == 2:
-        ta, tb = list(matches)
-        reason = learned.get(ta) or learned.get(tb)
-        rows.append(verdict.row(
-            "§5", f"{ta} and {tb} share {len(heads)} of their {top_k} most harmful-to-disable heads",
-            paper=f"yes ({', '.join(heads)})", ours=f"{shared_note} ({shared.value:.0%} of resamples)",
-            estimate=shared, rule=verdict.NotComparable(reason) if reason else verdict.Holds(
-                f"at least {len(heads)} heads are among the {top_k} most harmful for both tasks")))
-    return rows

@@ -92,13 +92,17 @@ def setting_markdown(rows: Sequence[Comparison], model_name: str) -> str:
     Table 1 cells (how many are not comparable, and how many of the others agree by :data:`CELL_RULE`). It counts no
     finding: :func:`attnbook.verdict.summary_markdown` does."""
     text = f"The model here is {model_name}; the paper's is {PAPER_MODEL}."
-    cells = [r for r in rows if r.experiment == "Table 1" and "," in r.quantity]
+    every = [r for r in rows if r.experiment == "Table 1" and "," in r.quantity]
+    cells = [r for r in every if r.kind == verdict.CLAIM]
     if cells:
         nc = sum(r.verdict == verdict.NOT_COMPARABLE for r in cells)
         agree = sum(r.verdict == verdict.AGREES for r in cells)
-        text += (f" Of the {len(cells)} Table 1 cells, {nc} are not comparable (not run, or a constant predictor on "
-                 f"either side); of the other {len(cells) - nc}, {agree} agree with the paper by the cell rule "
-                 f"({CELL_RULE.words}).")
+        text += (f" Of the {len(cells)} Table 1 cells, {nc} are not comparable (not run, or our classifier no better "
+                 f"than its constant predictor); of the other {len(cells) - nc}, {agree} agree with the paper by the "
+                 f"cell rule ({CELL_RULE.words}) or, where the paper's cell is a constant predictor's score, by "
+                 "comparing ours with its own constant predictor.")
+    if len(every) > len(cells):
+        text += f" {len(every) - len(cells)} cells are not reproduced: this book's data has no training set for them."
     return text
 
 

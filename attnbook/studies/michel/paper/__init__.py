@@ -3,7 +3,7 @@ run" rows and the chapter's sentences. Callers use ``paper.X`` for every name be
 they are:
 
 * :mod:`~attnbook.studies.michel.paper.claims` - :data:`PAPER`, the paper's numbers with their section or table, and
-  :data:`NOT_REPRODUCED` (data only);
+  :data:`NOT_REPRODUCED` with the machine-translation claims it leaves out, :data:`PAPER_MT` (data only);
 * :mod:`~attnbook.studies.michel.paper.rows` - the rows (:func:`comparisons` and the ``*_rows`` functions, their
   thresholds in :data:`THRESHOLDS`), the estimates they judge, and the tables beside the paper's (:func:`table4`,
   :func:`pruning_summary`);
@@ -17,20 +17,23 @@ is bert-base fine-tuned on MNLI unless noted.
 """
 from __future__ import annotations
 
-from attnbook.studies.michel.paper.claims import NOT_REPRODUCED, PAPER
+from attnbook.studies.michel.paper.claims import MT_REASON, NOT_REPRODUCED, PAPER, PAPER_MT
 from attnbook.studies.michel.paper.rows import (
     THRESHOLDS,
     ablation_rows,
     across_rows,
     comparisons,
     dynamics_rows,
+    heads_detectable,
     masking_rows,
     mean_head_effect,
+    mt_row,
     no_effect_counts,
     one_head_all_rows,
     one_head_rows,
     pruning_rows,
     pruning_summary,
+    rank_interval,
     seed_rows,
     speed_rows,
     speed_share,
@@ -53,11 +56,11 @@ from attnbook.studies.michel.paper.text import (
 
 __all__: list[str] = [
     # claims
-    "PAPER", "NOT_REPRODUCED",
+    "PAPER", "NOT_REPRODUCED", "PAPER_MT", "MT_REASON",
     # rows and tables
     "THRESHOLDS", "no_effect_counts", "mean_head_effect", "ablation_rows", "one_head_rows", "one_head_all_rows",
     "across_rows", "pruning_rows", "seed_rows", "speed_share", "speed_rows", "dynamics_rows", "masking_rows",
-    "comparisons", "table4", "pruning_summary",
+    "comparisons", "table4", "pruning_summary", "mt_row", "heads_detectable", "rank_interval",
     # text
     "not_reproduced_markdown", "seeds_markdown", "ablation_markdown", "one_head_markdown", "seeds_agreement_markdown",
     "across_markdown", "importance_markdown", "halves_markdown", "disable_vs_mask_markdown", "setting_markdown",

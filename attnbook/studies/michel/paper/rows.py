@@ -1,6 +1,12 @@
 """Michel, Levy & Neubig (2019) beside this run: chapter 6's "paper vs this run" rows, the estimates they judge and
 the tables that put this run's numbers beside the paper's.
 
+Three kinds of row (:data:`attnbook.verdict.KINDS`): the paper's BERT claims; its machine-translation claims
+(:data:`~attnbook.studies.michel.paper.claims.PAPER_MT`), ``not reproduced`` (:func:`mt_row`); and the book's own
+questions (seeds, tasks, disabling against masking, §6 asked of fine-tuning checkpoints), each with its own test. An
+undecided row says what its sample could detect (:func:`attnbook.verdict.detectable_effect`; for a claim judged head
+by head or layer by layer, :func:`heads_detectable`).
+
 The measurements are :mod:`attnbook.studies.michel.importance` (§3.2–§4.1), :mod:`attnbook.studies.michel.pruning`
 (§4.2–§4.3) and :mod:`attnbook.studies.michel.dynamics` (§6); the paper's numbers are in
 :mod:`attnbook.studies.michel.paper.claims`. Every row's outcome comes from :mod:`attnbook.verdict`; the conditions
@@ -16,7 +22,7 @@ import pandas as pd
 from attnbook import verdict
 from attnbook.stats import Estimate, percentile_interval
 from attnbook.studies.heads_off.effects import resolution
-from attnbook.studies.michel.paper.claims import PAPER
+from attnbook.studies.michel.paper.claims import MT_REASON, PAPER, PAPER_MT
 from attnbook.studies.michel.pruning import (
     BY_ABLATION,
     BY_IMPORTANCE,
@@ -43,6 +49,48 @@ def _est(delta: float, low: float, high: float, n: int, unit: str = "dev example
 
 def _not_learned(analysable: bool) -> str | None:
     return None if analysable else "no fine-tuning seed learned the task (dev score not above its constant predictor)"
+
+
+def rank_interval(rho: float, n: int, unit: str = "heads") -> Estimate:
+    """Spearman ρ over ``n`` units with its 95% Fisher-z interval (Bonett and Wright's standard error,
+    ``sqrt((1 + ρ²/2) / (n - 3))``); heads of one model are not independent units, so the interval is, if anything,
+    too narrow. No interval below 4 units or for an undefined ρ."""
+    if not np.isfinite(rho) or n < 4:
+        return Estimate(float(rho), None, None, int(n), unit)
+    z, se = np.arctanh(np.clip(rho, -0.999999, 0.999999)), np.sqrt((1 + rho ** 2 / 2) / (n - 3))
+    return Estimate(float(rho), float(np.tanh(z - 1.959964 * se)), float(np.tanh(z + 1.959964 * se)), int(n), unit)
+
+
+def mt_row(key: str, note: str = "") -> Comparison:
+    """A claim of the paper's machine-translation half (:data:`PAPER_MT`): ``not reproduced``, with the reason."""
+    quantity, paper = PAPER_MT[key]
+    return verdict.row(key, quantity, paper=paper, ours="n/a", estimate=Estimate(float("nan")),
+                       rule=verdict.NotComparable(MT_REASON), kind=verdict.NOT_REPRODUCED, note=note)
+
+
+def heads_detectable(tables: Sequence[pd.DataFrame], tolerance: float, what: str = "heads") -> str:
+    """What a claim judged head by head (or layer by layer, ``what``) by :class:`~attnbook.verdict.NoEffect`
+    (``tolerance`` points) could detect: the undecided ones' paired 95% intervals (median half-width, on their dev
+    examples) and the dev examples that would decide the median undecided one at its estimate
+    (:func:`attnbook.verdict.deciding_sample`). ``""`` when none is undecided."""
+    rule = verdict.NoEffect(tolerance)
+    halves, needs, n = [], [], 0
+    for t in tables:
+        for r in t.itertuples():
+            est = _est(r.delta, r.low, r.high, r.n)
+            if verdict.judge(rule, 0.0, est) == verdict.INCONCLUSIVE:
+                halves.append((r.high - r.low) / 2)
+                needs.append(verdict.deciding_sample(est, rule))
+                n = int(r.n)
+    if not halves:
+        return ""
+    text = (f"{len(halves)} undecided {what}: their paired 95% intervals are ±{np.median(halves):.2g} points (median)"
+            f" on {n:,} dev examples, so no effect within ±{tolerance:g} shows only for {what} whose interval is "
+            "narrower than that")
+    finite = [x for x in needs if x is not None and np.isfinite(x)]
+    if finite:
+        text += f"; at their estimates the median undecided one needs about {verdict.rounded_count(np.median(finite))} dev examples"
+    return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,7 +125,10 @@ def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True
       (sure + undecided, highest over seeds) bound the share, and :class:`~attnbook.verdict.Beyond` asks whether
       it is above ``THRESHOLDS["most"]``. On a small dev sample every head is undecided and the row is
       inconclusive, whatever the point estimates.
-    * heads whose removal raises the score: stated by the paper for its WMT model (Table 1), not comparable.
+    * heads whose removal changes (raises) the score: stated by the paper for its WMT model (Table 1), ``not
+      reproduced`` (:func:`mt_row`; this run's BERT count in the note).
+
+    An undecided share row says what the heads' intervals could detect (:func:`heads_detectable`).
     """
     reason = _not_learned(analysable)
     sure, could, raises = [], [], []
@@ -99,13 +150,12 @@ def ablation_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True
                     paper=PAPER["one_head_bert"], ours=f"{min(sure):.0%} sure, up to {max(could):.0%}", estimate=share,
                     rule=verdict.NotComparable(reason) if reason else
                     verdict.Beyond(THRESHOLDS["most"], above=True, what="share of heads without effect"),
+                    detectable=heads_detectable([r.effects for r in runs], tolerance),
                     note=f"each head: no effect within ±{tolerance:g} point(s) by its paired interval (NoEffect); "
                          f"undecided heads widen the range; seeds {seeds}"),
-        verdict.row("§3.2 (WMT)", "heads whose removal surely raises the score, per seed",
-                    paper="some (WMT model, Table 1)", ours=", ".join(map(str, raises)),
-                    estimate=Estimate(float(min(raises))),
-                    rule=verdict.NotComparable("stated for the WMT translation model, which is not reproduced"),
-                    note="paired interval above 0, no correction over heads"),
+        mt_row("§3.2 Table 1 (WMT)", note="here, on BERT, heads whose removal surely raises the score (paired "
+                                          f"interval above 0, no correction over heads), per seed: "
+                                          f"{', '.join(map(str, raises))}"),
     ]
 
 
@@ -120,6 +170,7 @@ def one_head_rows(chosen: pd.DataFrame, tolerance: float, seed: int, analysable:
                         ours=f"{a} of {n} surely, {u} undecided",
                         estimate=Estimate(float(a), float(a), float(a + u), n, "layers (each by its paired interval)"),
                         rule=verdict.NotComparable(reason) if reason else verdict.Cases(partly=0.5),
+                        detectable=heads_detectable([chosen], tolerance, "layers"),
                         note=f"chosen on dev half A, judged on half B (NoEffect ±{tolerance:g} point(s)); seed {seed}")]
 
 
@@ -136,14 +187,18 @@ def one_head_all_rows(effect: Estimate, tolerance: float, seed: int, analysable:
 
 
 def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
-                task_pairs: Sequence[tuple[str, str, float]], analysable: bool = True) -> list[Comparison]:
+                task_pairs: Sequence[tuple[str, str, float]], analysable: bool = True,
+                n_heads: int | None = None) -> list[Comparison]:
     """§3.4: the single-head Δ on two datasets correlate (Pearson r with its bootstrap interval, combined over seeds by the book's seed rule;
     :class:`~attnbook.verdict.Beyond` 0, fully at ``THRESHOLDS["pearson_strong"]``); ``between`` names the two
-    sets (the paper's out-of-domain set when ``out_of_domain``, else two halves of one dev sample). The book's extra
-    row, ρ of I_h across tasks (``task_pairs`` from :func:`attnbook.studies.michel.importance.task_agreement`),
-    is not comparable."""
+    sets (the paper's out-of-domain set when ``out_of_domain``, else two halves of one dev sample). The book's own
+    question (kind :data:`~attnbook.verdict.OWN`): do the same heads matter across tasks? ρ of I_h across tasks
+    (``task_pairs`` from :func:`attnbook.studies.michel.importance.task_agreement`, mean over pairs) above 0, its
+    interval over the ``n_heads`` heads (:func:`rank_interval`); not testable without ``n_heads``."""
     reason = _not_learned(analysable)
     mean_rho = float(np.mean([rho for _, _, rho in task_pairs])) if task_pairs else float("nan")
+    tasks = rank_interval(mean_rho, n_heads or 0)
+    own = verdict.Beyond(0.0, above=True, what="Spearman ρ (the same heads matter across tasks)")
     return [
         verdict.row("§3.4", "Pearson r of single-head Δ across datasets", paper=PAPER["ablation_pearson_across"],
                     ours=across_seeds(list(across)), fmt=".2f",
@@ -152,9 +207,13 @@ def across_rows(across: Sequence[Estimate], between: str, out_of_domain: bool,
                     note=between if out_of_domain else f"{between}: two halves of one dev sample, not an "
                                                        "out-of-domain set"),
         verdict.row("§3.4 (book)", "Spearman ρ of I_h across tasks (mean over pairs)", paper="not reported",
-                    ours=round(mean_rho, 2) if task_pairs else "n/a", estimate=Estimate(mean_rho),
-                    rule=verdict.NotComparable("the paper compares datasets of one task, not tasks"),
-                    note=", ".join(f"{a}/{b} {rho:.2f}" for a, b, rho in task_pairs)),
+                    ours=tasks if tasks.has_interval else (round(mean_rho, 2) if task_pairs else "n/a"),
+                    estimate=tasks, fmt=".2f", kind=verdict.OWN,
+                    rule=own if tasks.has_interval else verdict.NotComparable(
+                        "fewer than two tasks learned, or no interval over heads"),
+                    note=", ".join(f"{a}/{b} {rho:.2f}" for a, b, rho in task_pairs)
+                    + ("; interval: Fisher z over the heads (optimistic: heads are not independent)"
+                       if tasks.has_interval else "")),
     ]
 
 
@@ -188,22 +247,31 @@ def pruning_rows(runs: Sequence[Any], tolerance: float, analysable: bool = True)
     ]
 
 
-def seed_rows(agreement: Mapping[str, Any]) -> list[Comparison]:
-    """The book's cross-seed rows (the paper reports one fine-tuning run): Spearman ρ of I_h and of the single-head
-    Δ between seeds, and the overlap of their top heads; not comparable."""
+def seed_rows(agreement: Mapping[str, Any], analysable: bool = True) -> list[Comparison]:
+    """The book's own questions across fine-tuning seeds (the paper reports one fine-tuning run; kind
+    :data:`~attnbook.verdict.OWN`): do seeds rank the heads alike (Spearman ρ of I_h and of the single-head Δ
+    between seeds above 0) and share their top heads (overlap above chance)? Each by
+    :class:`~attnbook.verdict.Beyond` on the mean over seed pairs with its t-interval over the pairs
+    (:func:`attnbook.studies.michel.runs.seed_agreement`; the pairs share seeds, so it is only indicative). Not
+    testable when no seed's classifier learned the task (``analysable`` false)."""
     if agreement.get("rho_importance") is None:
         return []
     k, chance = agreement["k"], agreement["chance"]
-    nc = verdict.NotComparable("the paper reports one fine-tuning run")
+    reason = _not_learned(analysable)
     rows = []
     for key, what in (("rho_importance", "Spearman ρ of I_h between fine-tuning seeds"),
                       ("rho_ablation", "Spearman ρ of single-head Δ between fine-tuning seeds"),
                       ("top_importance", f"top-{k} heads by I_h shared between seeds"),
                       ("top_ablation", f"top-{k} heads by cost of removal shared between seeds")):
         est = agreement[key] if agreement[key] is not None else Estimate(float("nan"))
-        rows.append(verdict.row("book (seeds)", what, paper="not reported", ours=est, rule=nc, fmt=".2f",
+        top = key.startswith("top")
+        rule = verdict.Beyond(chance if top else 0.0, above=True,
+                              what="overlap (above chance)" if top else "Spearman ρ (seeds agree)")
+        rows.append(verdict.row("book (seeds)", what, paper="not reported (one run)", ours=est, fmt=".2f",
+                                rule=verdict.NotComparable(reason) if reason else rule,
+                                kind=verdict.OWN,
                                 note=f"mean over {len(agreement['pairs'])} seed pair(s)"
-                                     + (f"; chance overlap {chance:.2f}" if key.startswith("top") else "")))
+                                     + (f"; chance overlap {chance:.2f}" if top else "")))
     return rows
 
 
@@ -213,46 +281,61 @@ def speed_share(safe_share: float) -> float:
 
 
 def speed_rows(summary: pd.DataFrame, share: float) -> list[Comparison]:
-    """§4.3, Table 4: removing heads speeds up inference. The gain at the largest batch size with a t-interval over
-    timing repeats: :class:`~attnbook.verdict.Beyond` 0, fully beyond ``THRESHOLDS["speed_gain"]`` %. The paper's
-    is a GPU, this run's a CPU."""
+    """§4.3, Table 4: removing heads speeds up inference. The gain at the largest batch size with its interval over
+    the timing pairs (:func:`attnbook.studies.michel.pruning.speed_summary`): :class:`~attnbook.verdict.Beyond` 0,
+    fully beyond ``THRESHOLDS["speed_gain"]`` %; too few pairs for an interval (fewer than 6) leave the row not
+    comparable rather than judged on one number. The paper's is a GPU, this run's a CPU."""
     last = summary.iloc[-1]
     best = max(g for _, _, g in PAPER["table4"].values())
+    gain = last["gain"] if "gain" in last else Estimate(float(last["gain_pct"]))
+    rule = (verdict.Beyond(0.0, above=True, strong=THRESHOLDS["speed_gain"], what="gain") if gain.has_interval else
+            verdict.NotComparable(f"{gain.n or 'too few'} timing pair(s) give no 95% interval (6 are needed)"))
     return [verdict.row("§4.3 Table 4", f"speed gain at batch {int(last['batch_size'])}, % ({share:.0%} pruned, CPU)",
-                        paper=f"{best:+.1f}% ({PAPER['table4_share']:.0%} pruned, GPU)", ours=last["gain"], fmt=".1f",
-                        rule=verdict.Beyond(0.0, above=True, strong=THRESHOLDS["speed_gain"], what="gain"),
-                        note="one interval over timing repeats; a shared machine's timings are noisy")]
+                        paper=f"{best:+.1f}% ({PAPER['table4_share']:.0%} pruned, GPU)", ours=gain, fmt=".1f",
+                        rule=rule, note="the median of interleaved timing pairs; a shared machine's timings are noisy")]
 
 
 def dynamics_rows(stats_: Mapping[str, dict], constant: float) -> list[Comparison]:
-    """§6, Fig. 5 asked of fine-tuning checkpoints: is the safe share lower early than at the end? The paper's §6
-    trains an IWSLT translation model from scratch, which is not reproduced, so the row is not comparable; it
-    reports the paired difference (end minus the first checkpoint whose unpruned score is surely above the
-    constant predictor's ``constant``)."""
+    """§6, Fig. 5: the paper trains an IWSLT translation model from scratch (``not reproduced``, :func:`mt_row`). The
+    book asks the same question of fine-tuning checkpoints as its own (kind :data:`~attnbook.verdict.OWN`): is the
+    safe share lower early than at the end? :class:`~attnbook.verdict.Beyond` 0 on the paired difference (end minus
+    the first checkpoint whose unpruned score is surely above the constant predictor's ``constant``); not testable
+    with fewer than two such checkpoints."""
     names = list(stats_)
     learned = [c for c in names if stats_[c]["unpruned"].low is not None and stats_[c]["unpruned"].low > constant]
     quantity = "safe share at the end minus early in fine-tuning"
-    nc = verdict.NotComparable("the paper's §6 trains an IWSLT translation model from scratch; here a pre-trained "
-                               "encoder is fine-tuned")
+    paper = "lower early (the paper's §6, IWSLT)"
+    rows = [mt_row("§6 Fig. 5 (IWSLT)")]
     if len(learned) < 2 or learned[-1] != names[-1]:
-        return [verdict.row("§6 Fig. 5", quantity, paper="lower early (IWSLT)", ours="n/a",
-                            estimate=Estimate(float("nan")),
-                            rule=nc, note="fewer than two checkpoints above the constant predictor")]
+        return rows + [verdict.row("§6 (book)", quantity, paper=paper, ours="n/a", estimate=Estimate(float("nan")),
+                                   kind=verdict.OWN, note="fewer than two checkpoints above the constant predictor",
+                                   rule=verdict.NotComparable("fewer than two checkpoints above the constant predictor"))]
     d = difference(stats_, learned[-1], learned[0], "safe")
     left = [c for c in names if c not in learned]
-    return [verdict.row("§6 Fig. 5", quantity, paper="lower early (IWSLT)", ours=d, fmt=".2f", rule=nc,
-                        note=f"{learned[0]} vs the end" + (f"; left out, not above the constant predictor: "
-                                                           f"{', '.join(left)}" if left else ""))]
+    return rows + [verdict.row("§6 (book)", quantity, paper=paper, ours=d, fmt=".2f", kind=verdict.OWN,
+                               rule=verdict.Beyond(0.0, above=True, what="safe share, end minus early"),
+                               note=f"{learned[0]} vs the end" + (f"; left out, not above the constant predictor: "
+                                                                  f"{', '.join(left)}" if left else ""))]
 
 
-def masking_rows(disable_vs_mask: Mapping[str, float]) -> list[Comparison]:
-    """The book's question, not the paper's: do Kovaleva's disabling and Michel's masking rank heads alike
-    (Spearman ρ of their Δ)? Not comparable."""
+def masking_rows(disable_vs_mask: Mapping[str, float], n_heads: int | None = None,
+                 analysable: bool = True) -> list[Comparison]:
+    """The book's own question, not the paper's (kind :data:`~attnbook.verdict.OWN`): do Kovaleva's disabling and
+    Michel's masking rank heads alike? Spearman ρ of their Δ above 0 (:class:`~attnbook.verdict.Beyond`), its
+    interval over the ``n_heads`` heads (:func:`rank_interval`); not testable without ``n_heads``, or when the
+    classifier learned nothing that switching heads off could destroy (``analysable`` false)."""
     rho = float(disable_vs_mask["spearman"])
+    est = rank_interval(rho, n_heads or 0)
+    reason = _not_learned(analysable)
     return [verdict.row("book", "Spearman ρ of disabling Δ vs masking Δ (same heads)", paper="not reported",
-                        ours=round(rho, 2) if np.isfinite(rho) else "n/a", estimate=Estimate(rho),
-                        rule=verdict.NotComparable("Kovaleva's uniform attention vs Michel's zero gate; not in the "
-                                                   "paper"))]
+                        ours=est if est.has_interval else (round(rho, 2) if np.isfinite(rho) else "n/a"),
+                        estimate=est, fmt=".2f", kind=verdict.OWN,
+                        rule=verdict.NotComparable(reason) if reason else
+                        verdict.Beyond(0.0, above=True, what="Spearman ρ (the two rank heads alike)")
+                        if est.has_interval else verdict.NotComparable("no interval over heads"),
+                        note="Kovaleva's uniform attention vs Michel's zero gate"
+                             + ("; interval: Fisher z over the heads (optimistic: heads are not independent)"
+                                if est.has_interval else ""))]
 
 
 def comparisons(*, runs: Sequence[Any], analysable: bool, chosen: pd.DataFrame, one_head: Estimate,
@@ -262,15 +345,17 @@ def comparisons(*, runs: Sequence[Any], analysable: bool, chosen: pd.DataFrame, 
                 tolerance: float) -> list[Comparison]:
     """Chapter 6's "paper vs this run" rows, in the order of the paper: :func:`ablation_rows`, :func:`one_head_rows`,
     :func:`one_head_all_rows`, :func:`across_rows`, :func:`pruning_rows`, :func:`seed_rows`, :func:`speed_rows`,
-    :func:`dynamics_rows`, :func:`masking_rows`. Each row is a :class:`~attnbook.verdict.Comparison` for
+    :func:`dynamics_rows`, :func:`masking_rows`, with the machine-translation claims not reproduced (:func:`mt_row`)
+    in the paper's order. Each row is a :class:`~attnbook.verdict.Comparison` for
     :meth:`attnbook.chapters.results.ChapterResults.compare` made by :func:`attnbook.verdict.row`. ``runs`` are the
     analysed seeds (:func:`attnbook.studies.michel.runs.analysed`); the single-seed rows use the first."""
-    seed = runs[0].seed
+    seed, n_heads = runs[0].seed, int(np.asarray(runs[0].ablation.scores).size)
     return [*ablation_rows(runs, tolerance, analysable), *one_head_rows(chosen, tolerance, seed, analysable),
-            *one_head_all_rows(one_head, tolerance, seed, analysable),
-            *across_rows(across, between, out_of_domain, task_pairs, analysable),
-            *pruning_rows(runs, tolerance, analysable), *seed_rows(agreement), *speed_rows(speed, share),
-            *dynamics_rows(dynamics, constant), *masking_rows(disable_vs_mask)]
+            mt_row("§3.3 Table 2 (WMT)"), *one_head_all_rows(one_head, tolerance, seed, analysable),
+            *across_rows(across, between, out_of_domain, task_pairs, analysable, n_heads), mt_row("§3.4 (WMT)"),
+            *pruning_rows(runs, tolerance, analysable), mt_row("§4.2 Fig. 3 (WMT)"), *seed_rows(agreement, analysable),
+            *speed_rows(speed, share), mt_row("§5 Fig. 4 (WMT)"), *dynamics_rows(dynamics, constant),
+            *masking_rows(disable_vs_mask, n_heads, analysable)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ sentences. Callers use ``paper.X`` for every name below; the package holds them 
   its table or section (data only);
 * :mod:`~attnbook.studies.niven_kao.paper.rows` - the rules (:data:`RULES`), the tables in the paper's layout, this
   run's numbers as estimates with 95% intervals, and the "paper vs this run" rows (:func:`paper_comparison`);
+* :mod:`~attnbook.studies.niven_kao.paper.detect` - what each row's rule compared, as its note quotes it, and what an
+  undecided row's seeds could detect;
 * :mod:`~attnbook.studies.niven_kao.paper.text` - the sentences from the numbers and the rows, and the closing
   summary (:func:`agreement_markdown`, written by :func:`attnbook.verdict.summary_markdown` with this chapter's
   setting).
@@ -28,21 +30,22 @@ from attnbook.studies.niven_kao.paper.rows import (
     Q_HALVES,
     Q_MAX,
     Q_MEAN,
+    Q_MEDIAN,
     RULES,
     adversarial_experiment,
     adversarial_seed_table,
     combined_estimate,
     constant_accuracy,
-    constant_reason,
     cue_estimate,
     degenerate_mask,
-    max_rule_reason,
+    median_estimate,
     non_degenerate,
     not_cue_table,
     original_adv_experiment,
     paper_comparison,
     probe_experiment,
     probe_seed_table,
+    productivity_vs_chance,
     run_estimate,
     seed_estimate,
     seed_records,
@@ -50,6 +53,7 @@ from attnbook.studies.niven_kao.paper.rows import (
     seeds_note,
     table1_seed_table,
 )
+from attnbook.studies.niven_kao.paper.detect import compared, seed_detectable, seeds_needed
 from attnbook.studies.niven_kao.paper.text import (
     adversarial_markdown,
     agreement_markdown,
@@ -68,10 +72,12 @@ __all__: list[str] = [
     # rows: the rules, the tables in the paper's layout, the estimates, the rows and their labels
     "ACCURACY_RULE", "CUE_RULE", "BELOW_CHANCE_RULE", "COUNT_RULE", "RULES",
     "not_cue_table", "seed_table", "table1_seed_table", "probe_seed_table", "adversarial_seed_table",
-    "run_estimate", "seed_estimate", "combined_estimate", "cue_estimate", "constant_accuracy", "constant_reason",
-    "max_rule_reason", "degenerate_mask", "non_degenerate", "seeds_note", "seed_records",
-    "E_FULL", "E_WARRANTS", "E_ORIGINAL_ADV", "Q_MEAN", "Q_MAX", "Q_GAP", "Q_HALVES",
+    "run_estimate", "seed_estimate", "median_estimate", "combined_estimate", "cue_estimate", "productivity_vs_chance",
+    "constant_accuracy", "degenerate_mask", "non_degenerate", "seeds_note", "seed_records",
+    "E_FULL", "E_WARRANTS", "E_ORIGINAL_ADV", "Q_MEAN", "Q_MEDIAN", "Q_MAX", "Q_GAP", "Q_HALVES",
     "original_adv_experiment", "probe_experiment", "adversarial_experiment", "paper_comparison",
+    # detect: what a row compared, what an undecided row's seeds could detect
+    "compared", "seed_detectable", "seeds_needed",
     # text
     "run_markdown", "degenerate_markdown", "cue_markdown", "not_cue_markdown", "training_markdown",
     "warrants_markdown", "adversarial_markdown", "setting_markdown", "agreement_markdown",

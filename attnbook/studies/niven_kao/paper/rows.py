@@ -6,9 +6,11 @@
   :func:`table1_seed_table` for Table 1, :func:`probe_seed_table` for Table 3, :func:`adversarial_seed_table` for
   Table 4);
 * this run's numbers as estimates with 95% intervals (:func:`seed_estimate`: t over seeds, or one run's exact
-  interval over test items; :func:`combined_estimate`; :func:`cue_estimate`: exact over items), the constant
-  predictor and the paper's degenerate-run filter (§3) they are judged against, and the per-seed records;
-* the "paper vs this run" rows (:func:`paper_comparison`).
+  interval over test items; :func:`median_estimate`; :func:`combined_estimate`), the cue counts as the census they
+  are (:func:`cue_estimate`: exact, no interval), the constant predictor and the paper's degenerate-run filter (§3),
+  and the per-seed records;
+* the "paper vs this run" rows (:func:`paper_comparison`), each note quoting what its rule compared and each
+  undecided row saying what its seeds could detect (:mod:`~attnbook.studies.niven_kao.paper.detect`).
 
 The paper's numbers are in :mod:`attnbook.studies.niven_kao.paper.claims`; the measurements in
 :mod:`attnbook.studies.niven_kao.cues` (§4 cues, §6 construction), :mod:`attnbook.studies.niven_kao.pairwise` (§3, §5, §6
@@ -28,12 +30,14 @@ from attnbook.stats import Estimate
 from attnbook.studies.niven_kao import cues
 from attnbook.studies.niven_kao.pairwise import INPUTS, summarize
 from attnbook.studies.niven_kao.paper.claims import PAPER
+from attnbook.studies.niven_kao.paper.detect import compared, count_compared, seed_detectable
 
 # ---- the rules (one per kind of quantity; each row states its own in words) ----------------------
 
 #: Every accuracy row: a mean over seeds, one run's accuracy, or a sum or difference of accuracies (fractions).
 ACCURACY_RULE = verdict.Within(0.03, 0.08, unit="in accuracy")
-#: Table 2's cue statistics ("not": productivity and coverage), counted on the same files as the paper.
+#: Table 2's cue statistics ("not": productivity and coverage), counted on the same files as the paper (a census:
+#: judged exactly, :func:`cue_estimate`).
 CUE_RULE = verdict.Within(0.02, 0.05, unit="in productivity or coverage")
 #: §6: models trained on the original data fall below random on the adversarial test set.
 BELOW_CHANCE_RULE = verdict.Beyond(0.5, above=False, what="mean test accuracy")
@@ -159,19 +163,49 @@ def _one_run_combined(a: float, b: float, n_a: int, n_b: int, sign: int) -> Esti
 
 
 def cue_estimate(row: Mapping[str, Any], quantity: str) -> Estimate:
-    """Productivity or coverage of a :func:`not_cue_table` row with its exact 95% interval: productivity over the
-    items where the cue applies (given how many it applies to), coverage over all items of the split."""
-    applicable, items = int(row["applicability"]), int(row["items"])
-    if quantity == "productivity":
-        k, n, unit = int(row["productive"]), applicable, "items where the cue applies (exact)"
-    elif quantity == "coverage":
-        k, n, unit = applicable, items, "items (exact)"
-    else:
-        raise ValueError(f"a cue row has productivity or coverage, not {quantity!r}")
+    """Productivity or coverage of a :func:`not_cue_table` row, exactly: the counts are a census of the same files
+    Niven & Kao counted (Table 2), so there is no sampling interval (``low``/``high`` are ``None``; ``n`` is the count
+    the share is over: the items where the cue applies for productivity, all items of the split for coverage)."""
+    k, n, unit = _cue_counts(row, quantity)
     if n == 0:
         return Estimate(float("nan"), None, None, 0, unit)
+    return Estimate(k / n, None, None, n, unit)
+
+
+def productivity_vs_chance(row: Mapping[str, Any]) -> Estimate:
+    """The productivity of a :func:`not_cue_table` row with its exact (Clopper-Pearson) 95% interval over the items
+    the cue applies to: not the counted share's uncertainty (:func:`cue_estimate` is exact) but whether the cue points
+    to the correct warrant more often than a coin would on such items (the interval against one half)."""
+    k, n, _ = _cue_counts(row, "productivity")
+    if n == 0:
+        return Estimate(float("nan"), None, None, 0, "items where the cue applies")
     low, high = stats.proportion_interval(k, n)
-    return Estimate(k / n, low, high, n, unit)
+    return Estimate(k / n, low, high, n, "items where the cue applies (exact)")
+
+
+def _cue_counts(row: Mapping[str, Any], quantity: str) -> tuple[int, int, str]:
+    applicable, items = int(row["applicability"]), int(row["items"])
+    if quantity == "productivity":
+        return int(row["productive"]), applicable, "items where the cue applies (census)"
+    if quantity == "coverage":
+        return applicable, items, "items (census)"
+    raise ValueError(f"a cue row has productivity or coverage, not {quantity!r}")
+
+
+def median_estimate(values: Sequence[float], n_items: int) -> Estimate:
+    """Median test accuracy over seeds (the paper's Tables 1, 3 and 4 give it beside the mean and the maximum) with a
+    95% interval: from 6 seeds on the distribution-free sign-test interval (:func:`attnbook.stats.median_interval`);
+    with fewer, where no distribution-free interval reaches 95%, the book's seed rule (:func:`seed_estimate`: Student's
+    t over the seeds, one run's exact interval over its test items), which holds for the median as for the mean when
+    the seeds spread symmetrically. A median is what a handful of seeds can set beside the paper's 20: a maximum
+    grows with the number of runs."""
+    v = [float(x) for x in values]
+    if len(v) >= 6:
+        est = stats.median_interval(v, unit="seeds")
+        if est.has_interval:
+            return est
+    est = seed_estimate(v, n_items)
+    return Estimate(float(np.median(v)), est.low, est.high, est.n, est.unit)
 
 
 def constant_accuracy(train: Sequence[ArctItem], items: Sequence[ArctItem]) -> float:
@@ -183,24 +217,6 @@ def constant_accuracy(train: Sequence[ArctItem], items: Sequence[ArctItem]) -> f
         share = float(arct.labels_of(items).mean())
         return max(share, 1.0 - share)
     return cues.majority_baseline(train, items)
-
-
-def constant_reason(est: Estimate, constant: float, who: str) -> str | None:
-    """Why rows on a classifier cannot be judged, or ``None``: the 95% interval of its accuracy must lie above
-    ``constant``, the accuracy of its constant predictor on the same items (:func:`constant_accuracy`)."""
-    if est.has_interval and est.low > constant:
-        return None
-    return (f"{who} is not shown better than its constant predictor (one answer for every item), which scores "
-            f"{constant:.3f} on these items: its 95% interval does not lie above that")
-
-
-def max_rule_reason(n_seeds: int) -> str | None:
-    """Why a maximum over ``n_seeds`` is not the paper's (over :data:`PAPER` ``n_seeds``), or ``None`` when it is."""
-    if n_seeds == PAPER["n_seeds"]:
-        return None
-    return (f"the best of {n_seeds} seeds is another quantity than the paper's best of {PAPER['n_seeds']} "
-            "(a maximum over fewer runs tends lower, over more runs higher, and has no simple interval); "
-            "the mean row compares the runs")
 
 
 def degenerate_mask(dev_accuracy: Sequence[float], n_dev: int, chance_dev: float) -> np.ndarray:
@@ -274,6 +290,7 @@ E_WARRANTS = "§5 finding: warrants alone"
 E_ORIGINAL_ADV = "§6 trained on original data, tested adversarially"
 Q_MEAN, Q_MAX, Q_GAP, Q_HALVES = ("test accuracy, mean", "test accuracy, max", "mean(full) − mean(W)",
                                   "original half + negated half")
+Q_MEDIAN = "test accuracy, median"
 
 
 def original_adv_experiment(model: str) -> str:
@@ -291,27 +308,54 @@ def adversarial_experiment(inputs: str, model: str = "BERT") -> str:
     return f"§6 adversarial test, {model} ({INPUTS[inputs]})"
 
 
-def _judged(rule: verdict.Rule, reason: str | None) -> verdict.Rule:
-    return verdict.NotComparable(reason) if reason else rule
+def _judged_row(experiment: str, quantity: str, *, paper: Any, est: Estimate, rule: verdict.Rule, note: str,
+                values: Sequence[float], paper_value: Any = None, kind: str = verdict.CLAIM) -> verdict.Comparison:
+    """:func:`attnbook.verdict.row` for an estimate over seeds (or one run): the note ends with what the rule compared
+    (:func:`~attnbook.studies.niven_kao.paper.detect.compared`) and an undecided row says what its seeds could detect
+    (:func:`~attnbook.studies.niven_kao.paper.detect.seed_detectable`, from the per-seed ``values``)."""
+    judged = paper if paper_value is None else paper_value
+    quote = compared(est, judged if isinstance(rule, verdict.Within) else None)
+    r = verdict.row(experiment, quantity, paper=paper, ours=est, rule=rule, paper_value=paper_value,
+                    note=f"{note}; {quote}" if note else quote, kind=kind)
+    if r.verdict == verdict.INCONCLUSIVE:
+        r = r.replace(detectable=seed_detectable(rule, judged, values, est))
+    return r
 
 
-def _mean_row(experiment: str, paper: float, est: Estimate, reason: str | None, note: str,
+def _constant(value: float | None) -> str:
+    return "" if value is None else f"; its constant predictor (one answer for every item) scores {value:.3f} here"
+
+
+def _mean_row(experiment: str, paper: float, values: Sequence[float], n_items: int, note: str,
               quantity: str = Q_MEAN) -> verdict.Comparison:
-    return verdict.row(experiment, quantity, paper=paper, ours=est, rule=_judged(ACCURACY_RULE, reason), note=note)
-
-
-def _max_row(experiment: str, paper: float, values: Sequence[float], n_items: int, reason: str | None,
-             note: str) -> verdict.Comparison:
-    """The best seed beside the paper's best: compared only over the paper's number of seeds, then with the best
-    run's exact interval over its test items (conditional on those seeds; it leaves out seed-to-seed variation)."""
     values = [float(v) for v in values]
-    best = max(values)
-    why = reason or max_rule_reason(len(values))
-    if why:
-        return verdict.row(experiment, Q_MAX, paper=paper, ours=best, rule=verdict.NotComparable(why), note=note)
-    est = run_estimate(best, n_items, unit=f"test items (the best of {len(values)} runs, picked on the test set)")
-    return verdict.row(experiment, Q_MAX, paper=paper, ours=est, rule=ACCURACY_RULE,
-                       note=note + f"; interval: that run's, over its test items, given the {len(values)} seeds run")
+    return _judged_row(experiment, quantity, paper=paper, est=seed_estimate(values, n_items), rule=ACCURACY_RULE,
+                       note=note, values=values)
+
+
+def _spread_rows(experiment: str, paper: Mapping[str, float], values: Sequence[float], n_items: int,
+                 note: str) -> list[verdict.Comparison]:
+    """The median over seeds beside the paper's median (Tables 1, 3 and 4; :func:`median_estimate`) and, only when
+    this run has the paper's number of seeds, the best seed beside the paper's best (a maximum over fewer runs tends
+    lower: it is another quantity), judged on that run's exact interval over its test items (given those seeds)."""
+    values = [float(v) for v in values]
+    rows = [_judged_row(experiment, Q_MEDIAN, paper=paper["median"], est=median_estimate(values, n_items),
+                        rule=ACCURACY_RULE, values=values,
+                        note=note + ("; interval: the sign test over the seeds" if len(values) >= 6 else
+                                     "; interval: the mean's (t over the seeds), too few seeds for a median's own"))]
+    if len(values) == PAPER["n_seeds"]:
+        best = run_estimate(max(values), n_items, unit=f"test items (the best of {len(values)} runs, picked on the "
+                                                      "test set)")
+        rows.append(_judged_row(experiment, Q_MAX, paper=paper["max"], est=best, rule=ACCURACY_RULE, values=[best.value],
+                                note=note + f"; interval: that run's, over its test items, given the {len(values)} "
+                                            "seeds run"))
+    return rows
+
+
+def _not_comparable(experiment: str, quantity: str, paper: Any, ours: str, why: str, note: str = "",
+                    kind: str = verdict.CLAIM) -> verdict.Comparison:
+    return verdict.row(experiment, quantity, paper=paper, ours=ours, estimate=Estimate(float("nan")),
+                       rule=verdict.NotComparable(why), note=note, kind=kind)
 
 
 def paper_comparison(
@@ -339,15 +383,19 @@ def paper_comparison(
     kind; ``agreement``: :func:`attnbook.studies.niven_kao.cues.transform_agreement`; ``adversarial_cues``:
     :func:`attnbook.studies.niven_kao.cues.cue_statistics` of the adversarial test set; ``dev``: the dev items the
     runs trained on ``train`` were selected on (their degenerate runs, :func:`degenerate_mask`, are left out of every
-    BERT row; the note says how many); ``words_adversarial``: BoV/BiLSTM frames trained on ``adv_train`` and tested
-    on ``test_adv`` and its halves (Table 4).
+    BERT row, as the paper leaves out the runs that failed to train; the note says how many); ``words_adversarial``:
+    BoV/BiLSTM frames trained on ``adv_train`` and tested on ``test_adv`` and its halves (Table 4).
 
     The rules (:data:`RULES`), one per kind of quantity: accuracies by :data:`ACCURACY_RULE` (means over seeds with a
-    t-interval over seeds, a single run with its exact interval over test items), the cue "not" by :data:`CUE_RULE`
-    (exact intervals over items), "below random" by :data:`BELOW_CHANCE_RULE`, exact counts by :data:`COUNT_RULE`
-    (nothing sampled, no interval). Not comparable: a classifier not shown better than its constant predictor
-    (:func:`constant_reason`), a maximum over another number of seeds than the paper's (:func:`max_rule_reason`),
-    and W and R,W on the adversarial test set, whose two copies of an item they cannot tell apart.
+    t-interval over seeds, a single run with its exact interval over test items; medians by :func:`median_estimate`,
+    and the maximum only over the paper's 20 seeds), the cue "not" by :data:`CUE_RULE` on exact counts (a census of the
+    files the paper counted: no interval), "below random" by :data:`BELOW_CHANCE_RULE`, exact counts by
+    :data:`COUNT_RULE`. A near-chance result is judged like any other against the paper's near-chance numbers (BoV,
+    BiLSTM, the adversarial test; the note gives the constant predictor's score), and a wide interval makes a row
+    inconclusive, its ``detectable`` saying how many seeds would decide it. Not comparable only where the comparison
+    cannot fail: no run left after the degenerate-run filter, and W and R,W on the adversarial test set, whose two
+    copies of an item they cannot tell apart. The transform check and the sum of the two halves are the book's own
+    questions (kind :data:`~attnbook.verdict.OWN`): the paper claims neither.
     """
     rows: list[verdict.Comparison] = []
     n_dev = None if dev is None else len(dev)
@@ -358,13 +406,17 @@ def paper_comparison(
             continue
         r = table.loc[split]
         for q in ("productivity", "coverage") if split == "all" else ("productivity",):
+            est = cue_estimate(r, q)
+            k = int(r["productive"]) if q == "productivity" else int(r["applicability"])
+            paper_q = PAPER["not_cue"][split][q]
             rows.append(verdict.row(
-                f'§4 cue "not" ({label}), Table 2', q, paper=PAPER["not_cue"][split][q], ours=cue_estimate(r, q),
-                rule=CUE_RULE, note=f"n't counted as not; whole word only: {float(r[q + ' (whole word)']):.3f}"))
+                f'§4 cue "not" ({label}), Table 2', q, paper=paper_q, ours=est, rule=CUE_RULE,
+                note=(f"{k} of {est.n} {est.unit.removesuffix(' (census)')}: a census of the files the paper counted, "
+                      f"judged exactly (no sampling interval); n't counted as not; whole word only: "
+                      f"{float(r[q + ' (whole word)']):.3f}; " + compared(est, paper_q))))
 
     n_test, chance_test = len(test), constant_accuracy(train, test)
     paper_bert = PAPER["table3"]["BERT"]
-    reasons: dict[str, str | None] = {}
     kept: dict[str, Any] = {}
     for inputs in ("full", "W", "RW", "CW"):
         if inputs not in bert:
@@ -375,23 +427,22 @@ def paper_comparison(
         note = (f"paper: BERT Large; {model_name}; " if inputs == "full" else "paper: BERT Large; ") + seeds_note(
             bert[inputs], n_deg)
         if len(frame) == 0:
-            reasons[inputs] = why = (f"all {len(bert[inputs])} runs of this run's BERT ({INPUTS[inputs]}) stayed at "
-                                     "chance on dev (degenerate): no run is left to compare")
-            rows.append(verdict.row(experiment, Q_MEAN, paper=paper_bert[inputs]["mean"], ours="no run",
-                                    estimate=Estimate(float("nan")), rule=verdict.NotComparable(why), note=note))
+            rows.append(_not_comparable(
+                experiment, Q_MEAN, paper_bert[inputs]["mean"], "no run",
+                f"all {len(bert[inputs])} runs of this run's BERT ({INPUTS[inputs]}) stayed at chance on dev "
+                "(degenerate, the paper's filter): no run is left to compare", note))
             continue
-        est = seed_estimate(frame["test_accuracy"], n_test)
-        reasons[inputs] = why = constant_reason(est, chance_test, f"this run's BERT ({INPUTS[inputs]})")
-        rows.append(_mean_row(experiment, paper_bert[inputs]["mean"], est, why, note))
-        rows.append(_max_row(experiment, paper_bert[inputs]["max"], frame["test_accuracy"], n_test, why, note))
+        acc = frame["test_accuracy"]
+        rows.append(_mean_row(experiment, paper_bert[inputs]["mean"], acc, n_test, note + _constant(chance_test)))
+        rows += _spread_rows(experiment, paper_bert[inputs], acc, n_test, note)
         if inputs == "full":
-            rows.append(_mean_row(experiment, PAPER["table1"]["BERT (Base)"]["mean"], est, why,
+            rows.append(_mean_row(experiment, PAPER["table1"]["BERT (Base)"]["mean"], acc, n_test,
                                   "Table 1, BERT Base; " + seeds_note(bert[inputs], n_deg),
                                   quantity=Q_MEAN + " (vs BERT Base)"))
             if "test_adv_accuracy" in frame.columns and test_adv:
-                adv_est = seed_estimate(frame["test_adv_accuracy"], len(test_adv))
-                rows.append(verdict.row(E_ORIGINAL_ADV, Q_MEAN, paper="below 0.5 (no number)", ours=adv_est,
-                                        rule=_judged(BELOW_CHANCE_RULE, why),
+                adv = [float(v) for v in frame["test_adv_accuracy"]]
+                rows.append(_judged_row(E_ORIGINAL_ADV, Q_MEAN, paper="below 0.5 (no number)",
+                                        est=seed_estimate(adv, len(test_adv)), rule=BELOW_CHANCE_RULE, values=adv,
                                         note="the paper reports all models below random here; "
                                              + seeds_note(bert[inputs], n_deg)))
     if len(kept.get("full", ())) and len(kept.get("W", ())):
@@ -402,12 +453,12 @@ def paper_comparison(
                 f"over the {len(pair)} seeds non-degenerate in both")
         if len(pair):
             gap = combined_estimate(pair["test_accuracy_full"], pair["test_accuracy_w"], n_test, n_test, sign=-1)
-            rows.append(verdict.row(E_WARRANTS, Q_GAP, paper=round(paper_gap, 3), paper_value=paper_gap, ours=gap,
-                                    rule=_judged(ACCURACY_RULE, reasons["full"]), note=note))
+            rows.append(_judged_row(E_WARRANTS, Q_GAP, paper=round(paper_gap, 3), paper_value=paper_gap, est=gap,
+                                    rule=ACCURACY_RULE, note=note,
+                                    values=list(pair["test_accuracy_full"] - pair["test_accuracy_w"])))
         else:
-            rows.append(verdict.row(E_WARRANTS, Q_GAP, paper=round(paper_gap, 3), ours="no seed",
-                                    estimate=Estimate(float("nan")),
-                                    rule=verdict.NotComparable("no seed trained with both inputs"), note=note))
+            rows.append(_not_comparable(E_WARRANTS, Q_GAP, round(paper_gap, 3), "no seed",
+                                        "no seed trained with both inputs", note))
 
     if adversarial or words_adversarial:
         if test_adv is None or adv_train is None:
@@ -423,54 +474,59 @@ def paper_comparison(
             note = ("trained on train-swapped (README erratum); "
                     + ("" if model == "BERT" else "GloVe 6B 50d (paper: 840B 300d); ") + seeds_note(frame))
             has_halves = {"original_half_accuracy", "negated_half_accuracy"} <= set(frame.columns)
+            p = PAPER["table4"][model][inputs]
             if inputs in ("W", "RW"):
                 why = (f"cannot fail: the input {INPUTS[inputs]} is the same in both copies of an adversarial item, "
                        "whose labels are opposite, so any such model scores exactly 0.5 and its halves add up to 1")
-            elif has_halves:
+                shown = seed_estimate(frame["test_accuracy"], n_adv).text()
+                rows.append(_not_comparable(experiment, Q_MEAN, p["mean"], shown, why, note))
+                if has_halves:
+                    rows.append(_not_comparable(experiment, Q_HALVES, 1.0, "1 by construction", why, kind=verdict.OWN))
+                continue
+            on_half = ""
+            if has_halves:
                 original = seed_estimate(frame["original_half_accuracy"], n_half)
-                why = constant_reason(original, constant_half,
-                                      f"on the original half, this run's adversarially trained {model} "
-                                      f"({INPUTS[inputs]})")
-            else:
-                why = None
-            p = PAPER["table4"][model][inputs]
-            rows.append(_mean_row(experiment, p["mean"], seed_estimate(frame["test_accuracy"], n_adv), why, note))
+                on_half = (f"; on the original half {original.text('.3g')}, its constant predictor "
+                           f"{constant_half:.3f}")
+            rows.append(_mean_row(experiment, p["mean"], frame["test_accuracy"], n_adv, note + on_half))
             if model == "BERT":
-                rows.append(_max_row(experiment, p["max"], frame["test_accuracy"], n_adv, why, note))
+                rows += _spread_rows(experiment, p, frame["test_accuracy"], n_adv, note)
             if has_halves:
                 total = combined_estimate(frame["original_half_accuracy"], frame["negated_half_accuracy"],
                                           n_half, n_adv - n_half, sign=1)
-                rows.append(verdict.row(experiment, Q_HALVES, paper=1.0, ours=total, rule=_judged(ACCURACY_RULE, why),
-                                        note="≈ 1: the same answer whatever the claim (as in the authors' per-seed "
-                                             "results)"))
+                sums = list(frame["original_half_accuracy"] + frame["negated_half_accuracy"])
+                rows.append(_judged_row(experiment, Q_HALVES, paper=1.0, est=total, rule=ACCURACY_RULE, values=sums,
+                                        kind=verdict.OWN,
+                                        note="≈ 1: the same answer whatever the claim (the book's reading of the "
+                                             "authors' per-seed results; the paper reports no halves)"))
 
     for kind, frame in (words or {}).items():
         label = {"bov": "BoV", "bilstm": "BiLSTM"}[kind]
         for inputs, sub in frame.groupby("inputs", sort=False):
-            est = seed_estimate(sub["test_accuracy"], n_test)
-            why = constant_reason(est, chance_test, f"this run's {label} ({INPUTS[inputs]})")
-            rows.append(_mean_row(f"§3/§5 {label} ({INPUTS[inputs]})", PAPER["table3"][label][inputs]["mean"], est,
-                                  why, f"GloVe 6B 50d (paper: 840B 300d); {seeds_note(sub)}"))
+            note = f"GloVe 6B 50d (paper: 840B 300d); {seeds_note(sub)}"
+            rows.append(_mean_row(f"§3/§5 {label} ({INPUTS[inputs]})", PAPER["table3"][label][inputs]["mean"],
+                                  sub["test_accuracy"], n_test, note + _constant(chance_test)))
             if inputs == "full" and "test_adv_accuracy" in sub.columns and test_adv:
-                rows.append(verdict.row(original_adv_experiment(label), Q_MEAN, paper="below 0.5 (no number)",
-                                        ours=seed_estimate(sub["test_adv_accuracy"], len(test_adv)),
-                                        rule=_judged(BELOW_CHANCE_RULE, why),
+                adv = [float(v) for v in sub["test_adv_accuracy"]]
+                rows.append(_judged_row(original_adv_experiment(label), Q_MEAN, paper="below 0.5 (no number)",
+                                        est=seed_estimate(adv, len(test_adv)), rule=BELOW_CHANCE_RULE, values=adv,
                                         note="the paper reports all models below random here; " + seeds_note(sub)))
 
     if agreement:
         identical = sum(int(a["identical"]) for a in agreement.values())
         total = sum(int(a["n_shipped"]) for a in agreement.values())
+        est = Estimate(identical, n=total, unit="items (exact count)")
         rows.append(verdict.row("§6 adversarial files", "items our transform reproduces exactly", paper=total,
-                                ours=identical, estimate=Estimate(identical, n=total, unit="items (exact count)"),
-                                rule=COUNT_RULE,
-                                note=", ".join(agreement) + "; an exact count over every item: nothing sampled, "
-                                                            "no interval"))
+                                ours=identical, estimate=est, rule=COUNT_RULE, kind=verdict.OWN,
+                                note=", ".join(agreement) + "; the book's check of its own transform against the "
+                                     "shipped files (§6 describes the construction); an exact count over every item: "
+                                     "nothing sampled, no interval; " + count_compared(est, "items")))
     if adversarial_cues is not None:
         at_half, n_cues = cues.cues_at_chance(adversarial_cues)
         gap = cues.max_cue_gap(adversarial_cues) if n_cues else float("nan")
+        est = Estimate(at_half, n=n_cues, unit="cues (exact count)")
         rows.append(verdict.row("§6 adversarial test set", "max |productivity − 0.5| over warrant cues", paper=0.0,
-                                ours=gap, estimate=Estimate(at_half, n=n_cues, unit="cues (exact count)"),
-                                rule=COUNT_RULE,
+                                ours=gap, estimate=est, rule=COUNT_RULE,
                                 note=f"{at_half} of {n_cues} cues at exactly 0.5: every warrant appears once with each "
-                                     "label; an exact count, no interval"))
+                                     "label; an exact count, no interval; " + count_compared(est, "cues")))
     return rows

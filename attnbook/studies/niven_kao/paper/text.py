@@ -23,9 +23,9 @@ from attnbook.studies.niven_kao.paper.rows import (
     Q_HALVES,
     Q_MEAN,
     adversarial_experiment,
-    cue_estimate,
     degenerate_mask,
     probe_experiment,
+    productivity_vs_chance,
 )
 from attnbook.verdict import Comparison
 
@@ -120,20 +120,22 @@ def cue_markdown(table: Any, *, min_applicability: int, cue: str = "not", n: int
 
 
 def not_cue_markdown(not_rows: Any) -> str:
-    """Productivity of "not" per split with exact 95% intervals beside Table 2, and whether the test set's lies
-    above chance (a sentence for each case)."""
+    """Productivity of "not" per split beside Table 2, with exact 95% intervals over the items it applies to
+    (:func:`~attnbook.studies.niven_kao.paper.rows.productivity_vs_chance`: whether the cue beats a coin on such
+    items; the counts themselves are a census, judged exactly in the comparison rows), and whether the test set's
+    lies above chance (a sentence for each case)."""
     table = not_rows.set_index("split")
     splits = [s for s in ("train", "dev", "test") if s in table.index]
     if not splits:
         return ""
     parts = []
     for s in splits:
-        e = cue_estimate(table.loc[s], "productivity")
+        e = productivity_vs_chance(table.loc[s])
         parts.append(f"{s} {e.text('.2f')} (paper: {PAPER['not_cue'][s]['productivity']:.2f})")
     text = ('Productivity of "not" in this count, with exact 95% intervals over the items it applies to: '
             + "; ".join(parts) + ".")
     if "test" in table.index:
-        e = cue_estimate(table.loc["test"], "productivity")
+        e = productivity_vs_chance(table.loc["test"])
         if e.has_interval and e.low > 0.5:
             text += ' On the test set, too, "not" marks the correct warrant more often than chance.'
         elif e.has_interval and e.high < 0.5:
@@ -160,6 +162,9 @@ def warrants_markdown(rows: Sequence[Comparison]) -> str:
     numbers = (f"mean test accuracy {full.ours} with the full input and {w.ours} with the warrants alone, "
                f"a gap of {gap.ours} (paper: {gap.paper}, Table 3)")
     outcome = gap.verdict
+    if outcome == verdict.AGREES and full.verdict == verdict.DISAGREES:  # a small gap between two weak models
+        return (f"As in the paper, the warrants alone get about as far as the full input here, though the full input "
+                f"itself falls short of the paper's, so the gap says little about the warrants: {numbers}.")
     if outcome == verdict.AGREES:
         return f"As in the paper, the warrants alone get about as far as the full input here: {numbers}."
     if outcome == verdict.PARTLY:
@@ -169,8 +174,9 @@ def warrants_markdown(rows: Sequence[Comparison]) -> str:
         how = "fall well short of the full input" if short else "do clearly better than the full input"
         return f"Unlike in the paper, the warrants alone {how} here: {numbers}."
     if outcome == verdict.INCONCLUSIVE:
+        detect = f" What its seeds could detect: {gap.detectable}." if gap.detectable else ""
         return (f"This run cannot tell whether the warrants alone carry most of it, as in the paper: {numbers}; "
-                f"the interval is too wide for the rule ({gap.rule}).")
+                f"the interval is too wide for the rule ({gap.rule}).{detect}")
     return f"This run cannot test whether the warrants alone carry most of it: {_reason(gap)}."
 
 
@@ -190,6 +196,8 @@ def adversarial_markdown(rows: Sequence[Comparison], inputs: str = "full") -> st
         text = f"Unlike in the paper, BERT does not end at chance on the adversarial test set: {numbers}."
     else:
         text = f"On the adversarial test set the {numbers} is too uncertain to tell whether it sits at chance."
+        if mean.detectable:
+            text += f" What its seeds could detect: {mean.detectable}."
     if halves is not None and halves.verdict in (verdict.AGREES, verdict.PARTLY):
         text += (f" Its accuracies on the original and the negated half add up to {halves.ours}: it mostly gives "
                  "both copies of an item the same answer, so it does not use the claim.")

@@ -1,0 +1,113 @@
+"""Issue 32: what an undecided row of chapters 1-3 and 7 could detect, and the numbers a row's note quotes.
+
+The helpers are :mod:`attnbook.studies.clark.paper.detect` (bootstrap intervals over segments, sentences, documents,
+and claims checked resample by resample) and :mod:`attnbook.studies.niven_kao.paper.detect` (seeds); each sample size
+is checked by the property that defines it, not by a number written by hand."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from scipy.stats import t as student
+
+from attnbook import verdict
+from attnbook.stats import Estimate
+from attnbook.studies.clark.paper import detect as clark_detect
+from attnbook.studies.niven_kao.paper import detect as nk_detect
+
+ACCURACY = verdict.Within(0.03, 0.08, unit="in accuracy")
+CASES = [
+    (ACCURACY, 0.671, Estimate(0.60, 0.55, 0.65, 3, "seeds")),  # straddles 0.671 - 0.08
+    (ACCURACY, 0.671, Estimate(0.66, 0.62, 0.70, 3, "seeds")),  # decided already: partly agrees
+    (verdict.Within(5.0, 10.0, unit="points"), 41.7, Estimate(31.0, 28.7, 33.3, 1000, "sentences")),
+    (verdict.Beyond(0.5, above=False), None, Estimate(0.49, 0.45, 0.53, 3, "seeds")),
+    (verdict.Beyond(0.5, above=False), None, Estimate(0.5, 0.45, 0.55, 3, "seeds")),  # on the bound
+    (verdict.Beyond(0.25, strong=0.5), None, Estimate(0.3, 0.2, 0.4, 40, "groups of segments")),
+    (verdict.Within(0.1, 0.25, relative=True), 3.89, Estimate(3.0, 2.6, 3.4, 100, "segments")),
+]
+
+
+@pytest.mark.parametrize("rule,paper,est", CASES)
+def test_deciding_scale_is_the_widest_interval_the_rule_decides(rule, paper, est):
+    s = clark_detect.deciding_scale(rule, paper, est)
+    assert s == nk_detect.deciding_scale(rule, paper, est)  # the two studies' copies agree
+    v, (lo, hi) = est.value, est.bounds
+    shrink = lambda f: Estimate(v, v - f * (v - lo), v + f * (hi - v))
+    if s is None:  # the point estimate sits on a bound: no narrower interval is decided either
+        assert verdict.judge(rule, paper, Estimate(v)) == verdict.INCONCLUSIVE
+        return
+    assert verdict.judge(rule, paper, shrink(s)) != verdict.INCONCLUSIVE
+    if s < 1:
+        assert verdict.judge(rule, paper, shrink(min(1.0, s * 1.01))) == verdict.INCONCLUSIVE
+    else:
+        assert verdict.judge(rule, paper, est) != verdict.INCONCLUSIVE
+
+
+def test_bootstrap_detectable_gives_the_half_width_and_the_units_that_decide():
+    rule, paper, est = CASES[2]
+    text = clark_detect.bootstrap_detectable(rule, paper, est, " points")
+    assert text.startswith("±2.3 points: the half-width of the 95% interval over 1,000 sentences")
+    s = clark_detect.deciding_scale(rule, paper, est)
+    need = math.ceil(1000 / s ** 2)  # the half-width shrinks as one over the square root of the sentences
+    assert f"about {clark_detect._about(need)} sentences" in text
+    # at that many sentences the interval, shrunk by sqrt(1000 / need), is decided
+    f = math.sqrt(1000 / need)
+    assert verdict.judge(rule, paper, Estimate(31.0, 31.0 - f * 2.3, 31.0 + f * 2.3)) != verdict.INCONCLUSIVE
+    on = clark_detect.bootstrap_detectable(*CASES[4][:2], CASES[4][2])
+    assert "no sample would decide it" in on
+
+
+def test_holds_detectable_reads_the_share_of_resamples_as_a_normal_margin():
+    holds = np.r_[np.ones(1800, bool), np.zeros(200, bool)]
+    text = clark_detect.holds_detectable(holds, 40, "segments")
+    assert text.startswith("the claim holds in 1800 of 2000 resamples of 40 segments")
+    need = math.ceil(40 * (1.959964 / norm.ppf(0.9)) ** 2)
+    assert f"about {need} segments" in text
+    even = clark_detect.holds_detectable(np.r_[np.ones(1000, bool), np.zeros(1000, bool)], 40, "segments")
+    assert "an even split, which no sample size decides" in even
+
+
+def test_seeds_needed_is_the_fewest_seeds_whose_t_interval_is_that_narrow():
+    sd, target = 0.045, 0.03
+    m = nk_detect.seeds_needed(sd, target)
+    half = lambda k: student.ppf(0.975, k - 1) * sd / math.sqrt(k)
+    assert half(m) <= target < half(m - 1)
+    assert nk_detect.seeds_needed(sd, 1e-6, max_seeds=50) is None
+
+
+def test_seed_detectable_sizes_the_seeds_from_this_runs_spread():
+    # the quick recipe's three seeds (profiles/ch07.py): 0.543, 0.624, 0.550 against BERT Large's 0.671
+    values = [0.543, 0.624, 0.550]
+    v = np.asarray(values)
+    sd = v.std(ddof=1)
+    half = student.ppf(0.975, 2) * sd / math.sqrt(3)
+    est = Estimate(float(v.mean()), float(v.mean() - half), float(v.mean() + half), 3, "seeds")
+    assert verdict.judge(ACCURACY, 0.671, est) == verdict.INCONCLUSIVE
+    text = nk_detect.seed_detectable(ACCURACY, 0.671, values, est)
+    assert text.startswith(f"±{half:.3f}: the half-width of the t interval over 3 seeds (seed SD {sd:.3f})")
+    m = int(text.split("takes about ")[1].split(" seeds")[0])
+    # m seeds at this spread give an interval the rule decides; one seed fewer does not reach the needed width
+    h = lambda k: student.ppf(0.975, k - 1) * sd / math.sqrt(k)
+    assert verdict.judge(ACCURACY, 0.671, Estimate(est.value, est.value - h(m), est.value + h(m))) != \
+        verdict.INCONCLUSIVE
+    assert verdict.judge(ACCURACY, 0.671, Estimate(est.value, est.value - h(m - 1), est.value + h(m - 1))) == \
+        verdict.INCONCLUSIVE
+    one = nk_detect.seed_detectable(ACCURACY, 0.671, [0.6], Estimate(0.6, 0.553, 0.645, 444, "test items"))
+    assert one.startswith("±0.046: one run's exact 95% interval over its 444 test items")
+
+
+def test_notes_quote_what_the_rule_compared():
+    est = Estimate(31.0234, 28.7123, 33.2981, 1000, "sentences")
+    assert clark_detect.compared(est, 41.7) == "compared: paper 41.7; here 31.02 [28.71, 33.3]"
+    assert clark_detect.compared(est) == nk_detect.compared(est) == "compared: here 31.02 [28.71, 33.3]"
+    assert clark_detect.holds_compared(np.array([1, 1, 0], bool)) == "compared: holds in 2 of 3 resamples"
+    assert nk_detect.count_compared(Estimate(9, n=10), "items") == "compared: 9 of 10 items"
+
+
+def test_with_detectable_fills_only_an_undecided_row():
+    undecided = verdict.row("e", "q", paper=0.671, ours=CASES[0][2], rule=ACCURACY)
+    decided = verdict.row("e", "q", paper=0.671, ours=CASES[1][2], rule=ACCURACY)
+    assert clark_detect.with_detectable(undecided, lambda: "x").detectable == "x"
+    assert clark_detect.with_detectable(decided, lambda: "x").detectable == decided.detectable
