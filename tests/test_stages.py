@@ -88,6 +88,10 @@ def _data_facts() -> dict:
             "ud_probe_batches": {str(n): list(cost.probe_batches(n, 32)) for n in (64, 1000, 12544)}}
 
 
+#: chapters added after the recording of the plan before the stages refactor (tests/plan_work_before.json)
+AFTER_THE_REFACTOR = {"09_across_encoders"}
+
+
 @pytest.mark.parametrize("profile", ["quick", "smoke", "paper"])
 def test_the_stages_cost_what_the_plan_counted_before_them(profile):
     """The same Work items (what, kind, amount, parallel) per chapter as the plan's per-chapter branches gave, for
@@ -101,10 +105,15 @@ def test_the_stages_cost_what_the_plan_counted_before_them(profile):
     recorded = before["profiles"][profile]
     shape = cost.Shape(**recorded["shape"])
     trained: set = set()
+    # chapters written after the refactor have no "before" to match (their costs are tested beside them)
+    assert set(CHAPTER_IDS) - set(recorded["work"]) == AFTER_THE_REFACTOR
     for chapter in CHAPTER_IDS:
         p = chapter_params(chapter, profile)
         now = [dataclasses.asdict(w) for w in P.chapter_work(chapter, p, shape, _recipe(p), trained,
                                                               fetched=profile == "paper")]
+        if chapter in AFTER_THE_REFACTOR:
+            assert now, chapter
+            continue
         was = recorded["work"][chapter]
 
         def key(w):

@@ -8,6 +8,7 @@ up a chapter's stages' costs, so a chapter's plan changes where its study change
 from __future__ import annotations
 
 from attnbook.atlas import sources
+from attnbook.atlas.encoders import AcrossPipeline
 from attnbook.core.errors import ParameterError
 from attnbook.engine.cost import (
     GUM_DOCS,
@@ -81,6 +82,7 @@ PIPELINES: tuple[type[Pipeline], ...] = (SurfacePipeline, ProbingPipeline, Clust
 STAGES: dict[str, list[Stage]] = {
     **{c.chapter: c.stages() for c in PIPELINES},
     ATLAS: [Stage(ATLAS, "gathering chapters 1-6's measurements", sources.gather, gather_cost)],
+    AcrossPipeline.chapter: AcrossPipeline.stages(),  # chapter 9: chapters 1-4's pre-trained stages on every model
 }
 
 

