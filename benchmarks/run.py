@@ -349,6 +349,9 @@ def table(report: dict) -> str:
     from speed_row import rows as speed_row_rows
 
     rows += speed_row_rows(report.get("speed_row"))
+    from precision import rows as precision_rows
+
+    rows += precision_rows(report.get("precision"))
     imp = report.get("importance", {})
     if "importance_over_forward" in imp:
         rows.append(("importance scores (all heads) vs one forward pass", f"{imp['importance_over_forward']}x",
@@ -456,6 +459,11 @@ def main() -> int:
         from libraries import bench_libraries
 
         report["libraries"] = bench_optional("libraries", lambda: bench_libraries(quick=args.quick))
+    if want("precision"):  # the tolerance study of reduced precision (benchmarks/precision.py), its smaller recipe
+        import precision
+
+        precision.main(["--train-cap", "2000"] + (["--seeds", "0,1"] if args.quick else []))
+        report["precision"] = json.loads((RESULTS / "precision.json").read_text())
     report["book_times"] = book_times(previous_book_times())
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(RESULTS / "latest.json", report)

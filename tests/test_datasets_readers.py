@@ -340,3 +340,24 @@ def test_a_hub_task_fine_tunes_and_scores(hub, tokenizer, monkeypatch):
     assert metrics["n"] == 4 and 0 <= metrics["accuracy"] <= 1 and metrics["score"] == 100 * metrics["accuracy"]
     again, _ = get_finetuned(base, "acme/tiny_reviews", "pretrained_ft", params, seed=0, progress=False)
     assert again.classifier.checkpoint_key == clf.classifier.checkpoint_key  # the cached checkpoint, loaded
+
+
+@pytest.mark.integration
+def test_chapter_4_runs_on_glue_by_hub_name_and_on_a_cached_hub_dataset(hub, real_data, monkeypatch, tmp_path):
+    """Issue 33: the smoke profile runs chapter 4 with ``tasks=glue/sst2`` (the local GLUE files under their hub
+    name) and Table 1 also on ``acme/tiny_reviews`` (a datasets cache built here; the kernel is offline); the
+    results name both tasks. A name that is neither local nor cached was refused above before any notebook ran."""
+    import json
+
+    from attnbook.chapters import runner
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("ATTNBOOK_RESULTS", str(tmp_path / "results"))
+    runner.run_chapter("04_kovaleva_taxonomy", "smoke",
+                       {"tasks": ["glue/sst2"], "table1_tasks": ["glue/sst2", "acme/tiny_reviews"]},
+                       output_dir=tmp_path / "book")
+    results = json.loads((tmp_path / "results" / "04_kovaleva_taxonomy.json").read_text())
+    assert results["params"]["tasks"] == ["SST-2"]
+    text = json.dumps(results)
+    assert "acme/tiny_reviews" in text and "SST-2" in text

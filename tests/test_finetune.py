@@ -361,14 +361,14 @@ def test_corrupt_checkpoint_is_retrained(env, base):
     assert counter.steps == 8
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the retrained checkpoint is whole again
-        assert load_checkpoint(_key(base)) is not None
+        assert load_checkpoint(_key(base), reference=base.model.state_dict()) is not None
 
 
 def test_checkpoint_without_marker_is_not_complete(env, base):
     get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False)
     (checkpoints_root() / _key(base) / COMPLETE_FILE).unlink()
     with pytest.warns(CheckpointCorruptWarning):
-        assert load_checkpoint(_key(base)) is None
+        assert load_checkpoint(_key(base), reference=base.model.state_dict()) is None
 
 
 CHILD = textwrap.dedent(
@@ -504,3 +504,182 @@ def test_loaded_checkpoint_computes_what_was_saved(env, base):
     ids = torch.randint(1000, 3000, (3, 11))
     with torch.no_grad():
         assert torch.equal(loaded(input_ids=ids).logits, model(input_ids=ids).logits)
+
+
+# ---- compact checkpoints (issue 30) and the snapshots a recipe asks for ---------------------------------------
+
+
+def test_fine_tuned_checkpoints_are_stored_compact_and_rebuilt_within_tolerance(env, base):
+    """A fine-tuned classifier is stored as float16 changes against its encoder (half of float32's bytes); the
+    rebuild it loads gives the trained classifier's logits within the tolerance, the run that trained it computes
+    with the rebuild (so this run and the next agree exactly), and the write recorded the measured difference."""
+    import json
+
+    from safetensors import safe_open
+
+    from attnbook.engine import checkpoints as C
+
+    clf, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False, evaluate_dev=False)
+    folder = checkpoints_root() / clf.classifier.checkpoint_key
+    with safe_open(str(folder / C.WEIGHTS_FILE), framework="pt") as fh:
+        header = fh.metadata()
+        dtypes = {fh.get_tensor(k).dtype for k in fh.keys() if fh.get_tensor(k).is_floating_point()}
+    assert header["format"] == "compact" and dtypes == {torch.float16}
+    deltas = json.loads(header["deltas"])
+    assert deltas and all(k.startswith("bert.") for k in deltas) and "classifier.weight" not in deltas
+    record = json.loads((folder / C.STORED_FILE).read_text())
+    assert 0 <= record["max_abs_logit_difference"] <= C.COMPACT_TOLERANCE
+    again, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False, evaluate_dev=False)
+    assert _same_weights(clf.model, again.model)  # the training run already used the rebuild
+    ids = torch.randint(1000, 3000, (3, 9))
+    with torch.no_grad():
+        assert torch.equal(clf.model(input_ids=ids).logits, again.model(input_ids=ids).logits)
+
+
+def test_compact_rebuild_is_close_to_the_trained_weights_and_half_the_size(base):
+    """The stored change loses only float16's rounding of the change: every rebuilt weight lies within 2^-11 of
+    its change (plus float32's own rounding), and the stored tensors take half the bytes."""
+    from attnbook.engine import checkpoints as C
+
+    model = build_classifier(base, "SST-2", "pretrained_ft", 0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1e-3 * torch.randn_like(p))
+    state = model.state_dict()
+    reference = C._reference_of(model, base.model.state_dict())
+    stored, deltas = C.compact_state(state, reference)
+    rebuilt = C.rebuild_state(stored, deltas, reference, {k: v.dtype for k, v in state.items()})
+    for name in deltas:
+        change = (state[name] - reference[name]).abs()
+        assert torch.all((rebuilt[name] - state[name]).abs() <= change * 2 ** -11 + 1e-6)
+    nbytes = lambda d: sum(t.numel() * t.element_size() for t in d.values())  # noqa: E731
+    floats = {k: v for k, v in state.items() if v.is_floating_point()}
+    assert nbytes({k: stored[k] for k in floats}) * 2 == nbytes(floats)
+
+
+def test_compact_checkpoint_refuses_a_different_encoder_or_no_encoder(env, base, tokenizer):
+    """A compact checkpoint rebuilt on another encoder than it was written with fails the reload check (probe
+    logits) and is trained again, with a warning; without an encoder it cannot be rebuilt at all."""
+    model = build_classifier(base, "SST-2", "pretrained_ft", 0)
+    save_checkpoint(model, "compact-check", {"note": "ok"}, reference=base.model.state_dict())
+    other = make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=1)
+    with pytest.warns(CheckpointCorruptWarning, match="probe logits"):
+        assert load_checkpoint("compact-check", reference=other.state_dict()) is None
+    with pytest.warns(CheckpointCorruptWarning, match="reference"):
+        assert load_checkpoint("compact-check") is None
+    loaded, meta = load_checkpoint("compact-check", reference=base.model.state_dict())
+    assert meta == {"note": "ok"}
+
+
+def test_a_rebuild_outside_the_tolerance_is_stored_exactly(env, base, monkeypatch):
+    """When float16 would move the logits by more than the tolerance, the checkpoint is written in float32 and says
+    why (never a lossy checkpoint past the tolerance)."""
+    import json
+
+    from attnbook.engine import checkpoints as C
+
+    monkeypatch.setattr(C, "COMPACT_TOLERANCE", 0.0)
+    model = build_classifier(base, "SST-2", "random_ft", 0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1e-3 * torch.randn_like(p))
+    folder = save_checkpoint(model, "exact-check", {"note": "ok"}, reference={})
+    record = json.loads((folder / C.STORED_FILE).read_text())
+    assert record["format"] == "exact" and "differ" in record["why"]
+    loaded, _ = load_checkpoint("exact-check", reference={})
+    assert _same_weights(loaded, model)
+
+
+def test_snapshots_are_written_only_for_the_classifiers_the_recipe_names(env, base):
+    """``save_at`` as a mapping asks for snapshots of some tasks' and seeds' pre-trained + fine-tuned classifiers
+    only (chapter 6's): the other classifiers write their final checkpoint alone."""
+    from attnbook.engine.jobs import snapshots
+
+    save_at = {"tasks": ["SST-2"], "seeds": [0], "at": [0.5]}
+    assert snapshots(save_at, "SST-2", "pretrained_ft", 0) == (0.5,)
+    assert snapshots(save_at, "SST-2", "pretrained_ft", 1) == ()
+    assert snapshots(save_at, "STS-B", "pretrained_ft", 0) == ()
+    assert snapshots(save_at, "SST-2", "random_ft", 0) == ()
+    assert snapshots([0.25, 0.5], "STS-B", "random_ft", 3) == (0.25, 0.5)
+    with pytest.raises(ParameterError, match="save_at"):
+        snapshots({"at": [0.5], "task": ["SST-2"]}, "SST-2", "pretrained_ft", 0)
+    recipe = {**SMALL, "save_at": save_at}
+    get_finetuned(base, "SST-2", "pretrained_ft", recipe, 0, save_at=save_at, progress=False, evaluate_dev=False)
+    get_finetuned(base, "SST-2", "pretrained_ft", recipe, 1, save_at=save_at, progress=False, evaluate_dev=False)
+    assert len([p for p in checkpoints_root().iterdir() if not p.name.startswith(".")]) == 3  # 2 finals + 1 snapshot
+    counter = StepCounter()
+    get_finetuned(base, "SST-2", "pretrained_ft", recipe, 0, fraction=0.5, on_step=counter, progress=False,
+                  evaluate_dev=False)
+    assert counter.steps == 0
+
+
+def test_quick_recipe_snapshots_are_the_ones_chapter_6_reads():
+    """The quick and paper recipes write exactly the snapshots chapter 6 analyses (its task, first seed, its
+    checkpoint shares): none unread, none missing."""
+    from attnbook.chapters.params import chapter_params
+    from attnbook.chapters.profiles import glue
+
+    for profile in ("smoke", "quick", "paper"):
+        p = chapter_params("06_michel_pruning", profile)
+        save_at = glue.recipe(p)["save_at"]
+        assert save_at["tasks"] == [p["task"]] and save_at["seeds"] == p["seeds"][:1]
+        assert sorted(save_at["at"]) == sorted(p["checkpoints"])
+
+
+def test_weights_missing_from_a_folder_are_drawn_the_same_in_every_load(tmp_path, monkeypatch):
+    """A model folder without some weights (the planted test model has no pooler, like many exported sentence
+    encoders) gets them drawn at random by from_pretrained: seeded, so two loads (two worker processes) hold the
+    same encoder whatever the global random state; otherwise a classifier trained in a worker would not be the one
+    its compact checkpoint is rebuilt on here."""
+    from planted import plant_bert
+
+    from attnbook.engine.models import load_encoder
+
+    plant_bert(tmp_path / "hub", n_layers=2, n_heads=2, hidden=32)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    torch.manual_seed(1)
+    a = load_encoder("bert-base-uncased").model.state_dict()
+    torch.manual_seed(2)
+    b = load_encoder("bert-base-uncased").model.state_dict()
+    assert "pooler.dense.weight" in a and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_task_the_recipe_trains_on_fewer_seeds_is_trained_and_analysed_on_those_only():
+    """Issue 30: the quick recipe trains RTE (which it does not make learn) on one seed; Table 1's jobs, chapter 5's
+    classifiers and chapter 6's runs all ask through ``seeds_for``, so nobody trains RTE's other seeds."""
+    from attnbook.chapters.params import chapter_params
+    from attnbook.chapters.profiles import glue
+    from attnbook.engine.jobs import seeds_for
+    from attnbook.studies.kovaleva import table1
+
+    recipe = {"seeds": [0, 1, 2], "task_seeds": {"RTE": [0]}}
+    assert seeds_for(recipe, "RTE") == [0] and seeds_for(recipe, "SST-2") == [0, 1, 2]
+    assert seeds_for(recipe, "RTE", [1, 2]) == [0]  # a chapter asking for other seeds gets the one there is
+    assert seeds_for({"seeds": [0, 1]}, "RTE") == [0, 1]
+    quick = glue.recipe(chapter_params("04_kovaleva_taxonomy", "quick"))
+    jobs = table1.jobs(["SST-2", "RTE"], quick)
+    assert [s for t, i, s in jobs if t == "RTE" and i == "pretrained_ft"] == [0]
+    assert [s for t, i, s in jobs if t == "SST-2" and i == "pretrained_ft"] == [0, 1, 2]
+
+
+def test_bf16_auto_follows_the_hardware_and_the_key_holds_the_precision_used(monkeypatch):
+    """Issue 30 on an AVX2-only machine: bfloat16 autocast is emulated there and trains several times slower than
+    float32, so the smoke and quick recipes ask for ``"auto"``; it resolves to whether the device runs bfloat16
+    natively, the checkpoint key holds the resolved value (a float32 book never reads a bfloat16 classifier), and
+    the chapter's sentence says which precision ran and why."""
+    from attnbook.chapters.params import chapter_params
+    from attnbook.chapters.profiles import glue
+    from attnbook.engine import precision
+
+    recipe = glue.recipe(chapter_params("04_kovaleva_taxonomy", "quick"))
+    assert recipe["bf16"] == "auto" and chapter_params("07_arct_cues", "quick")["bf16"] == "auto"
+    for native in (True, False):
+        monkeypatch.setattr(precision, "native_bf16", lambda device="cpu", native=native: native)
+        p = FinetuneParams.from_mapping(recipe)
+        assert p.bf16 is native and p.training_parts()["bf16"] is native
+        sentence = precision.training_sentence("auto", p.bf16)
+        assert ("bfloat16 autocast" in sentence) == native and ("float32:" in sentence) == (not native)
+    assert FinetuneParams.from_mapping({**recipe, "bf16": True}).bf16 is True
+    with pytest.raises(ParameterError, match="auto"):
+        FinetuneParams.from_mapping({**recipe, "bf16": "fast"})
+    assert precision.native_bf16("cpu") in (True, False)

@@ -100,8 +100,12 @@ def test_run_markdown_names_what_was_trained():
     assert "48 training, 24 dev and 24 test items" in text
     whole = M.run_markdown(pairwise.TrainConfig(bf16=True), n_seeds=1, n_layers=12, max_length=80, n_train=1, n_dev=1,
                            n_test=1)
-    assert "**every layer (12)**" in whole and "Training passes run in bfloat16" in whole
+    assert "**every layer (12)**" in whole and "Training passes run under bfloat16 autocast" in whole
     assert "Frozen layers" not in whole and "Frozen layers run once" in text
+    # bf16="auto" on a machine without native bfloat16: float32, and the page says why
+    auto = M.run_markdown(pairwise.TrainConfig(bf16=False), n_seeds=1, n_layers=12, max_length=80, n_train=1,
+                          n_dev=1, n_test=1, bf16_asked="auto")
+    assert "Training passes run in float32" in auto and "natively" in auto and "bfloat16 autocast" not in auto
 
 
 def test_agreement_markdown_is_the_verdict_summary_with_the_chapters_setting():

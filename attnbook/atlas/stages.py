@@ -26,6 +26,7 @@ from attnbook.engine.cost import (
 )
 from attnbook.studies.clark.pipeline import ClusteringPipeline, ProbingPipeline, SurfacePipeline
 from attnbook.engine.pipeline import Pipeline
+from attnbook.engine.jobs import seeds_for
 from attnbook.studies.kovaleva.pipeline import DisablingPipeline, TaxonomyPipeline
 from attnbook.studies.michel.pipeline import PruningPipeline
 from attnbook.studies.niven_kao.pipeline import CuesPipeline
@@ -64,9 +65,10 @@ def gather_cost(p: StageParams, s: Shape) -> list[Work]:
     out = [Work(p.chapter, "encoding chapters 1-6's inputs again (their cache keys)", "encode", pieces + glue_pieces)]
     out += framenet_work(p.chapter, "parsing FrameNet's XML again (chapter 4)")
     r4 = p.recipe_for(p4)  # chapter 4's verdict whether a task was learned reads Table 1: all of its classifiers
-    n4 = len([t for t in p4["table1_tasks"] if p.trainable(t)]) * (len(r4["seeds"])
-                                                                   + len(r4.get("random_seeds") or r4["seeds"]))
-    n5 = len([t for t in p5["tasks"] if p.trainable(t)]) * len(p5["seeds"])
+    n4 = sum(len(seeds_for(r4, t)) + len(r4.get("random_seeds") or r4["seeds"])
+             for t in p4["table1_tasks"] if p.trainable(t))
+    r5 = p.recipe_for(p5)
+    n5 = sum(len(seeds_for(r5, t, p5["seeds"])) for t in p5["tasks"] if p.trainable(t))
     others = [t for t in dict.fromkeys(p6["agreement_tasks"]) if t != p6["task"] and p.trainable(t)]
     n6 = len(p6["seeds"]) + 2 * len(others)  # learned or not, then importance scores of the learned ones
     out.append(Work(p.chapter, f"loading up to {n4 + n5 + n6} fine-tuned classifiers (chapters 4-6)", "load",

@@ -25,6 +25,7 @@ from attnbook.data import framenet
 from attnbook.data.conllu import load_ud
 from attnbook.data.glue import available, task_spec
 from attnbook.engine.finetune import base_encoder, cached_checkpoint
+from attnbook.engine.precision import resolve_bf16
 
 #: mean word pieces per input (bert-base-uncased WordPiece, up to 128), measured once on this book's local files:
 #: GLUE training files on a seeded sample of 500 rows, dev files on their first 500 rows, UD EWT on its first 1,000
@@ -115,7 +116,7 @@ class CheckpointCache:
         if base is None:
             return False
         try:
-            return cached_checkpoint(base, task, init, recipe, seed, tuple(recipe.get("save_at", ())))
+            return cached_checkpoint(base, task, init, recipe, seed, recipe.get("save_at", ()))
         except (AttnbookError, OSError):  # the task's training file is not here: nothing of it was trained here
             return False
 
@@ -270,7 +271,7 @@ def finetune_work(chapter: str, s: Shape, recipe: Mapping[str, Any], tasks, seed
     """Training every (task, init, seed) classifier the recipe asks for once: epochs x examples, forward and
     backward (3 forward passes' worth)."""
     workers = min(int(recipe.get("workers") or 1), os.cpu_count() or 1)
-    kind = ("train_bf16" if recipe.get("bf16") else "train") + ("_1" if workers > 1 else "")
+    kind = ("train_bf16" if resolve_bf16(recipe.get("bf16", False)) else "train") + ("_1" if workers > 1 else "")
     out = []
     for task in tasks:
         try:

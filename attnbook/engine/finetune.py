@@ -53,11 +53,13 @@ from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root, load_ch
 from attnbook.engine.classifiers import build_classifier, check_init, output_layer
 from attnbook.engine.evaluate import DEV_SAMPLE_SEED, dev_outputs, metrics_from_logits, score_interval
 from attnbook.engine.inputs import EncodedSet, collate
+from attnbook.engine.jobs import snapshots
 from attnbook.engine.models import ClassifierInfo, LoadedModel, load_encoder
+from attnbook.engine.precision import resolve_bf16
 from attnbook.engine.train import Recipe, TrainLog, fit
 
 #: Version of the training and checkpoint code; part of every cache key.
-CODE_VERSION = "finetune-2"
+CODE_VERSION = "finetune-3"
 
 #: Seed of the training-set cap (independent of the training seed, so seeds differ only in training).
 TRAIN_SAMPLE_SEED = 0
@@ -67,7 +69,8 @@ TRAIN_SAMPLE_SEED = 0
 # parameters
 # ---------------------------------------------------------------------------------------------
 #: Profile keys that are not training parameters (read by :func:`attnbook.studies.kovaleva.table1.table1` and the chapters).
-PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "random_seeds", "save_at", "use_cache", "workers"})
+PROFILE_ONLY_KEYS = frozenset({"model", "tasks", "inits", "seeds", "random_seeds", "task_seeds", "save_at", "use_cache",
+                               "workers"})
 
 
 #: Parameters that may be given per task, as a mapping from task name to value (key ``"default"`` for the rest).
@@ -85,7 +88,9 @@ class FinetuneParams:
     ``warmup`` is the share of updates with a rising learning rate. ``group_by_length``
     batches examples of similar length together (less padding; shuffled batch order).
     ``bf16``: the training forward and backward passes run under bfloat16 autocast
-    (weights, optimiser state and every evaluation stay float32). ``regression_bias``:
+    (weights, optimiser state and every evaluation stay float32); ``"auto"``: where the hardware runs bfloat16
+    natively (:func:`attnbook.engine.precision.resolve_bf16`, resolved when the parameters are built, so the
+    checkpoint key holds the precision used). ``regression_bias``:
     a regression head (STS-B) starts with its bias at the mean training score instead
     of 0, so the first updates fit the spread of the scores, not their offset.
     """
@@ -102,10 +107,12 @@ class FinetuneParams:
     adam_eps: float = 1e-6
     group_by_length: bool = False
     eval_batch_size: int = 64
-    bf16: bool = False
+    bf16: bool | str = False
     regression_bias: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "bf16", resolve_bf16(self.bf16))
+
         def values(name: str) -> list:
             v = getattr(self, name)
             return list(v.values()) if isinstance(v, Mapping) else [v]
@@ -345,7 +352,7 @@ def get_finetuned(
     seed: int = 0,
     *,
     fraction: float = 1.0,
-    save_at: Iterable[float] = (),
+    save_at: Any = (),
     evaluate_dev: bool = True,
     progress: bool = True,
     on_step: Callable[[int, float], None] | None = None,
@@ -359,8 +366,8 @@ def get_finetuned(
     ``n``, or is empty when ``evaluate_dev`` is false.
 
     ``fraction`` < 1 returns the intermediate checkpoint after that share of the
-    updates (Michel §6); ``save_at`` lists further shares to checkpoint while
-    training (each cached under its own key). A cached checkpoint is loaded
+    updates (Michel §6); ``save_at`` (a recipe's value, :func:`snapshots`) names further shares to checkpoint
+    while training (each cached under its own key). A cached checkpoint is loaded
     instead of training; with the cache off (:func:`attnbook.core.cache.enabled`) nothing is read or written.
     """
     spec = task_spec(task)
@@ -369,6 +376,7 @@ def get_finetuned(
     base = base_encoder(model)
     fractions = _check_fractions([fraction])
     caching = cache.enabled()
+    save_at = snapshots(save_at, spec, init, seed)
 
     if init == "pretrained":  # Kovaleva's "pre-trained" column: untrained head, no fine-tuning
         key = cache.key(checkpoint_parts(base, spec, init, p, seed))
@@ -379,7 +387,7 @@ def get_finetuned(
         also = [cache.key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
         hit = None
         if caching and all((checkpoints_root() / k / COMPLETE_FILE).exists() for k in also):
-            hit = load_checkpoint(key)
+            hit = load_checkpoint(key, reference=_reference(base, init))
         if hit is not None:
             net, meta = hit
             net.to(next(base.model.parameters()).device)
@@ -390,6 +398,12 @@ def get_finetuned(
     if evaluate_dev:
         metrics = dev_metrics(clf, spec, p, progress=progress)
     return clf, metrics
+
+
+def _reference(base: LoadedModel, init: str) -> dict[str, torch.Tensor]:
+    """What a classifier's compact checkpoint is stored against (:mod:`attnbook.engine.checkpoints`): the
+    pre-trained encoder's weights for a classifier initialised from it, nothing for a random-init one."""
+    return {} if init == "random_ft" else dict(base.model.state_dict())
 
 
 def _tokenize_batch(batch: dict[str, list], tokenizer: Any, pair: bool, max_length: int) -> dict[str, list]:
@@ -438,16 +452,21 @@ def _train_and_cache(
     if spec.is_regression and p.regression_bias:
         start_at_mean(net, data.labels)
     result: dict[str, LoadedModel] = {}
+    reference = _reference(base, init)
 
     def on_save(step: int, log: TrainLog) -> None:
         for f in at_step[step]:
             parts = checkpoint_parts(base, spec, init, p, seed, f)
             key = cache.key(parts)
             info = {"train_log": log.as_dict(), "step": step, "n_steps": total}
-            folder = save_checkpoint(net, key, {"parts": parts, "n_train_total": train.n_total, **info}) \
-                if caching else None
+            folder = save_checkpoint(net, key, {"parts": parts, "n_train_total": train.n_total, **info},
+                                     reference=reference) if caching else None
             if f == fraction:
-                snapshot = copy.deepcopy(net) if step < total else net
+                # the classifier as the cache holds it (a compact checkpoint's rebuild), so this run and the
+                # next, which loads it, compute with the same weights
+                stored = load_checkpoint(key, reference=reference) if caching else None
+                snapshot = stored[0].to(next(net.parameters()).device) if stored is not None \
+                    else copy.deepcopy(net) if step < total else net
                 result["clf"] = _classifier(snapshot, base, spec, init, seed, p, key, folder, info)
 
     train_classifier(
@@ -495,11 +514,12 @@ def cpu_seconds() -> float:
 
 
 def cached_checkpoint(base: LoadedModel, task: str, init: str, params: Mapping[str, Any] | FinetuneParams,
-                      seed: int, save_at: Iterable[float] = ()) -> bool:
-    """Whether the classifier ``(task, init, seed)`` and its ``save_at`` snapshots are all in the cache."""
+                      seed: int, save_at: Any = ()) -> bool:
+    """Whether the classifier ``(task, init, seed)`` and its ``save_at`` snapshots (:func:`snapshots`) are all in
+    the cache."""
     spec = task_spec(task)
     p = FinetuneParams.from_mapping(params).for_task(spec)
-    fractions = _check_fractions([1.0, *save_at])
+    fractions = _check_fractions([1.0, *snapshots(save_at, spec, init, seed)])
     return all((checkpoints_root() / cache.key(checkpoint_parts(base, spec, init, p, seed, f)) / COMPLETE_FILE).exists()
                for f in fractions)
 
@@ -525,7 +545,7 @@ def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: 
     if not cache.enabled():
         return []
     base = base_encoder(model)
-    save_at = tuple(params.get("save_at", ()))
+    save_at = params.get("save_at", ())
     todo = [(t, i, s) for t, i, s in dict.fromkeys(jobs) if i != "pretrained"
             and not cached_checkpoint(base, t, i, params, s, save_at)]
     shipped = [{"model": model, "task": t, "init": i, "seed": s, "params": dict(params), "save_at": save_at}

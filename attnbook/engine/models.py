@@ -327,7 +327,11 @@ def load_encoder(name: str = "embedded", *, device: str | torch.device | None = 
             raw = AutoModel.from_config(_from_pretrained(AutoConfig, source), attn_implementation="eager")
         path = None
     else:
-        raw = _from_pretrained(AutoModel, source, attn_implementation="eager")
+        # a weight the folder lacks (often the pooler of an exported sentence encoder) is drawn at random by
+        # from_pretrained: seeded, so every process gets the same encoder (and trains the same classifier from it)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            raw = _from_pretrained(AutoModel, source, attn_implementation="eager")
     model = prepare_model(raw)
     model.eval().to(resolve_device(_DEFAULT_DEVICE if device is None else device))
     loaded = LoadedModel(

@@ -8,7 +8,8 @@ skipped, and the verdicts hold only when they hold for every analysed seed); the
 (§3.3, §6, disabling vs masking, speed) use the first analysed seed. ``dev_cap`` examples are scored after
 every intervention; ``importance_cap`` training examples give the importance scores (Michel §4.1 use the
 training set). ``checkpoints``: the shares of fine-tuning whose intermediate checkpoints are analysed (§6);
-they must be among ``FINETUNE_PROFILES[profile]["save_at"]``. ``n_resamples``: bootstrap draws of the
+the recipe's ``save_at`` writes them while chapter 4 trains (``FINETUNE_PROFILES[profile]["save_at"]``: this
+chapter's task and first seed); another task, seed or share trains its classifier once more to write them. ``n_resamples``: bootstrap draws of the
 dev examples for every interval. ``random_seeds``: random pruning orders per fine-tuning seed.
 
 Cost of the quick profile (measured on this machine: a 72-head masking sweep over 128 SST-2 dev examples

@@ -12,7 +12,8 @@
 * ``trainable_layers``: ``"all"`` fine-tunes the whole encoder as the paper does (quick and paper); an integer k
   trains only the top k layers plus pooler and classifier on cached lower-layer states
   (``attnbook.studies.niven_kao.pairwise``), a compute knob the smoke profile uses to stay within seconds.
-* ``bf16``: training passes under bfloat16 autocast (evaluation in float32).
+* ``bf16``: training passes under bfloat16 autocast (evaluation in float32); ``"auto"`` (smoke, quick): where the
+  hardware runs bfloat16 natively (:mod:`attnbook.engine.precision`), float32 elsewhere.
 * ``group_by_length``: training batches hold items of similar length (each epoch's shuffle cut into chunks of 50
   batches, each sorted by length, the batches then shuffled: the GLUE chapters' grouping), so less of each batch is
   padding. The paper profile keeps the authors' random batches. ``make bench`` times one epoch of 200 training
@@ -58,14 +59,14 @@ register_chapter(
     {
         "smoke": dict(
             _COMMON, model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=2e-3, batch_size=32,
-            max_length=48, trainable_layers=1, freeze_embeddings=True, bf16=True, train_threads=1, seed_workers=1,
+            max_length=48, trainable_layers=1, freeze_embeddings=True, bf16="auto", train_threads=1, seed_workers=1,
             group_by_length=True,
             train_cap=48, eval_cap=24, adversarial=["full"],
             word_seeds=2, bilstm_hidden=8, bilstm_epochs=1,
         ),
         "quick": dict(
             _COMMON, model="embedded", n_seeds=3, epochs=3, adversarial_epochs=1, lr=5e-5, batch_size=8,
-            max_length=64, trainable_layers="all", freeze_embeddings=False, bf16=True, train_threads=1, seed_workers=3,
+            max_length=64, trainable_layers="all", freeze_embeddings=False, bf16="auto", train_threads=1, seed_workers=3,
             group_by_length=True,
             train_cap=0, eval_cap=0, probes=["full", "W"], adversarial=["full"],
             word_seeds=3, bilstm_hidden=32, bilstm_epochs=1,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from attnbook.engine.cost import (Shape, StageParams, Work, cap,
                                   dev_length, finetune_work, framenet_work, glue_size, sweep_forwards)
+from attnbook.engine.jobs import seeds_for
 
 TAXONOMY = "04_kovaleva_taxonomy"
 DISABLING = "05_kovaleva_disabling"
@@ -23,7 +24,7 @@ def _seeds(p: StageParams) -> tuple[list, list]:
 def finetune_cost(p: StageParams, s: Shape) -> list[Work]:
     """Table 1's classifiers (every task, pre-trained and random-init, every seed), each trained once."""
     seeds, rseeds = _seeds(p)
-    todo = p.to_train([(t, i, sd) for t in p["table1_tasks"] for i, ss in (("pretrained_ft", seeds),
+    todo = p.to_train([(t, i, sd) for t in p["table1_tasks"] for i, ss in (("pretrained_ft", seeds_for(p.recipe, t)),
                                                                           ("random_ft", rseeds))
                        for sd in ss if p.trainable(t)])
     out: list[Work] = []
@@ -40,7 +41,7 @@ def table1_cost(p: StageParams, s: Shape) -> list[Work]:
     out = []
     for task in [t for t in p["table1_tasks"] if p.scored(t)]:
         n_dev = cap(p["dev_caps"], glue_size(task, "dev"), task)
-        runs = 1 + (len(seeds) + len(rseeds) if p.trainable(task) else 0)
+        runs = 1 + (len(seeds_for(p.recipe, task, seeds)) + len(rseeds) if p.trainable(task) else 0)
         out.append(Work(p.chapter, f"scoring {task} dev ({runs} classifiers x {n_dev:,})", "forward",
                         s.forward_flops(dev_length(task, p.recipe["max_length"]), runs * n_dev)))
     return out
@@ -67,10 +68,11 @@ def classifiers_cost(p: StageParams, s: Shape) -> list[Work]:
     """Each task's seeds' classifiers: trained when chapter 4 did not, then loaded."""
     out: list[Work] = []
     for task in [t for t in p["tasks"] if p.trainable(t)]:
-        todo = p.to_train([(task, "pretrained_ft", sd) for sd in p["seeds"]])
+        mine = seeds_for(p.recipe, task, p["seeds"])
+        todo = p.to_train([(task, "pretrained_ft", sd) for sd in mine])
         if todo:
             out += finetune_work(p.chapter, s, p.recipe, [task], todo, [])
-        out.append(Work(p.chapter, f"{task}: loading {len(p['seeds'])} classifiers", "load", len(p["seeds"])))
+        out.append(Work(p.chapter, f"{task}: loading {len(mine)} classifiers", "load", len(mine)))
     return out
 
 
@@ -81,7 +83,7 @@ def sweeps_cost(p: StageParams, s: Shape) -> list[Work]:
     out = []
     for task in [t for t in p["tasks"] if p.trainable(t)]:
         n = cap(p["dev_caps"], glue_size(task, "dev"), task)
-        out.append(Work(p.chapter, f"{task}: single-head and layer sweeps (up to {len(p['seeds'])} seeds x {n})",
-                        "forward", s.forward_flops(dev_length(task, p.recipe["max_length"]),
-                                                   len(p["seeds"]) * n * sweep_forwards(s))))
+        k = len(seeds_for(p.recipe, task, p["seeds"]))
+        out.append(Work(p.chapter, f"{task}: single-head and layer sweeps (up to {k} seeds x {n})",
+                        "forward", s.forward_flops(dev_length(task, p.recipe["max_length"]), k * n * sweep_forwards(s))))
     return out

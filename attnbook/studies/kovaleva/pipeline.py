@@ -20,6 +20,7 @@ from attnbook.core import cache
 from attnbook.data import framenet as framenet_data
 from attnbook.data.glue import GlueSplit
 from attnbook.engine.finetune import DEV_SAMPLE_SEED, train_checkpoints
+from attnbook.engine.jobs import seeds_for
 from attnbook.engine.inputs import Batch, Encoded
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.pipeline import Pipeline, no_model_work, stage
@@ -215,7 +216,7 @@ class DisablingPipeline(GluePipeline):
     @stage("classifiers of every seed", costs.classifiers_cost)
     def classifiers(self) -> dict[tuple[str, int], LoadedModel]:
         return {(t, s): headstudy.classifier(self.model, t, self.recipe, s) for t in self.p["tasks"]
-                for s in self.p["seeds"]}
+                for s in seeds_for(self.recipe, t, self.p["seeds"])}
 
     @stage("dev samples", no_model_work)
     def dev_data(self) -> DevData:

@@ -29,6 +29,7 @@ from attnbook.data.glue_metrics import F1_TASKS, TABLE1_METRIC
 from attnbook.engine.classifiers import INITS, check_init
 from attnbook.engine.evaluate import metrics_from_logits, predict_logits
 from attnbook.engine.finetune import DEV_SAMPLE_SEED, FinetuneParams, base_encoder, get_finetuned
+from attnbook.engine.jobs import seeds_for
 from attnbook.engine.models import LoadedModel
 from attnbook.stats import Estimate, bootstrap_counts, over_seeds, percentile_interval, proportion_interval
 from attnbook.studies.heads_off.learned import (
@@ -124,7 +125,8 @@ def seed_learned_reason(task: str, outputs: Mapping[str, np.ndarray], *, n_resam
 
 def jobs(tasks: Sequence[str], recipe: Mapping[str, Any], inits: Sequence[str] = INITS) -> list[tuple[str, str, int]]:
     """The ``(task, init, seed)`` classifiers :func:`table1` fine-tunes for ``tasks`` under ``recipe``: every seed of
-    ``pretrained_ft`` and every random seed of ``random_ft``, for the tasks whose training file is in the data
+    ``pretrained_ft`` (:func:`~attnbook.engine.finetune.seeds_for`: fewer where ``task_seeds`` says) and every random
+    seed of ``random_ft``, for the tasks whose training file is in the data
     directory (a task without one gets a "not run" row and trains nothing)."""
 
     seeds, random_seeds = list(recipe["seeds"]), list(recipe.get("random_seeds") or recipe["seeds"])
@@ -132,7 +134,8 @@ def jobs(tasks: Sequence[str], recipe: Mapping[str, Any], inits: Sequence[str] =
     for task in tasks:
         if not available(task, "train"):
             continue
-        out += [(task_spec(task).name, "pretrained_ft", s) for s in seeds if "pretrained_ft" in inits]
+        out += [(task_spec(task).name, "pretrained_ft", s) for s in seeds_for(recipe, task, seeds)
+                if "pretrained_ft" in inits]
         out += [(task_spec(task).name, "random_ft", s) for s in random_seeds if "random_ft" in inits]
     return out
 
@@ -173,7 +176,7 @@ def table1(
     if missing not in ("skip", "raise"):
         raise ParameterError("missing must be 'skip' or 'raise'")
     p = FinetuneParams.from_mapping(params or {})
-    save_at = tuple((params or {}).get("save_at", ())) if not isinstance(params, FinetuneParams) else ()
+    save_at = (params or {}).get("save_at", ()) if not isinstance(params, FinetuneParams) else ()
     caps = p.dev_cap if dev_caps == "params" else dev_caps
     base = base_encoder(model)
     rows = []
@@ -184,6 +187,8 @@ def table1(
         for init in inits:
             check_init(init)
             init_seeds = seeds_of[init]
+            if init == "pretrained_ft" and not isinstance(params, FinetuneParams):
+                init_seeds = seeds_for(params or {}, spec, init_seeds)  # fewer seeds for a task the recipe says
             paper = PAPER_TABLE1.get(spec.name, {}).get(init, (float("nan"), None))
             row = {
                 "task": spec.name, "init": init, "metric": metric_label(spec.name),

@@ -62,7 +62,9 @@ def training_dynamics(
 
     out, sweeps = [], {}
     for f in [*fractions, 1.0]:
-        clf = final if f == 1.0 else heads_off.classifier(base, task, dict(recipe), seed, fraction=f)
+        # every share of this run asked for at once: one training writes them all if the recipe did not
+        clf = final if f == 1.0 else heads_off.classifier(base, task, {**recipe, "save_at": list(fractions)}, seed,
+                                                          fraction=f)
         values = final_importance if f == 1.0 else importance_of(clf, importance_batches)
         sweep = pruning_sweep(clf, eval_batches, values, score_fn, step=step)
         sweeps[checkpoint_name(f)] = sweep

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from attnbook.core.errors import EmptyDataError
+from attnbook.engine.jobs import seeds_for
 from attnbook.engine.inputs import Batch
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.scores import ScoreFn
@@ -62,7 +63,7 @@ def classifiers(base: LoadedModel, task: str, recipe: Mapping[str, Any], seeds: 
                 ) -> list[SeedRun]:
     """The classifier of every seed with its :func:`~attnbook.studies.heads_off.learned.learned_status`."""
     runs = []
-    for s in seeds:
+    for s in seeds_for(recipe, task, seeds):
         clf = heads_off.classifier(base, task, dict(recipe), int(s))
         runs.append(SeedRun(int(s), clf, learned_status(clf, task, dict(recipe))))
     return runs

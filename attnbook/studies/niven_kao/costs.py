@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from attnbook.engine.cost import ARCT_SIZES, PAD_RANDOM, PIECES, Shape, StageParams, Work, cap
+from attnbook.engine.precision import resolve_bf16
 
 CUES = "07_arct_cues"
 
@@ -15,7 +16,7 @@ CUES = "07_arct_cues"
 def _train_kind(p: StageParams) -> tuple[str, int]:
     """The kind of training work and the processes doing it side by side (the seeds' workers, one thread each)."""
     workers = min(int(p.get("seed_workers") or 1), p["n_seeds"], os.cpu_count() or 1)
-    return ("train_bf16" if p.get("bf16") else "train") + ("_1" if workers > 1 else ""), workers
+    return ("train_bf16" if resolve_bf16(p.get("bf16", False)) else "train") + ("_1" if workers > 1 else ""), workers
 
 
 def _pad(p: StageParams) -> float:

@@ -65,6 +65,7 @@ from attnbook.engine.inputs import pad_rows
 from attnbook.engine.families import family_of, layer_modules
 from attnbook.engine.layers import first_query_only
 from attnbook.engine.models import LoadedModel
+from attnbook.engine.precision import resolve_bf16
 from attnbook.engine.sweeps import BERT_LAYOUT
 from attnbook.engine.train import Recipe, epochs_of, fit
 from attnbook.stats import accuracy
@@ -587,9 +588,8 @@ def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
         epochs=int(P["epochs"]), lr=float(P["lr"]), batch_size=int(P["batch_size"]), warmup=float(P["warmup"]),
         weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
         trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
-        train_threads=int(P.get("train_threads") or 0), bf16=bool(P.get("bf16", False)),
-        group_by_length=bool(P.get("group_by_length", False)),
-    )
+        train_threads=int(P.get("train_threads") or 0), bf16=resolve_bf16(P.get("bf16", False)),
+        group_by_length=bool(P.get("group_by_length", False)))
     fields.update(overrides)
     return TrainConfig(**fields)
 

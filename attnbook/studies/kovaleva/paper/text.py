@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from attnbook import verdict
+from attnbook.engine.precision import resolve_bf16, training_sentence
 from attnbook.stats import Estimate
 from attnbook.studies.kovaleva.paper.claims import PAPER_MODEL
 from attnbook.studies.kovaleva.paper.learned import constant_predictors, is_missing, row_reason
@@ -63,6 +64,11 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
             f"{_per_task(recipe.get('epochs'), tasks)} epoch(s), training examples {_per_task(recipe.get('train_cap'), tasks, ',')}, "
             f"learning rate {_per_task(recipe.get('lr'), tasks)}; pre-trained + fine-tuning over seed(s) "
             f"{', '.join(map(str, seeds))}, random init + fine-tuning over seed(s) {', '.join(map(str, rseeds))}. ")
+    text += training_sentence(recipe.get("bf16", False), resolve_bf16(recipe.get("bf16", False))) + " "
+    fewer = {t: v for t, v in (recipe.get("task_seeds") or {}).items() if t in tasks}
+    if fewer:
+        text += ("Fewer seeds where the recipe does not make a task learn, so nothing would be analysed on the "
+                 "others: " + ", ".join(f"{t} seed(s) {', '.join(map(str, v))}" for t, v in fewer.items()) + ". ")
     moved, flat = [], []
     by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
     for t in tasks:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from attnbook import verdict
+from attnbook.engine.precision import training_sentence
 from attnbook.studies.niven_kao import cues
 from attnbook.studies.niven_kao.pairwise import INPUTS, TrainConfig
 from attnbook.studies.niven_kao.paper.claims import PAPER
@@ -33,8 +34,9 @@ from attnbook.verdict import Comparison
 
 
 def run_markdown(cfg: TrainConfig, *, n_seeds: int, n_layers: int, max_length: int, n_train: int, n_dev: int,
-                 n_test: int) -> str:
-    """What this run's BERT training did, beside the paper's recipe (every layer, 20 seeds)."""
+                 n_test: int, bf16_asked: Any = None) -> str:
+    """What this run's BERT training did, beside the paper's recipe (every layer, 20 seeds); ``bf16_asked``: the
+    chapter's ``bf16`` parameter (``"auto"`` is explained, :func:`attnbook.engine.precision.training_sentence`)."""
     partial = cfg.trainable_layers is not None and cfg.trainable_layers < n_layers
     trained = f"the top {cfg.trainable_layers} of {n_layers} layers" if partial else f"every layer ({n_layers})"
     text = (
@@ -42,8 +44,8 @@ def run_markdown(cfg: TrainConfig, *, n_seeds: int, n_layers: int, max_length: i
         f"at most {max_length} pieces per pair; fine-tuned: **{trained}** plus pooler and classifier "
         f"(paper: every layer, {PAPER['n_seeds']} seeds). {n_train} training, {n_dev} dev and {n_test} test items."
     )
-    if cfg.bf16:
-        text += " Training passes run in bfloat16 (evaluation in float32)."
+    if cfg.bf16 or bf16_asked is not None:
+        text += " " + training_sentence(cfg.bf16 if bf16_asked is None else bf16_asked, cfg.bf16)
     if partial:
         text += " Frozen layers run once per distinct input and are shared by all runs."
     return text
