@@ -255,6 +255,8 @@ def rows(report: dict | None) -> list[tuple[str, str, str]]:
                         f"{t['importance_rho']:.4f}, {t['bytes_compact'] / 2**20:.0f} vs {t['bytes_exact'] / 2**20:.0f} MiB"
                         f"; {'passed' if t['passed'] else 'failed'}",
                         "rho >= 0.95, score within 0.5: adopted" if st["passed"] else "failed: stays exact"))
+    for use, why in (report.get("not_run") or {}).items():
+        out.append((f"precision, {use} ({where})", f"not measured in this run: {why}", "stays float32 here"))
     inf = report.get("inference")
     if inf:
         for task, t in inf["tasks"].items():
