@@ -165,8 +165,9 @@ def use_storage(base, tasks, recipe, p6) -> dict:
         rebuilt.model.load_state_dict(C.rebuild_state(stored, deltas, ref, {k: v.dtype for k, v in state.items()}))
         batches, imp = _sample(base.tokenizer, task, p6, recipe)
         a, b = _effects(exact, batches, task), _effects(rebuilt, batches, task)
+        # a share of equal predicted classes; a regression head (one output) has no classes to compare
         same = float(np.mean(np.argmax(a.baseline_outputs, -1) == np.argmax(b.baseline_outputs, -1))) \
-            if a.baseline_outputs.ndim > 1 else float("nan")
+            if a.baseline_outputs.ndim > 1 and a.baseline_outputs.shape[-1] > 1 else None
         ia, ib = _importance(exact, imp), _importance(rebuilt, imp)
         rho_fx, rho_imp = spearman(a.delta, b.delta), spearman(ia, ib)
         row = {"score_exact": round(float(a.baseline_score), 4), "score_compact": round(float(b.baseline_score), 4),
@@ -251,7 +252,7 @@ def rows(report: dict | None) -> list[tuple[str, str, str]]:
         for task, t in st["tasks"].items():
             out.append((f"precision, checkpoint storage {task} (float16 changes vs exact)",
                         f"score {t['score_exact']} vs {t['score_compact']}, equal predictions "
-                        f"{t['equal_predictions']:.3f}, effects rho {t['effects_rho']:.4f}, importance rho "
+                        f"{'n/a (regression)' if t['equal_predictions'] is None else format(t['equal_predictions'], '.3f')}, effects rho {t['effects_rho']:.4f}, importance rho "
                         f"{t['importance_rho']:.4f}, {t['bytes_compact'] / 2**20:.0f} vs {t['bytes_exact'] / 2**20:.0f} MiB"
                         f"; {'passed' if t['passed'] else 'failed'}",
                         "rho >= 0.95, score within 0.5: adopted" if st["passed"] else "failed: stays exact"))
