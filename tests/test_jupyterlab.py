@@ -1,4 +1,4 @@
-"""A reader's session in JupyterLab (issue 34), driven in Chromium by Playwright.
+"""A reader's sessions in JupyterLab (issue 34), driven in Chromium by Playwright.
 
 A real ``jupyter lab`` server from this environment serves a temporary folder holding a copy of chapter 1's notebook;
 the test opens it, sets the smoke profile the way a reader would (typing into the parameters cell), runs all cells
@@ -8,7 +8,11 @@ its output, not only a mimetype in the notebook), a chart answers the mouse with
 results file. The server's environment points ``ATTNBOOK_RESULTS``/``ATTNBOOK_CACHE`` and Jupyter's own folders
 (settings, workspaces, runtime) at temporary folders, so the reader's files are never touched.
 
-Screenshots (the opened notebook, a drawn chart, its tooltip) are kept in the test's ``tmp_path``, which pytest
+A second session opens chapter 4, runs the cells that set it up and the cell of its labelling tool (an ipywidgets
+widget over the reviewed attention maps), and clicks it: the tool shows a map, a class button labels it (the labels
+file is written) and moves to the next map, Back returns to it with the chosen class highlighted.
+
+Screenshots (the opened notebook, a drawn chart, its tooltip, the labelling tool before and after a click) are kept in the test's ``tmp_path``, which pytest
 keeps when the test fails. The server and the kernels it started are shut down in the fixture's teardown, however
 the test ends.
 """
@@ -31,6 +35,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "01_clark_surface_patterns"
+#: the chapter whose labelling tool (an ipywidgets widget) the second test opens and clicks
+WIDGET_CHAPTER = "04_kovaleva_taxonomy"
 KERNEL = "attnbook"
 # the browser of the page checks (tests/test_book.py): $ATTNBOOK_CHROMIUM, Debian's chromium, else Playwright's own
 CHROMIUM = (os.environ.get("ATTNBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -145,7 +151,8 @@ def lab(tmp_path):
 
     root = tmp_path / "lab"
     (root / "notebooks").mkdir(parents=True)
-    shutil.copy2(ROOT / "notebooks" / f"{CHAPTER}.ipynb", root / "notebooks")
+    for name in (CHAPTER, WIDGET_CHAPTER):
+        shutil.copy2(ROOT / "notebooks" / f"{name}.ipynb", root / "notebooks")
     settings = tmp_path / "lab-settings"
     for name, value in LAB_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
@@ -253,6 +260,13 @@ def _wait_for_the_run(page, lab: Lab) -> dict:
     pytest.fail(f"the chapter did not finish in {RUN_TIMEOUT} s: {state}")
 
 
+def _run_cell(page, cell) -> None:
+    """Select a code cell by its prompt and run it in place (Ctrl+Enter), as a reader running one cell does."""
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.keyboard.press("Control+Enter")
+
+
 def _saved_notebook(page, lab: Lab) -> dict:
     """Save from the keyboard (Ctrl+S) and read the notebook as the server wrote it."""
     path = lab.root / "notebooks" / f"{CHAPTER}.ipynb"
@@ -337,6 +351,80 @@ def test_a_reader_runs_chapter_1_in_jupyterlab(lab, tmp_path):
             assert results.exists(), f"no results file in {lab.results}: {sorted(p.name for p in lab.results.glob('*'))}"
             written = json.loads(results.read_text())
             assert written["profile"] == "smoke" and written["comparisons"]
+            assert not page_errors, page_errors
+        finally:
+            browser.close()
+
+
+#: JavaScript: the labelling tool in the notebook's outputs: its text, its picture's size, its buttons' classes
+TOOL = r"""
+() => {
+  const box = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output .widget-vbox');
+  if (!box) return null;
+  const img = box.querySelector('.widget-image, img');
+  const buttons = Array.from(box.querySelectorAll('button'));
+  return {text: (box.querySelector('.widget-html') || box).textContent,
+          image: img ? {w: img.naturalWidth, h: img.naturalHeight} : null,
+          buttons: buttons.map(b => ({name: b.textContent.trim(), success: b.classList.contains('mod-success')}))};
+}
+"""
+
+
+@pytest.mark.integration
+def test_a_reader_labels_maps_with_chapter_4s_tool_in_jupyterlab(lab, tmp_path):
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    from attnbook.studies.kovaleva.patterns import CLASSES
+
+    with sync_playwright() as pw:
+        browser = _launch_browser(pw)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            page_errors: list[str] = []
+            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+            page.goto(f"{lab.url}/lab/tree/notebooks/{WIDGET_CHAPTER}.ipynb?token={lab.token}")
+            page.locator(".jp-CodeCell .cm-line", has_text='profile = "quick"').first.wait_for(timeout=90_000)
+            assert [s["kernel"]["name"] for s in lab.wait_for_kernel()] == [KERNEL]
+            _set_smoke_profile(page)
+            cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell")
+            # the set-up, the parameters, the imports and the chapter's pipeline; then the tool's own cell
+            tool_cell = cells.filter(has=page.locator(".cm-line", has_text="annotation_widget(")).first
+            for cell in [cells.nth(i) for i in range(4)] + [tool_cell]:
+                _run_cell(page, cell)
+                _wait_for_the_run(page, lab)
+            shown = page.evaluate(OUTPUTS)
+            assert not shown["errors"], "error output(s) in the notebook:\n" + "\n---\n".join(shown["errors"])
+
+            page.locator(".jp-OutputArea-output .widget-vbox").first.wait_for(timeout=30_000)
+            before = page.evaluate(TOOL)
+            first = re.search(r"map 1 of (\d+): (\S.*?), head (\d+)-(\d+)", before["text"])
+            assert first, f"the tool does not show a first map with its 1-based head label: {before['text']!r}"
+            n_maps = int(first.group(1))
+            assert n_maps > 1 and int(first.group(3)) >= 1 and int(first.group(4)) >= 1
+            assert before["image"] and before["image"]["w"] > 0 and before["image"]["h"] > 0, before
+            names = [b["name"] for b in before["buttons"]]
+            assert set(CLASSES) <= set(names), names
+            assert not any(b["success"] for b in before["buttons"]), "a class is highlighted before any label"
+            tool_cell.screenshot(path=str(tmp_path / "4-labelling-tool.png"))
+
+            labels_file = lab.root / "notebooks" / "my_labels.json"
+            assert not labels_file.exists()
+            page.get_by_role("button", name=CLASSES[0], exact=True).click()
+            page.wait_for_function(
+                "() => { const b = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .widget-vbox "
+                ".widget-html'); return b && b.textContent.includes('map 2 of'); }", timeout=15_000)
+            saved = json.loads(labels_file.read_text())
+            assert [e["label"] for e in saved["maps"]] == [CLASSES[0]], saved
+            page.get_by_role("button", name=re.compile("Back")).click()
+            page.wait_for_function(
+                "() => { const b = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .widget-vbox "
+                ".widget-html'); return b && b.textContent.includes('map 1 of'); }", timeout=15_000)
+            after = page.evaluate(TOOL)
+            assert f"label: {CLASSES[0]}" in after["text"], after["text"]
+            assert [b["name"] for b in after["buttons"] if b["success"]] == [CLASSES[0]], after["buttons"]
+            tool_cell.screenshot(path=str(tmp_path / "5-labelling-tool-after-a-click.png"))
             assert not page_errors, page_errors
         finally:
             browser.close()

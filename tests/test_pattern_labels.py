@@ -177,3 +177,31 @@ def test_learnable_subset_keeps_reviewed_learnable_maps():
     assert sub["index"].tolist() == [0, 1, 4, 5] and sub["y"].tolist() == [0, 0, 4, 4]
     assert len(sub["maps"]) == 4 and sub["proposed"].tolist() == [0, 0, 0, 0]
     assert "Diagonal (1 maps) dropped" in sub["note"] and "Block" in sub["note"]
+
+
+def test_the_tool_names_a_map_with_the_papers_head_label():
+    assert L.map_description({"task": "RTE", "split": "dev", "row": 3, "layer": 7, "head": 9}) == \
+        "RTE, split dev, row 3, head 8-10"
+    assert L.map_description({"row": 0}) == "row 0"
+
+
+def test_chapter_4s_tool_shows_the_learnable_reviewed_maps_without_suggestions(tmp_path):
+    from attnbook.studies.kovaleva.pipeline import Labelled
+
+    rng = np.random.default_rng(0)
+    maps = [PT.synthetic_map(c, 12, rng)[0] for c in ("Vertical", "Diagonal")]
+    labels = [L.LabelledMap("RTE", "dev", 0, 0, 1, "Block", "Vertical"),
+              L.LabelledMap("RTE", "dev", 1, 2, 3, "Diagonal", None),
+              L.LabelledMap("MRPC", "dev", 5, 4, 5, "Diagonal", "Diagonal")]
+    learn = {"maps": maps, "index": np.array([0, 2]), "proposed": np.array([3, 1])}
+    lab = Labelled({}, labels, None, "", learn, {})
+    out = tmp_path / "mine.json"
+    w = lab.annotation_widget(out)
+    assert "map 1 of 2: RTE, split dev, row 0, head 1-2" in w.children[0].value
+    assert not any(b.button_style for b in w.buttons.values())  # blind, as the review was
+    w.buttons["Block"].click()
+    assert json.loads(out.read_text())["maps"] == [
+        {"task": "RTE", "split": "dev", "row": 0, "layer": 0, "head": 1, "label": "Block"}]
+    assert "MRPC, split dev, row 5, head 5-6" in w.children[0].value
+    suggested = lab.annotation_widget(tmp_path / "other.json", suggest=True)
+    assert suggested.buttons["Block"].button_style == "info"

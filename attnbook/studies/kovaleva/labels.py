@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
+from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_json
 from attnbook.core.paths import PACKAGE_DIR
 from attnbook.data.glue import task_path
@@ -245,6 +246,19 @@ def agreement(labels: Sequence[LabelledMap]) -> dict:
     return {"k": int(k), "n": len(rev), "share": k / len(rev), "low": low, "high": high, "confusion": conf}
 
 
+def map_description(map_id: Mapping) -> str:
+    """How the labelling tool names a map to a reader: its fields, with a 0-based ``layer`` and ``head`` shown as
+    the papers' 1-based head label (``{"task": "RTE", "row": 3, "layer": 7, "head": 9}`` -> ``RTE, row 3, head
+    8-10``)."""
+
+    rest = {k: v for k, v in map_id.items() if k not in ("layer", "head")}
+    parts = [str(rest.pop("task"))] if "task" in rest else []
+    parts += [f"{k} {v}" for k, v in rest.items()]
+    if "layer" in map_id and "head" in map_id:
+        parts.append(f"head {head_label(int(map_id['layer']), int(map_id['head']))}")
+    return ", ".join(parts)
+
+
 def annotation_widget(
     maps: Sequence[np.ndarray],
     ids: Sequence[dict],
@@ -299,7 +313,7 @@ def annotation_widget(
         hint = CLASSES[int(proposed[i])] if proposed is not None else None
         for b, name in zip(buttons, CLASSES):
             b.button_style = "success" if name == current else ("info" if name == hint else "")
-        info.value = (f"map {i + 1} of {len(maps)}: <code>{keys[i]}</code><br>"
+        info.value = (f"map {i + 1} of {len(maps)}: {map_description(ids[i])}<br>"
                       f"label: <b>{current or '-'}</b>" + (f" (suggested: {hint})" if hint else ""))
 
     def choose(name: str):

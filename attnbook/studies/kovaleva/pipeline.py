@@ -60,6 +60,16 @@ class Labelled:
     def files(self) -> list[Path]:
         return [labelled.LABELS_FILE, *labelled.source_files(self.labels)]
 
+    def annotation_widget(self, out_path: Path | str, *, suggest: bool = False):
+        """The labelling tool (:func:`labelled.annotation_widget`) on the reviewed maps the classifiers learn from,
+        in the file's order: label them yourself and compare with the review (exercise 4.1). Labels go to
+        ``out_path`` at every click, and a later call resumes from that file; ``suggest`` highlights the rule
+        set's proposal (off by default: the review was blind)."""
+        picked = [self.labels[i] for i in self.learn["index"]]
+        ids = [dict(task=m.task, split=m.split, row=m.row, layer=m.layer, head=m.head) for m in picked]
+        return labelled.annotation_widget(self.learn["maps"], ids, out_path,
+                                          proposed=self.learn["proposed"] if suggest else None)
+
 
 @cache.memoized("pattern-images")
 def pattern_images(label_model: LoadedModel, header: dict, labels: list, folds: int, size: int) -> dict[str, np.ndarray]:
