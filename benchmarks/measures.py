@@ -46,6 +46,7 @@ def benchmark_sweep(
         "naive_seconds": t2 - t1,
         "speedup": (t2 - t1) / max(t1 - t0, 1e-12),
         "max_abs_output_diff": float(np.max(np.abs(fast.outputs - naive.outputs))),
+        "max_abs_output": float(np.max(np.abs(naive.outputs))),
     }
 
 

@@ -454,7 +454,8 @@ def main() -> int:
         from families import bench_families
         from measures import benchmark_sweep
 
-        report["families"] = bench_optional("families", lambda: bench_families(bench_extraction, benchmark_sweep))
+        report["families"] = bench_optional("families", lambda: bench_families(bench_extraction, benchmark_sweep,
+                                                                               n_segments=n))
     if want("libraries"):
         from libraries import bench_libraries
 

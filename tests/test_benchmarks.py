@@ -53,6 +53,28 @@ def test_benchmark_sweep_reports_both_times():
     assert out["fast_seconds"] > 0 and out["naive_seconds"] > 0
     assert out["max_abs_output_diff"] < 1e-5
     assert out["n_configs"] == 12
+    assert out["max_abs_output"] > 0  # the scale the family rows judge the difference against
+
+
+def test_family_rows_judge_the_sweep_difference_against_the_largest_logit():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import families
+
+    report = {"electra": {"family": "ELECTRA", "segments": 200, "float32_reference": 1.0e-05,
+                          "extraction": {"segments": 200, "overhead": 0.1141},
+                          "sweep_mask": {"speedup": 2.44, "max_abs_output_diff": 2.1e-05, "max_abs_output": 23.0}},
+              "old": {"family": "BERT", "extraction": {"segments": 48, "overhead": 0.02},
+                      "sweep_mask": {"speedup": 2.9, "max_abs_output_diff": 1.1e-05}},
+              "broken": {"family": "X", "extraction": {"segments": 48, "overhead": 0.02},
+                         "sweep_mask": {"error": "ValueError: no"}}}
+    rows = families.rows(report)
+    assert rows[0][1] == ("overhead 0.1141; sweep 2.44x, diff 2.1e-05 = 9.1e-07 of the largest logit (23.0; one batch "
+                          "vs one input at a time: 1.0e-05)")
+    assert "200 segments" in rows[0][0] and rows[0][2].endswith("diff < 1e-5 of the largest logit")
+    assert rows[1][1] == "overhead 0.02; sweep 2.90x, diff 1.1e-05"  # a report without the largest logit
+    assert rows[2][1] == "overhead 0.02; sweep: ValueError: no"
 
 
 def test_training_throughput_returns_numbers(tokenizer):
