@@ -225,6 +225,17 @@ def _launch_browser(pw):
     )
 
 
+def _open_notebook(browser, lab: Lab, chapter: str):
+    """A new page showing the chapter's notebook in JupyterLab, once its parameters cell is drawn; and the list
+    that collects the page's JavaScript errors."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    page.goto(f"{lab.url}/lab/tree/notebooks/{chapter}.ipynb?token={lab.token}")
+    page.locator(".jp-CodeCell .cm-line", has_text='profile = "quick"').first.wait_for(timeout=90_000)
+    return page, page_errors
+
+
 def _set_smoke_profile(page) -> None:
     """Type the smoke profile into the parameters cell, as a reader would: click the line, select it, retype it."""
     line = page.locator(".jp-CodeCell .cm-line", has_text='profile = "quick"').first
@@ -294,11 +305,7 @@ def test_a_reader_runs_chapter_1_in_jupyterlab(lab, tmp_path):
     with sync_playwright() as pw:
         browser = _launch_browser(pw)
         try:
-            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-            page_errors: list[str] = []
-            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
-            page.goto(f"{lab.url}/lab/tree/notebooks/{CHAPTER}.ipynb?token={lab.token}")
-            page.locator(".jp-CodeCell .cm-line", has_text='profile = "quick"').first.wait_for(timeout=90_000)
+            page, page_errors = _open_notebook(browser, lab, CHAPTER)
             # the notebook asks for the project's kernel by name, and gets it
             page.wait_for_function(
                 "() => { const i = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
@@ -381,11 +388,7 @@ def test_a_reader_labels_maps_with_chapter_4s_tool_in_jupyterlab(lab, tmp_path):
     with sync_playwright() as pw:
         browser = _launch_browser(pw)
         try:
-            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-            page_errors: list[str] = []
-            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
-            page.goto(f"{lab.url}/lab/tree/notebooks/{WIDGET_CHAPTER}.ipynb?token={lab.token}")
-            page.locator(".jp-CodeCell .cm-line", has_text='profile = "quick"').first.wait_for(timeout=90_000)
+            page, page_errors = _open_notebook(browser, lab, WIDGET_CHAPTER)
             assert [s["kernel"]["name"] for s in lab.wait_for_kernel()] == [KERNEL]
             _set_smoke_profile(page)
             cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell")
