@@ -6,7 +6,11 @@ attention code, not on the weights. The segments are chapter 1's WikiText-2 pair
 as the embedded model's own extraction row uses (200; 64 with ``--quick``). Measured on the AVX2 machine of
 2026-11-26: with 48 segments (three batches) the random BERT's overhead read 0.138 and 0.147 in two runs; with 200 it
 read 0.081, 0.023, 0.021 and 0.056 in four (the embedded model 0.079). Fewer segments inflated it; the spread that
-remains at 200 is the machine's, and a ratio of best times is a fragile statistic for it.
+remains at 200 is the machine's, and a ratio of best times is a fragile statistic for it. So the row times the two
+in 7 alternating pairs and reports the median of the pairs' ratios with its interval (:func:`measures.
+paired_overhead`, as chapter 6 times pruning). In the run of 2026-11-26 14:26 (the same machine, slower that day:
+8.2 s for a bare pass over the 200 segments) the best-times ratio read 0.129 for ELECTRA, 0.146 for RoBERTa and 0.113
+for MPNet, and the paired medians 0.070, 0.054 and 0.066; every family's median was 0.040-0.093.
 
 The sweep's "same logits" is judged against float32's own rounding, not a fixed number: a random classifier's logits
 reached 2.5 to 29 in that run, and the same unmasked forward run as one batch and one input at a time already
@@ -27,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from attnbook.engine.inputs import make_batches  # noqa: E402
 from attnbook.engine.models import load_encoder, wrap_model  # noqa: E402
 from attnbook.studies.clark.segments import clark_segments  # noqa: E402
+from measures import overhead_text  # noqa: E402
 
 #: the embedded model's shape, for every family
 MINILM_SHAPE = {"hidden": 384, "layers": 6, "heads": 12, "intermediate": 1536, "positions": 512}
@@ -104,6 +109,6 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
         else:
             sweep = f"sweep: {sw.get('error', 'not run')}"
         out.append((f"{r['family']} (random, 6x12, hidden 384, {ex.get('segments')} segments): extraction overhead; "
-                    "fast mask sweep vs naive", f"overhead {ex.get('overhead')}; {sweep}",
+                    "fast mask sweep vs naive", f"overhead {overhead_text(ex)}; {sweep}",
                     "<= 0.10; >= 2x, diff < 1e-5 of the largest logit"))
     return out

@@ -2,7 +2,9 @@
 
 * :func:`benchmark_sweep` - the fast single-head sweep against a full forward per head, same data;
 * :func:`training_throughput` / :func:`benchmark_throughput` - fine-tuning examples per second of the
-  embedded model and of a randomly initialised bert-base-sized model.
+  embedded model and of a randomly initialised bert-base-sized model;
+* :func:`interleaved_pairs` / :func:`paired_overhead` - two commands timed in alternating pairs, and the overhead of
+  one over the other as the median of the pairs' ratios (the extraction rows).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import torch
 from attnbook.engine import finetune, sweeps
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.train import make_optimizer
+from attnbook.stats import median_interval
 
 
 def benchmark_sweep(
@@ -227,3 +230,38 @@ def benchmark_arct_grouping(loaded: LoadedModel, n_items: int = 200) -> dict:
 
     return {"items": n_items, "padding_random": round(float(padded(False)), 3),
             "padding_grouped": round(float(padded(True)), 3), "fn_new": run(True), "fn_old": run(False)}
+
+
+def interleaved_pairs(a, b, repeats: int = 5) -> tuple[list[float], list[float]]:
+    """Times of ``a`` and ``b`` in ``repeats`` pairs, each pair run back to back and the order alternating from
+    pair to pair (a b, b a, ...), so a load that comes and goes hits both sides of a pair alike."""
+    ta, tb = [], []
+    for rep in range(repeats):
+        order = ((a, ta), (b, tb)) if rep % 2 == 0 else ((b, tb), (a, ta))
+        for fn, out in order:
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return ta, tb
+
+
+def paired_overhead(t_base: list[float], t_new: list[float]) -> dict:
+    """The overhead of ``new`` over ``base`` as the median of the pairs' ratios minus one, with its distribution-free
+    95% interval (:func:`attnbook.stats.median_interval`, as chapter 6 times pruning): a load spike on one side of a
+    pair, or on a few pairs, cannot move it, where a ratio of the two best times takes each side's luckiest run."""
+    est = median_interval([n / b - 1.0 for b, n in zip(t_base, t_new)], unit="timing pairs (median)")
+    out = {"overhead": round(est.value, 4), "pairs": est.n,
+           "overhead_of_best_times": round(min(t_new) / min(t_base) - 1.0, 4)}
+    if est.low is not None:
+        out["overhead_interval"] = [round(est.low, 4), round(est.high, 4)]
+    return out
+
+
+def overhead_text(extraction: dict) -> str:
+    """An extraction row's overhead as the table shows it: the median of the paired ratios with its interval (a
+    report from before the pairs were kept has the ratio of the best times only)."""
+    text = f"{extraction.get('overhead')}"
+    if "overhead_interval" in extraction:
+        low, high = extraction["overhead_interval"]
+        text += f" [{low}, {high}] ({extraction['pairs']} pairs)"
+    return text

@@ -56,6 +56,21 @@ def test_benchmark_sweep_reports_both_times():
     assert out["max_abs_output"] > 0  # the scale the family rows judge the difference against
 
 
+def test_extraction_overhead_is_the_median_of_paired_ratios_not_one_lucky_run():
+    """One lucky bare forward (a pair's base time halved) made the ratio of best times read +110% for a +5% cost;
+    the median of the pairs' ratios stays at +5%, with an interval, and the pairs alternate which side runs first."""
+    measures = load_measures()
+    base = [1.0, 1.0, 1.0, 0.5, 1.0, 1.0, 1.0]
+    out = measures.paired_overhead(base, [1.05] * 7)
+    assert out["overhead"] == 0.05 and out["overhead_of_best_times"] == 1.1
+    assert out["pairs"] == 7 and out["overhead_interval"] == [0.05, 1.1]  # with 7 pairs the 95% interval is their range
+    assert measures.overhead_text(out) == "0.05 [0.05, 1.1] (7 pairs)"
+    assert "overhead_interval" not in measures.paired_overhead([1.0] * 3, [1.1] * 3)  # too few pairs for one
+    calls: list[str] = []
+    ta, tb = measures.interleaved_pairs(lambda: calls.append("a"), lambda: calls.append("b"), repeats=4)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"] and len(ta) == len(tb) == 4
+
+
 def test_family_rows_judge_the_sweep_difference_against_the_largest_logit():
     import sys
 
@@ -63,14 +78,15 @@ def test_family_rows_judge_the_sweep_difference_against_the_largest_logit():
     import families
 
     report = {"electra": {"family": "ELECTRA", "segments": 200, "float32_reference": 1.0e-05,
-                          "extraction": {"segments": 200, "overhead": 0.1141},
+                          "extraction": {"segments": 200, "overhead": 0.0612, "overhead_interval": [0.02, 0.1141],
+                                         "pairs": 7},
                           "sweep_mask": {"speedup": 2.44, "max_abs_output_diff": 2.1e-05, "max_abs_output": 23.0}},
               "old": {"family": "BERT", "extraction": {"segments": 48, "overhead": 0.02},
                       "sweep_mask": {"speedup": 2.9, "max_abs_output_diff": 1.1e-05}},
               "broken": {"family": "X", "extraction": {"segments": 48, "overhead": 0.02},
                          "sweep_mask": {"error": "ValueError: no"}}}
     rows = families.rows(report)
-    assert rows[0][1] == ("overhead 0.1141; sweep 2.44x, diff 2.1e-05 = 9.1e-07 of the largest logit (23.0; one batch "
+    assert rows[0][1] == ("overhead 0.0612 [0.02, 0.1141] (7 pairs); sweep 2.44x, diff 2.1e-05 = 9.1e-07 of the largest logit (23.0; one batch "
                           "vs one input at a time: 1.0e-05)")
     assert "200 segments" in rows[0][0] and rows[0][2].endswith("diff < 1e-5 of the largest logit")
     assert rows[1][1] == "overhead 0.02; sweep 2.90x, diff 1.1e-05"  # a report without the largest logit
