@@ -44,7 +44,10 @@ def pytest_collection_finish(session):
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     runs = {name: fn for name, fn in longruns.RUNS.items() if name in needed}
     if runs:
-        torch.set_num_threads(1)  # the long runs have the other core
+        # the long runs have the other core: this process computes on one thread, and so do the chapters, kernels and
+        # servers the tests start (the package's set-up reads OMP_NUM_THREADS: attnbook.engine.models.set_threads)
+        torch.set_num_threads(1)
+        os.environ.update(longruns.ONE_THREAD)
     longruns.start(runs)
 
 
@@ -97,3 +100,12 @@ def tiny_bert(tokenizer):
     from attnbook.engine.models import wrap_model
 
     return wrap_model(make_tiny_bert(tokenizer), tokenizer, name="tiny-random-bert")
+
+
+@pytest.fixture(scope="session")
+def smoke_book():
+    """The smoke book's project folder (:func:`longruns.smoke_book`), started in the background when collection
+    ended; shared by the book's page checks and the fresh-environment run that compares its results with it."""
+    import longruns
+
+    return longruns.result("smoke_book", longruns.smoke_book)

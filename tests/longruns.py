@@ -7,10 +7,12 @@ after the other and after the other tests, they kept one of the machine's two co
 one core while the other tests use the other, every process computing on one thread (:data:`ONE_THREAD`; the pytest
 process too, while the runs go). Measured on this two-core machine (one suite each, ``--durations``): one run after
 the other, 526 s; the runs beside the tests on one core, 436 s; the two runs at once beside the tests, 599 s with
-one thread per process and 581 s with torch's default of one thread per core (the CPU time grew by half: the
-cores do not scale to three busy processes). The fixture waits with :func:`result`, which re-raises whatever
-stopped the run. What each run executes and checks is unchanged. Subprocesses still going when the run ends (an
-interrupted or ``-x`` run) are killed, with the processes they started.
+one thread per process and 581 s with torch's default of one thread per core (the CPU time grew by half: the cores
+do not scale to three busy processes). Until 2026-11-26 the chapters' kernels did not follow ``OMP_NUM_THREADS``
+(their set-up took every core), so those timings had two-thread kernels beside a busy core. The fixture waits with
+:func:`result`, which re-raises whatever stopped the run. What each run executes and checks is unchanged.
+Subprocesses still going when the run ends (an interrupted or ``-x`` run) are killed, with the processes they
+started.
 
 The runs do nothing in the pytest process that a test beside them could disturb or be disturbed by: all their
 work is in subprocesses (planting the model too: it draws from torch's global generator, which the tests seed),

@@ -35,12 +35,6 @@ def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
     return longruns.cli(args, env)
 
 
-@pytest.fixture(scope="session")
-def smoke_book() -> Path:
-    """The smoke book (:func:`longruns.smoke_book`), started in the background when collection ended."""
-    return longruns.result("smoke_book", longruns.smoke_book)
-
-
 @pytest.mark.integration
 def test_every_chapter_executed_and_rendered(smoke_book):
     from attnbook.chapters.runner import available_chapters
@@ -61,17 +55,6 @@ def test_every_chapter_executed_and_rendered(smoke_book):
         assert f"| {CHAPTER_TITLES[chapter]} |" in overview, f"{chapter} missing from the results overview"
         first_row = json.loads((smoke_book / "book" / "results" / f"{chapter}.json").read_text())["comparisons"][0]
         assert str(first_row["quantity"]).replace("|", "\\|") in overview
-
-
-@pytest.mark.integration
-def test_same_seed_same_numbers(smoke_book, tmp_path):
-    """Determinism: chapter 1 run again with the same profile and seed writes an identical results file."""
-    env = dict(os.environ, **longruns.ONE_THREAD, ATTNBOOK_HOME=str(smoke_book), ATTNBOOK_RESULTS=str(tmp_path),
-               ATTNBOOK_CACHE=str(tmp_path / "fresh-cache"))
-    _run(["run", "01", "--profile", "smoke"], env)
-    first = (smoke_book / "book" / "results" / "01_clark_surface_patterns.json").read_bytes()
-    again = (tmp_path / "01_clark_surface_patterns.json").read_bytes()
-    assert first == again
 
 
 @pytest.mark.integration

@@ -62,7 +62,9 @@ def _source_copy(dest: Path) -> Path:
 
 
 @pytest.mark.integration
-def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment(tmp_path):
+def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment(tmp_path, smoke_book):
+    """... and, run there with the same profile and seed (its own install, data, cache and kernel), writes a results
+    file identical to the smoke book's, byte for byte: the determinism check (it was a third run of the chapter)."""
     shared = Path(os.environ["ATTNBOOK_DATA"])
     python = _fresh_venv(tmp_path / "venv")
     probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('attnbook'))"],
@@ -93,8 +95,10 @@ def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment
     setup = next(c for c in nb["cells"] if "set-up" in c["metadata"].get("tags", []))
     said = "".join("".join(o.get("text", "")) for o in setup["outputs"])  # nbformat keeps text as a list of lines
     assert f"{CHAPTER} reads wiki" in said
-    results = json.loads((work / "results" / f"{CHAPTER}.json").read_text())
+    written = (work / "results" / f"{CHAPTER}.json").read_bytes()
+    results = json.loads(written)
     assert results["profile"] == "smoke" and results["comparisons"]
+    assert written == (smoke_book / "book" / "results" / f"{CHAPTER}.json").read_bytes()
     assert not (ROOT / "build").exists()  # nothing of the install was written into the checkout
 
 

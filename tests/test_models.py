@@ -127,3 +127,29 @@ def test_weights_under_a_papers_model_name_with_another_shape_are_flagged():
     assert shape_note("bert-base-uncased", 12, 12, 768) == "" and shape_note("embedded", 6, 12, 384) == ""
     note = shape_note("bert-base-uncased", 4, 4, 32)
     assert "4 layers x 4 heads" in note and "12 x 12, 768" in note
+
+
+def test_threads_follow_what_the_environment_asked_for(monkeypatch):
+    """The suite runs its long chapters with OMP_NUM_THREADS=1 beside the other tests; a chapter's set-up used to set
+    every core regardless (two threads beside a busy core: chapter 1's MLM head 5.7x slower)."""
+    from attnbook.core.errors import ParameterError
+    from attnbook.engine.models import set_threads
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    monkeypatch.delenv("ATTNBOOK_THREADS", raising=False)
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        assert set_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("OMP_NUM_THREADS", "3,1")  # an OpenMP list: its first level
+        assert set_threads() == 3
+        monkeypatch.setenv("ATTNBOOK_THREADS", "2")  # the book's own variable first
+        assert set_threads() == 2
+        monkeypatch.delenv("ATTNBOOK_THREADS")
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert set_threads() == 4  # nothing asked: every core
+        monkeypatch.setenv("OMP_NUM_THREADS", "many")
+        with pytest.raises(ParameterError, match="OMP_NUM_THREADS='many'.*positive integer"):
+            set_threads()
+    finally:
+        torch.set_num_threads(before)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from attnbook.core.errors import ModelError
+from attnbook.core.errors import ModelError, ParameterError
 from attnbook.core.paths import hub_cache_dir
 from attnbook.engine.families import Family, family_of
 from attnbook.engine.inputs import roles_sentence
@@ -433,7 +433,29 @@ def has_mlm_head(path: Path | None) -> bool:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Set torch's intra-op threads (default: ``$ATTNBOOK_THREADS`` or all cores); returns the value."""
-    n = n or int(os.environ.get("ATTNBOOK_THREADS", "0")) or os.cpu_count() or 1
+    """Set torch's intra-op threads and return the value: ``n``, else ``$ATTNBOOK_THREADS``, else
+    ``$OMP_NUM_THREADS`` (what a caller sharing the machine asked every process for: the test suite gives its long
+    runs one thread each), else all cores.
+
+    Ignoring ``$OMP_NUM_THREADS`` here cost the suite's smoke chapters up to 5x: a two-thread kernel beside a busy
+    core spends its time waiting at OpenMP barriers (chapter 1's MLM head, 57.7 s with two threads vs 10.1 s with
+    one, measured beside a busy build on 2026-11-26)."""
+    n = n or _env_threads("ATTNBOOK_THREADS") or _env_threads("OMP_NUM_THREADS") or os.cpu_count() or 1
     torch.set_num_threads(n)
+    return n
+
+
+def _env_threads(name: str) -> int:
+    """A positive thread count from the environment variable ``name`` (of an OpenMP list such as ``4,2``, its first
+    level); 0 when it is unset or empty; an error naming the variable when it is set to anything else."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return 0
+    try:
+        n = int(value.split(",")[0])
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ParameterError(f"{name}={value!r} is not a number of threads: set it to a positive integer "
+                             f"(e.g. {name}=2) or unset it to use every core")
     return n
