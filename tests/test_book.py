@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
-import longruns
 import pytest
 import yaml
 
@@ -29,10 +27,6 @@ def toc_files() -> list[str]:
     for part in toc.get("parts", []):
         files += [c["file"] for c in part.get("chapters", [])]
     return files
-
-
-def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    return longruns.cli(args, env)
 
 
 @pytest.mark.integration

@@ -63,8 +63,9 @@ def _source_copy(dest: Path) -> Path:
 
 @pytest.mark.integration
 def test_a_chapter_installs_attnbook_and_fetches_its_data_in_a_fresh_environment(tmp_path, smoke_book):
-    """... and, run there with the same profile and seed (its own install, data, cache and kernel), writes a results
-    file identical to the smoke book's, byte for byte: the determinism check (it was a third run of the chapter)."""
+    """Chapter 1's set-up cell installs attnbook and fetches the chapter's data in a fresh environment; the chapter
+    then runs there with the smoke profile and writes a results file identical, byte for byte, to the smoke book's
+    (its own install, data, cache and kernel): the suite's determinism check, which used to be a third run."""
     shared = Path(os.environ["ATTNBOOK_DATA"])
     python = _fresh_venv(tmp_path / "venv")
     probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('attnbook'))"],
