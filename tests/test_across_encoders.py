@@ -227,6 +227,7 @@ def test_the_chapter_runs_end_to_end_on_two_planted_families(two_families):
     d = joint["js_mean"]
     assert d.shape == (24, 24) and np.allclose(d, d.T) and np.allclose(np.diag(d), 0) and (d >= 0).all()
     assert joint["model"][:12] == [bert] * 12 and joint["label"][12] == "1-1" and joint["n_sentences"] > 0
+    assert isinstance(joint["n_sentences"], int) and isinstance(joint["layer"][0], int)
     stats = {labels[m]: s for m, s in run.surface().items()}
     charts = [ec.relative_position_chart(stats), ec.entropy_chart(stats),
               ec.special_tokens_chart(stats, {labels[m]: role_names(x.tokenizer) for m, x in models.items()}),
@@ -267,3 +268,25 @@ def test_the_paper_profile_adds_bert_base_as_a_third_column(two_families, tmp_pa
     assert words <= {"holds in all three", "holds in two", "holds in one", "holds in none", "undecided", "not testable"}
     assert len([c for c in E.wide_table(findings).columns if c.endswith(": outcome")]) == 3
     assert "bert-base-uncased" in E.describe_models(models)["shape_note"]  # the planted weights are not bert-base's
+
+
+def test_the_joint_map_is_cached_as_distances_not_as_every_heads_maps(two_families, tmp_path, monkeypatch):
+    """Issue 30's cache budget: the word-level maps (2 bytes per head and word pair) are not written; the distances
+    are, and reading them back extracts nothing."""
+    from attnbook.atlas import joint_map
+    from attnbook.engine.finetune import base_encoder
+
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
+    models = {m: base_encoder(m) for m in two_families}
+    first = joint_map.joint_distances(models, 6, max_tokens=64)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["across_distances"]
+
+    def no_maps(*args, **kwargs):
+        raise AssertionError("cached distances extracted maps again")
+
+    monkeypatch.setattr(joint_map, "word_maps", no_maps)
+    again = joint_map.joint_distances(models, 6, max_tokens=64)
+    np.testing.assert_array_equal(again["js_mean"], first["js_mean"])
+    assert again["label"] == first["label"] and again["n_sentences"] == first["n_sentences"]
+    with pytest.raises(AssertionError, match="extracted maps again"):
+        joint_map.joint_distances(models, 5, max_tokens=64)  # other sentences: computed, not read

@@ -45,11 +45,25 @@ def test_extract_probe_data_matches_the_word_maps(tiny_bert, tokenizer, glove):
     np.testing.assert_allclose(model_vecs.vectors[0][2], emb[ids].mean(0), rtol=1e-5, atol=1e-6)
 
 
-def test_cached_maps_round_trip(tiny_bert, tokenizer, tmp_path, monkeypatch):
+def test_the_maps_are_not_written_to_the_cache_and_a_rerun_reads_only_the_probes_summary(
+        tiny_bert, tokenizer, glove, tmp_path, monkeypatch):
+    """The maps are the book's largest intermediate (issue 30's cache budget); the probes' summary, cached under
+    every input that made them, is all a rerun needs."""
+    from attnbook.studies.clark import probes as P
+
     monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path))
     encoded = D.encode_for_probe(tokenizer, [CAT, STORY])
     first = D.extract_word_maps(tiny_bert, encoded, progress=False)
-    assert list((tmp_path / "probe_word_maps").glob("*.npz"))
     second = D.extract_word_maps(tiny_bert, encoded, progress=False)
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)
+    kw = dict(glove=glove, epochs=1, hidden=8, random_init=False, progress=False)
+    before = P.cached_run_probes(tiny_bert, [CAT, STORY] * 2, [CAT, STORY], **kw)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["probe_results"]
+
+    def no_maps(*args, **kwargs):
+        raise AssertionError("a cached probe run extracted maps again")
+
+    monkeypatch.setattr(D, "extract_word_maps", no_maps)
+    again = P.cached_run_probes(tiny_bert, [CAT, STORY] * 2, [CAT, STORY], **kw)
+    assert again["uas"] == before["uas"]

@@ -7,7 +7,7 @@ Their measurements are cached by their arguments, so the model chapters 1-4 ran 
 Each model's rows are the chapters' own (``studies/*/paper/rows.py``, their rules; :data:`MODEL_FREE` rows left out);
 a :class:`Finding` joins one finding's rows over the models and judges them with :class:`attnbook.verdict.Cases`, the
 models being the cases: *holds in both / in one / in neither / undecided* (:attr:`Finding.holds`). One measurement is
-new: Jensen-Shannon divergences between heads of different models on word-level maps (:func:`joint_distances`).
+new: Jensen-Shannon divergences between heads of different models on word-level maps (:func:`attnbook.atlas.joint_map.joint_distances`).
 """
 from __future__ import annotations
 
@@ -16,23 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
-import torch
 
 from attnbook import verdict
-from attnbook.core import cache
+from attnbook.atlas.joint_map import joint_distances
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.core.heads import head_label, relative_layers
 from attnbook.data import framenet as framenet_data
-from attnbook.data.conllu import load_ud, ud_path
+from attnbook.data.conllu import ud_path
 from attnbook.data.models_fetch import model_dir
 from attnbook.engine.cost import PIECES, UD_SIZES, Shape, StageParams, Work
-from attnbook.engine.extract import stream_attention
-from attnbook.engine.inputs import Batch, Encoded, encode_words
 from attnbook.engine.models import FETCHED_NAMES, KNOWN_SHAPES, LoadedModel, has_mlm_head, resolve_model
 from attnbook.engine.pipeline import Pipeline, no_model_work, stage
-from attnbook.engine.wordlevel import token_to_word_attention
 from attnbook.stats import Estimate
 from attnbook.studies.clark import clusters as clark_clusters
 from attnbook.studies.clark import costs as clark_costs
@@ -131,69 +126,6 @@ def encoder_shape(name: str) -> Shape:
     return Shape(int(c.num_hidden_layers), int(c.num_attention_heads), int(c.hidden_size),
                  int(getattr(c, "intermediate_size", None) or getattr(c, "hidden_dim", 4 * c.hidden_size)),
                  int(c.vocab_size), has_mlm_head(path))
-
-
-# --------------------------------------------------------------------------------------------- the new measurement
-
-
-class WordMaps:
-    """Reducer keeping every sentence's word-level maps ``[layer * head, word, word]`` (float16), the start and
-    separator tokens as words of their own (:func:`attnbook.engine.inputs.encode_words`' grouping), so every row is a
-    distribution (:func:`attnbook.engine.wordlevel.token_to_word_attention`: to a word summed, from a word averaged)."""
-
-    def __init__(self, n: int):
-        self.maps: list[np.ndarray | None] = [None] * n
-
-    def update(self, attn: torch.Tensor, batch: Batch) -> None:
-        for b, (i, example) in enumerate(zip(batch.index, batch.examples)):
-            n = int(batch.lengths[b])
-            w = token_to_word_attention(attn[b, :, :, :n, :n], example.words)
-            self.maps[i] = w.reshape(-1, *w.shape[-2:]).astype(np.float16)
-
-    def result(self) -> list[np.ndarray]:
-        return self.maps  # type: ignore[return-value]
-
-
-@cache.memoized("across_word_maps", ignore=("batch_size", "progress"))
-def word_maps(loaded: LoadedModel, encoded: Sequence[Encoded], *, batch_size: int = 32,
-              progress: bool = True) -> dict[str, np.ndarray]:
-    """:class:`WordMaps` of ``encoded`` (flat, with each sentence's word count); cached by model and inputs."""
-    (maps,) = stream_attention(loaded, encoded, [WordMaps(len(encoded))], batch_size=batch_size, progress=progress,
-                               desc="word-level maps (all models' heads)")
-    return {"flat": np.concatenate([m.reshape(-1) for m in maps]), "sizes": np.array([m.shape[-1] for m in maps])}
-
-
-def joint_distances(models: Mapping[str, LoadedModel], n_sentences: int, *, max_tokens: int = 128,
-                    batch_size: int = 32) -> dict[str, Any]:
-    """Mean Jensen-Shannon divergence between every two heads of all ``models`` (Clark §6's distance, here across
-    models): each model reads the first ``n_sentences`` UD EWT dev sentences word by word, its maps become word-level
-    maps (:class:`WordMaps`), so the heads of different tokenisers attend over the same words, and
-    :class:`attnbook.studies.clark.distances.HeadDistances` compares them query word by query word. Sentences a model
-    had to cut are left out for all. Returns its arrays plus ``model``, ``layer`` (1-based), ``n_layers``, ``label``
-    per head (models in order, each layer-major) and ``n_sentences``."""
-    sentences = load_ud("dev", n_sentences)
-    maps, kept = {}, np.ones(len(sentences), dtype=bool)
-    for key, m in models.items():
-        enc = [encode_words(m.tokenizer, s.words, max_tokens=max_tokens, meta={"sentence": k})
-               for k, s in enumerate(sentences)]
-        kept &= np.array([e.meta["n_words_kept"][0] == len(s.words) for e, s in zip(enc, sentences)])
-        arrays = word_maps(m, enc, batch_size=batch_size, progress=False)
-        ends = np.cumsum(m.n_layers * m.n_heads * arrays["sizes"] ** 2)
-        maps[key] = [a.reshape(-1, n, n) for a, n in zip(np.split(arrays["flat"], ends[:-1]), arrays["sizes"])]
-    per_head = [(key, l + 1, m.n_layers, head_label(l, h)) for key, m in models.items()
-                for l in range(m.n_layers) for h in range(m.n_heads)]
-    reducer, keep = distances.HeadDistances(1, len(per_head)), np.flatnonzero(kept)
-    for start in range(0, len(keep), batch_size):
-        idx = keep[start:start + batch_size]
-        words = [maps[next(iter(maps))][i].shape[-1] for i in idx]  # the same for every model: start, words, end
-        attn, mask = torch.zeros(len(idx), 1, len(per_head), max(words), max(words)), torch.zeros(len(idx), max(words))
-        for b, (i, n) in enumerate(zip(idx, words)):
-            attn[b, 0, :, :n, :n] = torch.from_numpy(np.concatenate([one[i] for one in maps.values()]).astype(np.float32))
-            mask[b, :n] = 1
-        reducer.update(attn, Batch(input_ids=mask.long(), attention_mask=mask, index=[int(i) for i in idx]))
-    out = {**reducer.result(), "n_sentences": len(keep)}
-    out.update({name: [x[i] for x in per_head] for i, name in enumerate(("model", "layer", "n_layers", "label"))})
-    return out
 
 
 # --------------------------------------------------------------------------------------------- the stages' costs

@@ -18,7 +18,6 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.conllu import Sentence
 from attnbook.engine.extract import Batch, Encoded, stream_attention
@@ -126,17 +125,6 @@ def glove_word_vectors(
     return out, (oov / total if total else float("nan"))
 
 
-@cache.memoized("probe_word_maps", ignore=("batch_size", "progress", "desc"))
-def word_map_arrays(loaded: LoadedModel, encoded: Sequence[Encoded], *, batch_size: int = 32, progress: bool = True,
-                    desc: str = "attention maps for the probes (§5)") -> dict[str, np.ndarray]:
-    """Every example's float16 content-word maps (:class:`WordMapCollector`), flat, with each example's size;
-    cached by model and inputs."""
-    collector = WordMapCollector(len(encoded))
-    (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
-    return {"flat": np.concatenate([m.reshape(-1) for m in maps]),
-            "sizes": np.array([m.shape[-1] for m in maps], dtype=np.int64)}
-
-
 def extract_word_maps(
     loaded: LoadedModel,
     encoded: Sequence[Encoded],
@@ -145,15 +133,18 @@ def extract_word_maps(
     progress: bool = True,
     desc: str = "attention maps for the probes (§5)",
 ) -> list[np.ndarray]:
-    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:func:`word_map_arrays`, cached)."""
-    arrays = word_map_arrays(loaded, encoded, batch_size=batch_size, progress=progress, desc=desc)
-    k = loaded.n_layers * loaded.n_heads
-    out, at = [], 0
-    for n in arrays["sizes"]:
-        size = k * int(n) * int(n)
-        out.append(arrays["flat"][at : at + size].reshape(k, int(n), int(n)))
-        at += size
-    return out
+    """Every example's float16 content-word maps ``[layer * head, n, n]`` (:class:`WordMapCollector`).
+
+    Not written to the cache: they are the book's largest intermediate (2 bytes per head and word pair: 246 MB for
+    all-MiniLM-L6-v2's 4,001 quick-profile sentences, as much again for its random-init copy), while the probes'
+    whole summary is cached under every input that made the maps
+    (:func:`attnbook.studies.clark.probes.probe_result_arrays`). A rebuild never needs them; changing a probe's own
+    setting (epochs, learning rate, width) extracts them again, which :mod:`attnbook.chapters.profiles.ch02` counts
+    in the probes' time.
+    """
+    collector = WordMapCollector(len(encoded))
+    (maps,) = stream_attention(loaded, encoded, [collector], batch_size=batch_size, progress=progress, desc=desc)
+    return maps
 
 
 def extract_probe_data(

@@ -374,7 +374,8 @@ def run_probes(
     ``lr``: ``None`` uses :data:`LEARNING_RATES`, a float sets every probe's, a dict
     overrides some. The random-init row uses a :func:`random_init_copy` seeded with
     ``seed`` and the ``attn_words`` learning rate. Every probe is trained with the same
-    seed and ``epochs``. The extracted maps are cached (:func:`~attnbook.studies.clark.probe_data.word_map_arrays`).
+    seed and ``epochs``. The maps are extracted in memory (:func:`~attnbook.studies.clark.probe_data.extract_word_maps`);
+    :func:`probe_result_arrays` caches the summary.
 
     Returns a dict: ``uas`` (row -> UAS in percent, rows of :data:`TABLE3_NAMES` in Table 3's order),
     ``per_sentence`` (``scored[sentence]`` and, per row, ``right[sentence]`` on the dev sentences, in input
