@@ -20,7 +20,7 @@ from attnbook.chapters.cli import main
 from attnbook.core import cache, cache_admin
 from attnbook.core.cache import CacheCorruptWarning
 from attnbook.core.cache_admin import CHECKPOINT_KIND, CORRUPT, INCOMPLETE, OK, STALE_TEMP, UNCHECKED, WRITING
-from attnbook.engine import checkpoints
+from attnbook.engine import checkpoints, finetune
 
 CALLS: list[int] = []
 
@@ -265,6 +265,69 @@ def test_an_unknown_kind_is_named_and_nothing_is_removed(root, capsys):
     assert main(["cache", "prune", "--kind", "toy-sum"]) == 0
     out = capsys.readouterr().out
     assert "removed 0 entries" in out and "no entries of kind 'toy-sum' here" in out and "toy-sums" in out
+
+
+# ---------------------------------------------------------------------------------------------- what the book used
+def _provenance(folder: Path, chapter: str, entries, profile: str = "quick") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"chapter": chapter, "profile": profile}
+    if entries is not None:
+        record["cache_entries"] = sorted(entries)
+    (folder / f"{chapter}.provenance.json").write_text(json.dumps(record))
+
+
+def test_the_process_records_every_entry_it_read_or_wrote_as_the_listing_names_it(root):
+    cache.forget_used()
+    toy_sum([1, 2])  # read
+    toy_sum([7])  # computed and written
+    ckpt = sorted((e for e in cache_admin.entries() if e.kind == CHECKPOINT_KIND), key=lambda e: e.source)
+    assert finetune._present(ckpt[0].key)  # found complete, so not trained again: used
+    checkpoints.save_checkpoint(_toy_classifier(), "f" * 24, {"parts": {"seed": 2}})  # written: used
+    names = {e.name: e for e in cache_admin.entries()}
+    used = cache.used_entries()
+    assert set(used) <= set(names)  # the listing's own names
+    assert f"toy-sums/{toy_sum.key([1, 2])}" in used and f"toy-sums/{toy_sum.key([7])}" in used
+    assert ckpt[0].name in used and f"finetune/{'f' * 24}" in used
+    assert f"toy-sums/{toy_sum.key([6])}" not in used and ckpt[1].name not in used
+    cache.forget_used()
+    assert cache.used_entries() == []
+
+
+def test_prune_unused_removes_exactly_what_no_chapter_of_the_book_used(root, tmp_path, capsys):
+    results = tmp_path / "results"
+    found = {e.name: e for e in cache_admin.entries()}
+    ckpt = sorted(n for n in found if n.startswith("finetune/"))
+    sums = sorted(n for n in found if n.startswith("toy-sums/"))
+    _provenance(results, "01_a", [sums[0], ckpt[0]])
+    _provenance(results, "02_b", [ckpt[0], "toy-sums/" + "0" * 24])  # an entry since removed: ignored
+    keep = {sums[0], ckpt[0]}
+    assert main(["cache", "prune", "--unused", "--results", str(results), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"keeping what the book in {results} (2 chapters; profile quick) used" in out
+    assert f"would remove {len(found) - 2} entries" in out and _files(root)  # a dry run
+    assert main(["cache", "list", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    groups = out[out.index("by chapter of"):].splitlines()[1:4]
+    assert {line[:31].strip(): line.split()[-3] for line in groups} == {
+        "01_a": "2", "02_b": "1", cache_admin.UNUSED: str(len(found) - 2)}  # the shared checkpoint under both
+    report = cache_admin.prune(unused_by=cache_admin.book_record(results), kinds=["toy-sums"], dry_run=False)
+    assert {e.name for e in report.removed} == set(sums) - keep  # with --kind: unused AND of that kind
+    assert set(e.name for e in cache_admin.entries()) == set(found) - (set(sums) - keep)
+    cache_admin.prune(unused_by=cache_admin.book_record(results), dry_run=False)
+    assert {e.name for e in cache_admin.entries()} == keep
+
+
+def test_prune_unused_refuses_when_the_book_does_not_say_what_it_used(root, tmp_path, capsys):
+    before = _files(root)
+    results = tmp_path / "results"
+    assert main(["cache", "prune", "--unused", "--results", str(results)]) == 2  # no book built there
+    assert "no chapter's provenance file is there" in capsys.readouterr().err
+    _provenance(results, "01_a", [])
+    _provenance(results, "04_old", None)  # written before chapters recorded their entries
+    assert main(["cache", "prune", "--unused", "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "chapters 04_old record no cache entries" in err and "make book" in err and "--kind" in err
+    assert _files(root) == before
 
 
 def test_prune_leaves_files_that_are_not_entries_and_never_follows_links(root, tmp_path):

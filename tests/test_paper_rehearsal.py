@@ -65,3 +65,18 @@ def test_paper_run_covers_every_table1_task_and_mnli_mismatched(paper_run):
         assert task in rows, f"Table 1 has no {task} row"
     ch6, _ = _results(paper_run, "06_michel_pruning")
     assert "MNLI-mm" in json.dumps(ch6), "Michel's mismatched (out-of-domain) section did not run"
+
+
+@pytest.mark.integration
+def test_the_chapters_provenance_lists_every_cache_entry_the_run_made(paper_run):
+    """Each chapter lists the cache entries it read or wrote (checkpoints trained in worker processes included), so
+    ``attnbook cache prune --unused`` after this run would remove nothing this run made."""
+    from attnbook.core import cache_admin
+
+    record = cache_admin.book_record(paper_run["results"])
+    assert set(REHEARSAL_SIZES) <= set(record.profiles) and not record.unrecorded
+    made = cache_admin.entries(paper_run["home"].parent / "cache")
+    assert any(e.kind == cache_admin.CHECKPOINT_KIND for e in made) and len(made) > 20
+    report = cache_admin.prune(paper_run["home"].parent / "cache", unused_by=record, dry_run=True)
+    assert [e.name for e in report.removed] == []
+    assert all(record.uses.get(e.name) for e in made)

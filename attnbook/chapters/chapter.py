@@ -39,6 +39,7 @@ def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
     set_threads()
     set_default_device(params.get("device", "auto"))
     cache.set_enabled(bool(params.get("use_cache", True)))
+    cache.forget_used()  # the chapter's provenance lists the cache entries this run reads or writes
     plots.enable()
     tables.enable()
     torch.set_grad_enabled(True)

@@ -5,7 +5,8 @@
     attnbook plan [--profile quick|smoke|paper] [--model NAME]
     attnbook fetch DATASET [DATASET ...] [--dest DIR] [--base-url URL]
     attnbook list
-    attnbook cache list [--all] | size | verify | prune [--older-than DAYS] [--kind K ...] [--all] [--dry-run]
+    attnbook cache list [--all] [--results DIR] | size | verify
+    attnbook cache prune [--unused [--results DIR]] [--older-than DAYS] [--kind K ...] [--all] [--dry-run]
 """
 from __future__ import annotations
 
@@ -54,9 +55,18 @@ def _parser() -> argparse.ArgumentParser:
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
     cache_list = cache_sub.add_parser("list", help="entries by kind: count, size, newest and oldest")
     cache_list.add_argument("--all", action="store_true", help="also one line per entry")
+    cache_list.add_argument("--results", default=None, metavar="DIR",
+                            help="the results folder of the book whose chapters the entries are listed by "
+                                 "(default: the book's, $ATTNBOOK_RESULTS or book/results)")
     cache_sub.add_parser("size", help="the total size of the cache's entries")
     cache_sub.add_parser("verify", help="recompute every checksum; exit 1 naming broken entries and the fix")
-    prune = cache_sub.add_parser("prune", help="remove the entries --older-than, --kind or --all select")
+    prune = cache_sub.add_parser("prune", help="remove the entries --unused, --older-than, --kind or --all select")
+    prune.add_argument("--unused", action="store_true",
+                       help="entries no chapter of the built book used (each chapter's provenance file in the "
+                            "results folder lists what it read or wrote): what a rebuild of that book, same "
+                            "profile and code, does not need")
+    prune.add_argument("--results", default=None, metavar="DIR",
+                       help="with --unused: the results folder of that book (default: the book's)")
     prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                        help="entries written more than DAYS days ago (reading an entry does not renew it)")
     prune.add_argument("--kind", action="append", default=[], metavar="K",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from attnbook.core import cache
 from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.core.paths import data_dir, results_dir
@@ -178,6 +179,7 @@ class ChapterResults:
             "run_seconds": round(time.time() - self.started, 1),
             "timings": dict(self.timings),
             "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "cache_entries": cache.used_entries(),
         }
 
     def save(self, folder: Path | None = None) -> Path:

@@ -16,6 +16,10 @@ out) and the content digest of its bound arguments, so no cache key is written b
 hand and a changed function body or any changed argument (the model included)
 names a new entry. Whether the cache is read and written is one setting for the
 whole process (:func:`set_enabled`, ``$ATTNBOOK_USE_CACHE``), never an argument.
+
+The process remembers which entries it read or wrote (:func:`used_entries`, fine-tuned checkpoints included): a
+chapter's provenance file lists them, so ``attnbook cache prune --unused`` can remove whatever the book in the
+results folder did not use, and ``attnbook cache list`` can say which chapter an entry serves.
 """
 from __future__ import annotations
 
@@ -140,6 +144,25 @@ def _entry(namespace: str, name: str, root: Path | None) -> tuple[Path, Path]:
     return folder / f"{name}.npz", folder / f"{name}.json"
 
 
+_USED: set[str] = set()
+
+
+def note_use(namespace: str, name: str) -> None:
+    """Remember that this process read or wrote the entry ``namespace/name`` (:func:`used_entries`)."""
+    _USED.add(f"{namespace}/{name}")
+
+
+def used_entries() -> list[str]:
+    """The entries (``namespace/key``, as ``attnbook cache list --all`` names them) this process read or wrote
+    since the last :func:`forget_used`, sorted."""
+    return sorted(_USED)
+
+
+def forget_used() -> None:
+    """Start a new record of used entries (a chapter's set-up calls it)."""
+    _USED.clear()
+
+
 def load_arrays(namespace: str, parts: dict[str, Any], root: Path | None = None) -> dict[str, np.ndarray] | None:
     """The cached arrays for ``parts``, or ``None`` when absent or corrupt (corrupt: with a warning)."""
     npz, meta = _entry(namespace, key(parts), root)
@@ -153,7 +176,9 @@ def load_arrays(namespace: str, parts: dict[str, Any], root: Path | None = None)
         warnings.warn(f"cache entry {npz} failed its checksum; recomputing", CacheCorruptWarning, stacklevel=3)
         return None
     with np.load(npz, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
+        arrays = {k: data[k] for k in data.files}
+    note_use(namespace, npz.stem)
+    return arrays
 
 
 def save_arrays(namespace: str, parts: dict[str, Any], arrays: dict[str, np.ndarray], root: Path | None = None) -> Path:
@@ -163,6 +188,7 @@ def save_arrays(namespace: str, parts: dict[str, Any], arrays: dict[str, np.ndar
         with open(tmp, "wb") as fh:
             np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
     atomic_write_json(meta, {"parts": parts, "sha256": sha256_file(npz)})
+    note_use(namespace, npz.stem)
     return npz
 
 

@@ -17,8 +17,11 @@ a *stale temp* entry once process ``pid`` no longer runs, a *writing* one while 
 
 Chapter: an entry records the function and the content of its inputs, not which chapter asked for it (chapters
 share functions: the head atlas of chapter 8 reruns the Clark chapters' pipelines, chapters 5 and 6 both use
-:mod:`attnbook.studies.heads_off`), so an entry's chapter is its parts'
-``"chapter"`` when they have one and ``"unknown"`` otherwise; nothing is guessed from names.
+:mod:`attnbook.studies.heads_off`). Which chapter used it is recorded the other way round: each chapter's
+``<chapter>.provenance.json`` in the results folder lists the entries its run read or wrote
+(:func:`attnbook.core.cache.used_entries`; :func:`book_record` reads them), so ``list`` groups the entries by the
+chapters of the book built there and ``prune --unused`` removes every entry that book did not use (what a rebuild
+of the same book with the same code needs); nothing is guessed from names.
 
 Removal never leaves half an entry where a reader could take it for a whole one: an array entry's JSON (its
 commit marker, written last) goes first, so an interrupted removal leaves at most data without metadata, which
@@ -46,7 +49,7 @@ from typing import Any
 
 from attnbook.core.errors import AttnbookError
 from attnbook.core.io import sha256_file, writer_alive
-from attnbook.core.paths import cache_dir
+from attnbook.core.paths import cache_dir, project_root
 
 #: the folder of fine-tuned checkpoints under the cache root, and their kind here
 CHECKPOINTS_FOLDER = "finetune"
@@ -285,11 +288,62 @@ def by_kind(items: Sequence[Entry]) -> dict[str, list[Entry]]:
     return dict(sorted(groups.items()))
 
 
-def by_chapter(items: Sequence[Entry]) -> dict[str, list[Entry]]:
+@dataclass(frozen=True)
+class BookRecord:
+    """Which cache entries the chapters of the book in a results folder used (their provenance files)."""
+
+    folder: Path
+    profiles: dict[str, str]  #: chapter -> the profile it was built with
+    uses: dict[str, frozenset[str]]  #: entry name (``kind-folder/key``) -> the chapters that read or wrote it
+    unrecorded: tuple[str, ...]  #: chapters whose provenance lists no entries (written before they were recorded)
+
+    def chapters_of(self, entry: Entry) -> frozenset[str]:
+        return self.uses.get(entry.name, frozenset())
+
+    def describe(self) -> str:
+        profiles = ", ".join(sorted(set(self.profiles.values()))) or "none"
+        return f"the book in {self.folder} ({len(self.profiles)} chapters; profile {profiles})"
+
+
+def book_record(results: Path | str | None = None) -> BookRecord:
+    """The entries each chapter in ``results`` (default: the book's results folder) read or wrote, from its
+    ``<chapter>.provenance.json``."""
+    if results is None:  # results_dir() without creating it
+        env = os.environ.get("ATTNBOOK_RESULTS")
+        results = Path(env) if env else project_root() / "book" / "results"
+    folder = Path(results).expanduser()
+    profiles: dict[str, str] = {}
+    uses: dict[str, set[str]] = defaultdict(set)
+    unrecorded = []
+    for path in sorted(folder.glob("*.provenance.json")) if folder.is_dir() else []:
+        record = _read_json(path)
+        if not isinstance(record, dict):
+            continue
+        chapter = str(record.get("chapter") or path.name.split(".")[0])
+        profiles[chapter] = str(record.get("profile"))
+        if not isinstance(record.get("cache_entries"), list):
+            unrecorded.append(chapter)
+            continue
+        for name in record["cache_entries"]:
+            uses[str(name)].add(chapter)
+    return BookRecord(folder, profiles, {k: frozenset(v) for k, v in uses.items()}, tuple(unrecorded))
+
+
+def by_chapter(items: Sequence[Entry], record: BookRecord | None = None) -> dict[str, list[Entry]]:
+    """Entries by chapter: with a :class:`BookRecord`, every chapter that used an entry (an entry shared by
+    chapters is in each group) and ``"used by no chapter"``; without one, the chapter in an entry's parts."""
     groups: dict[str, list[Entry]] = defaultdict(list)
     for e in items:
-        groups[e.chapter].append(e)
+        if record is None:
+            groups[e.chapter].append(e)
+            continue
+        for chapter in sorted(record.chapters_of(e)) or [UNUSED]:
+            groups[chapter].append(e)
     return dict(sorted(groups.items()))
+
+
+#: :func:`by_chapter`'s group of the entries no chapter of the book used
+UNUSED = "used by no chapter"
 
 
 def verify(root: Path | str | None = None) -> list[Problem]:
@@ -335,16 +389,27 @@ class PruneReport:
 
 
 def prune(root: Path | str | None = None, *, older_than: float | None = None, kinds: Iterable[str] | None = None,
-          keep: int | None = None, everything: bool = False, dry_run: bool = True) -> PruneReport:
+          keep: int | None = None, everything: bool = False, unused_by: BookRecord | None = None,
+          dry_run: bool = True) -> PruneReport:
     """Remove the entries every given selector picks: written more than ``older_than`` days ago; of one of
     ``kinds`` (namespace folders, ``"checkpoint"``); all but the ``keep`` newest complete entries of each kind;
-    ``everything=True`` picks every entry. With no selector it refuses (:class:`CacheSelectorError`). Temp files
-    of running writers are never removed. ``dry_run`` (the default) only reports what would go."""
+    not used by any chapter of the book ``unused_by`` records (:func:`book_record`; it refuses when a chapter
+    there has no record of its entries); ``everything=True`` picks every entry. With no selector it refuses
+    (:class:`CacheSelectorError`). Temp files of running writers are never removed. ``dry_run`` (the default)
+    only reports what would go."""
     kinds = sorted({CHECKPOINT_KIND if k == CHECKPOINTS_FOLDER else k for k in (kinds or ())})
-    if older_than is None and not kinds and keep is None and not everything:
+    if older_than is None and not kinds and keep is None and not everything and unused_by is None:
         raise CacheSelectorError(
-            "say which cache entries to remove: --older-than DAYS, --kind K (repeatable; see 'attnbook cache "
-            "list') or --all for every entry; add --dry-run to see what would go first")
+            "say which cache entries to remove: --unused (what the book in the results folder did not use), "
+            "--older-than DAYS, --kind K (repeatable; see 'attnbook cache list') or --all for every entry; add "
+            "--dry-run to see what would go first")
+    if unused_by is not None and (unused_by.unrecorded or not unused_by.profiles):
+        missing = (f"chapters {', '.join(unused_by.unrecorded)} record no cache entries (built before attnbook "
+                   "recorded them)" if unused_by.unrecorded else "no chapter's provenance file is there")
+        raise CacheSelectorError(
+            f"cannot tell what {unused_by.describe()} uses: {missing}. Build the book first (make book, or "
+            "attnbook build --chapters ...), point --results at another results folder, or prune by --kind or "
+            "--older-than")
     if older_than is not None and older_than < 0:
         raise CacheSelectorError(f"--older-than takes a number of days >= 0, not {older_than}")
     if keep is not None and keep < 0:
@@ -360,7 +425,8 @@ def prune(root: Path | str | None = None, *, older_than: float | None = None, ki
         if e.status == WRITING:
             report.writing.append(e)
         elif (id(e) not in spared and (not kinds or e.kind in kinds)
-              and (older_than is None or e.age_days > older_than)):
+              and (older_than is None or e.age_days > older_than)
+              and (unused_by is None or not unused_by.chapters_of(e))):
             report.removed.append(e)
     report.left = len(found) - len(report.removed)
     if not dry_run:
@@ -423,8 +489,10 @@ def human_age(days: float) -> str:
     return f"{days:.1f} d"
 
 
-def table(items: Sequence[Entry], root: Path, *, each: bool = False, others: Sequence[Path] = ()) -> str:
-    """The ``attnbook cache list`` text: one line per kind (``each``: one per entry too)."""
+def table(items: Sequence[Entry], root: Path, *, each: bool = False, others: Sequence[Path] = (),
+          record: BookRecord | None = None) -> str:
+    """The ``attnbook cache list`` text: one line per kind (``each``: one per entry too), then by chapter (with
+    ``record``: the chapters of that book that used each entry)."""
     lines = [f"attnbook cache at {root}: {len(items)} entries, {human_size(sum(e.size for e in items))}"]
     if not items:
         return "\n".join(lines + ["(empty)"])
@@ -439,11 +507,18 @@ def table(items: Sequence[Entry], root: Path, *, each: bool = False, others: Seq
                 status = e.status if e.status != UNCHECKED else ""
                 lines.append(f"    {e.name:46s} {human_size(e.size):>10s} {human_age(e.age_days):>8s} "
                              f"{status:10s} {e.source}".rstrip())
-    chapters = ", ".join(f"{c}: {len(g)} entries, {human_size(sum(e.size for e in g))}"
-                         for c, g in by_chapter(items).items())
-    lines += [f"by chapter: {chapters}"
-              + (" (entries record the function and inputs that made them, not the chapter that asked)"
-                 if "unknown" in by_chapter(items) else ""),
+    if record is not None and record.profiles and not record.unrecorded:
+        lines.append(f"by chapter of {record.describe()}; an entry several chapters used is under each:")
+        lines += [f"  {c:28s} {len(g):7d} {human_size(sum(e.size for e in g)):>10s}"
+                  for c, g in by_chapter(items, record).items()]
+    else:
+        chapters = ", ".join(f"{c}: {len(g)} entries, {human_size(sum(e.size for e in g))}"
+                             for c, g in by_chapter(items).items())
+        lines.append(f"by chapter: {chapters}" + (
+            " (entries record the function and inputs that made them, not the chapter that asked; the chapters of "
+            f"a built book list theirs: none recorded in {record.folder if record else 'the results folder'})"
+            if "unknown" in by_chapter(items) else ""))
+    lines += [
               ("ages: since written (reading an entry does not renew it); checksums are not recomputed here: "
                "attnbook cache verify")]
     if others:
@@ -471,7 +546,8 @@ def run(args: Any) -> int:
     """``attnbook cache list | size | verify | prune`` (arguments: :mod:`attnbook.chapters.cli`)."""
     if args.cache_command == "list":
         root, found, others = _scan(None, False)
-        print(table(sorted(found, key=lambda e: (e.kind, e.key)), root, each=args.all, others=others))
+        print(table(sorted(found, key=lambda e: (e.kind, e.key)), root, each=args.all, others=others,
+                    record=book_record(getattr(args, "results", None))))
     elif args.cache_command == "size":
         root, found, _ = _scan(None, False)
         print(f"{human_size(sum(e.size for e in found))} in {len(found)} entries "
@@ -482,8 +558,9 @@ def run(args: Any) -> int:
         print(verify_text(problems, root, len(found)))
         return 1 if problems else 0
     elif args.cache_command == "prune":
-        report = prune(None, older_than=args.older_than, kinds=args.kind, everything=args.all,
+        record = book_record(args.results) if args.unused else None
+        report = prune(None, older_than=args.older_than, kinds=args.kind, everything=args.all, unused_by=record,
                        dry_run=args.dry_run)
-        print(report.text())
+        print((f"keeping what {record.describe()} used\n" if record else "") + report.text())
         return 1 if report.failed else 0
     return 0

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 import torch
 
+from attnbook.core import cache
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.core.paths import cache_dir
 from attnbook.engine.models import prepare_model
@@ -56,9 +57,13 @@ class CheckpointCorruptWarning(UserWarning):
     """A cached checkpoint is incomplete or fails its checksum; it is trained again."""
 
 
+#: the checkpoints' folder under the cache root (as :mod:`attnbook.core.cache_admin` names it)
+CHECKPOINTS_FOLDER = "finetune"
+
+
 def checkpoints_root() -> Path:
     """``cache_dir()/finetune``: one folder per checkpoint key."""
-    path = cache_dir() / "finetune"
+    path = cache_dir() / CHECKPOINTS_FOLDER
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -185,6 +190,7 @@ def save_checkpoint(model: torch.nn.Module, key: str, meta: Mapping[str, Any], r
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _remove_stale_tmp(root, key)
+    cache.note_use(CHECKPOINTS_FOLDER, key)
     return final
 
 
@@ -312,4 +318,5 @@ def load_checkpoint(key: str, root: Path | None = None, *, reference: Mapping[st
                       CheckpointCorruptWarning, stacklevel=3)
         return None
     model.eval()
+    cache.note_use(CHECKPOINTS_FOLDER, key)
     return prepare_model(model), meta

@@ -49,7 +49,13 @@ from attnbook.core.errors import ParameterError
 from attnbook.core.io import sha256_file
 from attnbook.data import hf
 from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_path, task_spec
-from attnbook.engine.checkpoints import COMPLETE_FILE, checkpoints_root, load_checkpoint, save_checkpoint
+from attnbook.engine.checkpoints import (
+    CHECKPOINTS_FOLDER,
+    COMPLETE_FILE,
+    checkpoints_root,
+    load_checkpoint,
+    save_checkpoint,
+)
 from attnbook.engine.classifiers import build_classifier, check_init, output_layer
 from attnbook.engine.evaluate import DEV_SAMPLE_SEED, dev_outputs, metrics_from_logits, score_interval
 from attnbook.engine.inputs import EncodedSet, collate
@@ -386,7 +392,7 @@ def get_finetuned(
         key = cache.key(checkpoint_parts(base, spec, init, p, seed, fraction))
         also = [cache.key(checkpoint_parts(base, spec, init, p, seed, f)) for f in _check_fractions(save_at)]
         hit = None
-        if caching and all((checkpoints_root() / k / COMPLETE_FILE).exists() for k in also):
+        if caching and all(_present(k) for k in also):  # snapshots a later chapter reads: needed by this build
             hit = load_checkpoint(key, reference=_reference(base, init))
         if hit is not None:
             net, meta = hit
@@ -520,8 +526,16 @@ def cached_checkpoint(base: LoadedModel, task: str, init: str, params: Mapping[s
     spec = task_spec(task)
     p = FinetuneParams.from_mapping(params).for_task(spec)
     fractions = _check_fractions([1.0, *snapshots(save_at, spec, init, seed)])
-    return all((checkpoints_root() / cache.key(checkpoint_parts(base, spec, init, p, seed, f)) / COMPLETE_FILE).exists()
-               for f in fractions)
+    return all(_present(cache.key(checkpoint_parts(base, spec, init, p, seed, f))) for f in fractions)
+
+
+def _present(key: str) -> bool:
+    """Whether checkpoint ``key`` is complete in the cache; one that is counts as used by this process
+    (:func:`attnbook.core.cache.used_entries`), as a classifier a build would otherwise train."""
+    if (checkpoints_root() / key / COMPLETE_FILE).exists():
+        cache.note_use(CHECKPOINTS_FOLDER, key)
+        return True
+    return False
 
 
 def _train_in_worker(job: dict) -> tuple[str, str, int]:
