@@ -115,6 +115,18 @@ def test_frames_and_arrays_come_back_as_they_went_in(module):
     assert np.array_equal(m.vector(4), m.vector(4)) and m.vector(4).dtype == np.float64
 
 
+def test_an_entry_naming_a_class_this_code_lacks_is_recomputed_not_fatal(module):
+    """The key holds the function's own module code, not the modules its result class lives in: a version of the
+    package that moved the class writes an entry the other version cannot decode. That entry is recomputed."""
+    m = module(BODY)
+    parts = m.stat.parts(None, [1, 2])
+    cache.save_arrays("memo-test", parts, {"x": np.zeros(2), "__codec__": np.asarray("attnbook.no_such_module:Result")})
+    with pytest.warns(cache.CacheCorruptWarning, match="names a result class this code does not have"):
+        got = m.stat(None, [1, 2])
+    np.testing.assert_array_equal(got["x"], [1.0, 2.0])
+    assert len(m.CALLS) == 1 and np.array_equal(m.stat(None, [1, 2])["x"], [1.0, 2.0]) and len(m.CALLS) == 1
+
+
 def test_arguments_without_a_stable_name_are_refused():
     with pytest.raises(TypeError, match="lambda"):
         cache.digest(lambda x: x)

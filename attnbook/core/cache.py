@@ -395,7 +395,11 @@ def memoized(namespace: str | None = None, *, ignore: tuple[str, ...] = (), vers
             parts = parts_of(args, kwargs)
             hit = load_arrays(folder, parts)
             if hit is not None:
-                return _decode(hit)
+                try:
+                    return _decode(hit)
+                except (ImportError, AttributeError) as exc:  # written by a version whose result class lives elsewhere
+                    warnings.warn(f"cache entry {folder}/{key(parts)} names a result class this code does not have "
+                                  f"({exc}); recomputing it", CacheCorruptWarning, stacklevel=2)
             result = fn(*args, **kwargs)
             arrays = _encode(result)
             save_arrays(folder, parts, arrays)
