@@ -142,7 +142,8 @@ def test_the_compared_models_and_their_sources_resolve_in_every_profile():
     q = chapter_params(E.CHAPTER, "quick")
     assert q.models == ["embedded", "mpnet"] and chapter_params(E.CHAPTER, "paper").model == "bert-base-uncased"
     mp = E.source_parameters(chapter_params, "quick", "mpnet", q.sizes)
-    assert mp[E.SURFACE]["n_segments"] == mp[E.CLUSTERING]["n_segments"] == 300 and mp[E.SURFACE]["grad_segments"] == 0
+    assert mp[E.SURFACE]["n_segments"] == mp[E.CLUSTERING]["n_segments"] == 300 and mp[E.SURFACE]["grad_segments"] == 200
+    assert mp[E.SURFACE]["mlm_fit_steps"] == chapter_params(E.SURFACE, "quick")["mlm_fit_steps"]  # chapter 1's recipe
     own = E.source_parameters(chapter_params, "quick", "embedded", q.sizes)
     assert own[E.SURFACE] == chapter_params(E.SURFACE, "quick")  # the book's model: chapter 1's own parameters
     with pytest.raises(ParameterError, match="chapter 9 runs"):
@@ -165,7 +166,7 @@ def test_the_plan_counts_each_models_own_work_and_reads_the_books_model_back(mon
     kinds = {m: {w.kind for w in work if w.what.startswith(f"{m}: ") and "word-level maps" not in w.what}
              for m in ("embedded", "mpnet")}  # the joint maps are the one measurement no chapter caches
     assert kinds["embedded"] <= {"encode", "parse"} and {"forward", "pairs", "probe"} <= kinds["mpnet"]
-    assert not any("gradients" in w.what or w.kind in ("vocab", "backprop") for w in work)  # none for MPNet in quick
+    assert {"vocab", "backprop"} <= kinds["mpnet"]  # MPNet's MLM head is fitted and its gradients taken, as chapter 1's
     smoke = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "smoke"), P.model_shape("embedded"))
     assert {"forward", "backprop", "vocab"} <= {w.kind for w in smoke if w.what.startswith("embedded-random: ")}
 
