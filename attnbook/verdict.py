@@ -129,7 +129,9 @@ class Within(Rule):
 class Beyond(Rule):
     """A directional claim: this run's number is above ``threshold`` (``above=True``) or below it. Agrees when the
     whole interval is on the claimed side (and, with ``strong``, beyond ``strong`` too; else partly), disagrees
-    when it is entirely on the other side, inconclusive when it contains ``threshold``."""
+    when no value in it is on the claimed side (an interval that ends at ``threshold`` excludes "above" as much as
+    one that ends below it: an exact 0.5 [0.5, 0.5] contradicts "below 0.5"), inconclusive when it reaches both
+    sides."""
 
     threshold: float = 0.0
     above: bool = True
@@ -146,7 +148,7 @@ class Beyond(Rule):
             t, s = self.threshold, self.strong
         if lo > t:
             return AGREES if s is None or lo >= s else PARTLY
-        if hi < t:
+        if hi <= t:
             return DISAGREES
         return INCONCLUSIVE
 

@@ -30,6 +30,19 @@ def test_beyond_and_no_effect():
     assert verdict.judge(up, "> 0", Estimate(1.2, 0.3, 2.0)) == "agrees"
     assert verdict.judge(up, "> 0", Estimate(-1.0, -2.0, -0.1)) == "disagrees"
     assert verdict.judge(up, "> 0", Estimate(0.5, -0.4, 1.4)) == "inconclusive"
+    assert verdict.judge(up, "> 0", Estimate(2.0, 0.0, 4.0)) == "inconclusive"  # 0 is not above 0: not yet agreed
+
+
+def test_an_interval_that_ends_on_the_threshold_excludes_the_claimed_side():
+    """Chapter 7's BoV and BiLSTM, trained on the original data, score exactly 0.5 [0.5, 0.5] on the adversarial
+    set in every seed: the paper's "below random" is contradicted, not undecided (the rule used to say
+    inconclusive and call it undecidable at any number of seeds)."""
+    below = verdict.Beyond(0.5, above=False)
+    assert verdict.judge(below, "below 0.5", Estimate(0.5, 0.5, 0.5, 3)) == "disagrees"
+    assert verdict.judge(below, "below 0.5", Estimate(0.52, 0.5, 0.55, 3)) == "disagrees"
+    assert verdict.judge(below, "below 0.5", Estimate(0.49, 0.47, 0.5, 3)) == "inconclusive"
+    assert verdict.judge(verdict.Beyond(0.0), "> 0", Estimate(-1.0, -2.0, 0.0)) == "disagrees"
+    assert verdict.detectable_effect(Estimate(0.5, 0.5, 0.5, 3), below) == ""  # decided, so nothing to detect
     assert verdict.judge(verdict.Beyond(0.0, strong=5.0), "large", Estimate(3.0, 1.0, 6.0)) == "partly agrees"
     down = verdict.Beyond(0.0, above=False, strong=-5.0)
     assert verdict.judge(down, "large loss", Estimate(-9.0, -12.0, -6.0)) == "agrees"
