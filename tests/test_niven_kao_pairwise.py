@@ -64,7 +64,7 @@ def test_forward_matches_the_transformers_model(scorer):
     with torch.no_grad():
         ref = scorer.encoder(input_ids=flat[0], attention_mask=flat[1], token_type_ids=flat[2])
         hidden = scorer.lower(*flat, stop=scorer.n_layers)
-        pooled = scorer._pool(hidden)
+        pooled = scorer._stack.run_from(scorer.n_layers, hidden, None)  # no layer left: the pooler alone
     assert torch.allclose(hidden, ref.last_hidden_state, atol=1e-5)
     assert torch.allclose(pooled, ref.pooler_output, atol=1e-5)
 
@@ -81,7 +81,7 @@ def test_last_layer_at_cls_only_equals_the_full_layer(scorer, attention):
         want = scorer.classifier(ref.pooler_output).squeeze(-1)
         hidden = scorer.lower(*flat, stop=scorer.n_layers - 1)
         got = scorer.score_hidden(hidden, flat[1], start=scorer.n_layers - 1)
-        layer, attn_mask = scorer.encoder.encoder.layer[-1], scorer._attention_mask(hidden, flat[1])
+        layer, attn_mask = scorer.encoder.encoder.layer[-1], scorer._stack.mask(hidden, flat[1])
         cls = first_query_only(layer, hidden, attn_mask)
         full = layer(hidden, attn_mask)
     assert got.shape == (6,)

@@ -168,19 +168,36 @@ class EncoderStack:
             raise ModelError(f"the fast sweep supports BertModel and BertForSequenceClassification, not {name}: use fast=False")
         self.cls_only = cls_only and has_bert_layer_parts(self.layers[-1])
 
+    @staticmethod
+    def supports(model: torch.nn.Module) -> bool:
+        """Whether ``model`` has BERT's layout (a family of :data:`BERT_LAYOUT` with ``embeddings`` and
+        ``encoder.layer``), so its layers can run one by one here; a model outside the family table is refused by
+        :func:`~attnbook.engine.families.family_of`, naming the families."""
+        base = getattr(model, "base_model", model)
+        return (family_of(model).name in BERT_LAYOUT and hasattr(base, "embeddings")
+                and hasattr(getattr(base, "encoder", None), "layer"))
+
     def embed(self, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Embedding output and the 4D attention mask the layers receive (as ``BertModel.forward`` builds them)."""
-        from transformers.masking_utils import create_bidirectional_mask
-
         types = inputs.get("token_type_ids") if self._token_types else None  # RoBERTa's are dropped by its model
         emb = self.base.embeddings(input_ids=inputs["input_ids"], token_type_ids=types)
         project = getattr(self.base, "embeddings_project", None)  # ELECTRA: embedding size -> hidden size
         if project is not None:
             emb = project(emb)
-        mask = create_bidirectional_mask(
-            config=self.base.config, inputs_embeds=emb, attention_mask=inputs.get("attention_mask")
-        )
-        return emb, mask
+        return emb, self.mask(emb, inputs.get("attention_mask"))
+
+    def mask(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+        """The 4D attention mask the layers receive for ``hidden[n, seq, d]`` and ``attention_mask[n, seq]`` (1 = a
+        real token), built as ``BertModel.forward`` builds it."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        return create_bidirectional_mask(config=self.base.config, inputs_embeds=hidden, attention_mask=attention_mask)
+
+    def run_layers(self, start: int, stop: int, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """``hidden`` (the input of layer ``start``) through layers ``start..stop-1``: the input of layer ``stop``."""
+        for layer in self.layers[start:stop]:
+            hidden = layer(hidden, mask)
+        return hidden
 
     def layer_inputs(self, inputs: Mapping[str, torch.Tensor]) -> tuple[list[torch.Tensor], torch.Tensor | None]:
         """``hidden[l]`` entering each layer ``l`` (``hidden[L]`` is the encoder output) and the mask."""
@@ -193,10 +210,8 @@ class EncoderStack:
 
     def run_from(self, start: int, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """Run layers ``start..L-1`` and the head on ``hidden`` (the input of layer ``start``)."""
-        h = hidden
         last = len(self.layers) - 1
-        for layer in self.layers[start:last] if self.cls_only else self.layers[start:]:
-            h = layer(h, mask)
+        h = self.run_layers(start, last if self.cls_only else len(self.layers), hidden, mask)
         if self.cls_only and start <= last:
             h = first_query_only(self.layers[last], h, mask)  # [batch, 1, hidden]: the [CLS] row
         return self._head(h)

@@ -63,10 +63,9 @@ from attnbook.data.arct import ArctItem, labels_of
 from attnbook.engine.finetune import training_batches
 from attnbook.engine.inputs import pad_rows
 from attnbook.engine.families import family_of, layer_modules
-from attnbook.engine.layers import first_query_only
 from attnbook.engine.models import LoadedModel
 from attnbook.engine.precision import resolve_bf16
-from attnbook.engine.sweeps import BERT_LAYOUT
+from attnbook.engine.sweeps import EncoderStack
 from attnbook.engine.train import Recipe, epochs_of, fit
 from attnbook.stats import accuracy
 
@@ -184,7 +183,8 @@ class PairwiseScorer(nn.Module):
         self.encoder = encoder
         self.family = family_of(encoder)  # a model outside the family table is refused here, naming the families
         self.stacked = caches_states(encoder)  # else the family's own forward, whole (module doc)
-        layers = list(encoder.encoder.layer) if self.stacked else layer_modules(encoder)
+        self._stack = EncoderStack(encoder) if self.stacked else None  # the engine's layer-by-layer access
+        layers = self._stack.layers if self._stack is not None else layer_modules(encoder)
         n = len(layers)
         k = n if trainable_layers is None else int(trainable_layers)
         if not 0 <= k <= n:
@@ -211,24 +211,6 @@ class PairwiseScorer(nn.Module):
     def n_layers(self) -> int:
         return self._n_layers
 
-    def _attention_mask(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
-        """The encoder's own attention mask for ``mask[n, seq]`` (1 = real token), as its layers expect it."""
-        from transformers.masking_utils import create_bidirectional_mask
-
-        return create_bidirectional_mask(config=self.encoder.config, inputs_embeds=hidden, attention_mask=mask)
-
-    def _layers(self, hidden: torch.Tensor, mask: torch.Tensor, start: int, stop: int) -> torch.Tensor:
-        if start >= stop:
-            return hidden
-        attn_mask = self._attention_mask(hidden, mask)
-        for layer in self.encoder.encoder.layer[start:stop]:
-            hidden = layer(hidden, attn_mask)
-        return hidden
-
-    def _pool(self, hidden: torch.Tensor) -> torch.Tensor:
-        pooler = getattr(self.encoder, "pooler", None)
-        return pooler(hidden) if pooler is not None else hidden[:, 0]
-
     def _whole(self, input_ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
         """Logits ``[n]`` from the encoder's own forward: its pooler, else the family's pooling (first or mean)."""
         extra = {"token_type_ids": types} if self.family.takes_token_type_ids(self.encoder.config) else {}
@@ -247,11 +229,9 @@ class PairwiseScorer(nn.Module):
         if not self.stacked:
             raise ModelError(f"{self.family.name} runs its own forward whole: its hidden states are not cached")
         stop = self.start if stop is None else stop
-        hidden = self.encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
-        project = getattr(self.encoder, "embeddings_project", None)  # ELECTRA: embedding size -> hidden size
-        if project is not None:
-            hidden = project(hidden)
-        return self._layers(hidden, attention_mask, 0, stop)
+        hidden, mask = self._stack.embed(
+            {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask})
+        return self._stack.run_layers(0, stop, hidden, mask)
 
     def score_hidden(self, hidden: torch.Tensor, mask: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """One logit per sequence ``[n]`` from hidden states after layer ``start`` (default: the frozen part).
@@ -260,10 +240,8 @@ class PairwiseScorer(nn.Module):
         pooler reads: the same numbers as the full layer, for a fraction of the cost.
         """
         start = self.start if start is None else start
-        if start < self.n_layers:
-            hidden = self._layers(hidden, mask, start, self.n_layers - 1)
-            hidden = first_query_only(self.encoder.encoder.layer[-1], hidden, self._attention_mask(hidden, mask))
-        return self.classifier(self.dropout(self._pool(hidden))).squeeze(-1)
+        layer_mask = self._stack.mask(hidden, mask) if start < self.n_layers else None  # none: [CLS] rows alone
+        return self.classifier(self.dropout(self._stack.run_from(start, hidden, layer_mask))).squeeze(-1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
@@ -307,7 +285,7 @@ class PairwiseScorer(nn.Module):
 def caches_states(encoder: nn.Module) -> bool:
     """Whether the frozen lower layers of ``encoder`` can run once and be cached (BERT's layout: its layers run one
     by one); other families train on the encodings with the frozen part recomputed (the same model, slower)."""
-    return family_of(encoder).name in BERT_LAYOUT and hasattr(getattr(encoder, "encoder", None), "layer")
+    return EncoderStack.supports(encoder)
 
 
 @torch.no_grad()
