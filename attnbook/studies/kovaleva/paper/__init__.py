@@ -30,6 +30,7 @@ from attnbook.studies.kovaleva.paper.learned import (
     row_reason,
 )
 from attnbook.studies.kovaleva.paper.rows import (
+    BELOW_UNTRAINED,
     CELL_RULE,
     FEATURE_ROWS,
     FRAME_RULE,
@@ -81,7 +82,7 @@ __all__: list[str] = [
     "CONSTANT_PREDICTOR_SHARE", "is_constant_predictor", "constant_reason", "row_reason", "not_learned_seeds",
     "paper_constant_reason", "learned_tasks", "constant_predictors", "is_missing",
     # rows: the rules, the helpers, the comparisons
-    "CELL_RULE", "CONSTANT_RULE", "GAIN_RULE", "SHARE_RULE", "FRAME_RULE", "GAIN_POSITIVE", "VERTICAL_RULE", "MATCH_RULE",
+    "BELOW_UNTRAINED", "CELL_RULE", "CONSTANT_RULE", "GAIN_RULE", "SHARE_RULE", "FRAME_RULE", "GAIN_POSITIVE", "VERTICAL_RULE", "MATCH_RULE",
     "HETEROGENEOUS_SLACK", "LAYER_DROP_EFFECT", "TRANSFER_REASON", "FEATURE_ROWS",
     "in_range", "last_layers", "most_changed_layers", "holds_estimate", "not_run_row", "row_difference",
     "missing_data", "versus_constant_estimate",

@@ -64,6 +64,8 @@ SHARE_RULE = verdict.Within(0.05, 0.15)
 FRAME_RULE = verdict.Within(0.05, 0.15)
 #: a gain the paper says is positive (points)
 GAIN_POSITIVE = verdict.Beyond(0.0, above=True, what="change (points)")
+#: §4.3: random init + fine-tuning scores below the pre-trained model without fine-tuning (points)
+BELOW_UNTRAINED = verdict.Beyond(0.0, above=False, what="change (points)")
 #: §4.1 / Fig. 2: the Vertical share per task, at least about a third (3 points of slack)
 VERTICAL_RULE = verdict.Beyond(PAPER["vertical_min"] - 0.03, above=True, what="Vertical share")
 #: §5: the hurting heads' mean percentile of word-matching share is "high": above 0.5, fully above 0.75
@@ -158,7 +160,8 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
     """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
 
     * each cell: ours (95% interval over dev examples) against the paper's, :data:`CELL_RULE`; ``not comparable``
-      when our classifier is no better than its constant predictor
+      when our fine-tuned classifier is no better than its constant predictor (an untrained ``"pretrained"`` cell is
+      compared as measured: the paper's is untrained too)
       (:func:`~attnbook.studies.kovaleva.paper.learned.row_reason`) or when the task was not run (``not
       reproduced`` when its data is not here: Kovaleva's QQP, MNLI and QNLI training sets);
     * a cell whose paper value is a constant predictor's score
@@ -168,6 +171,8 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
     * per task, pre-trained + fine-tuning minus random init + fine-tuning, paired over the dev examples: the paper
       finds it positive on every task (:data:`GAIN_POSITIVE`); not comparable when our pre-trained + fine-tuning
       classifier is no better than its constant predictor;
+    * where the paper's random init + fine-tuning scores below its untrained pre-trained model (STS-B and QNLI, as
+      §4.3's text says), that difference, paired over the dev examples, must be below 0 (:data:`BELOW_UNTRAINED`);
     * the mean gain of fine-tuning (pre-trained + fine-tuning minus pre-trained) over the tasks whose fine-tuned
       classifier learned, against the paper's mean over the same tasks (:data:`GAIN_RULE`; each task resampled
       on its own dev examples).
@@ -195,9 +200,13 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
                 f"constant predictor ({float(r['constant']):.1f}) is {vs.text('+.1f')} points, paired over the dev "
                 "examples (first seed)"))
             continue
-        reason = row_reason(r) or constant
+        untrained = r["init"] == "pretrained"  # the paper's column is an untrained head too: nothing had to learn
+        reason = ("" if untrained else row_reason(r)) or constant
         rule = verdict.NotComparable(reason) if reason else CELL_RULE
-        if not reason and not_learned_seeds(r):
+        if untrained:
+            note += ("; an untrained head on the pre-trained encoder, as in the paper's column: a score near chance is "
+                     "the measurement, not a classifier that failed to learn")
+        elif not reason and not_learned_seeds(r):
             note += "; seeds no better than their constant predictor: " + ", ".join(map(str, not_learned_seeds(r)))
         rows.append(verdict.row("Table 1", q, paper=float(r["paper"]), ours=_cell_estimate(r), rule=rule, note=note,
                                 fmt=".1f"))
@@ -221,6 +230,23 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
         rows.append(verdict.row("Table 1", q, paper=paper, ours=est[0], rule=rule, fmt=".1f",
                                 note="paper: positive on every task; ours paired over the same dev examples, "
                                      "seed-to-seed spread not included"))
+    for t in tasks:  # §4.3's text: on STS-B and QNLI random init + fine-tuning scores below no fine-tuning at all
+        r, u = by.get((t, "random_ft")), by.get((t, "pretrained"))
+        if r is None or u is None or is_missing(r["paper"]) or is_missing(u["paper"]) or r["paper"] >= u["paper"]:
+            continue
+        q = f"{t}: random init + FT minus pre-trained without FT (points)"
+        paper = round(float(r["paper"] - u["paper"]), 1)
+        if is_missing(r["ours"]) or is_missing(u["ours"]):
+            gone = next((x["note"] for x in (r, u) if is_missing(x["ours"]) and missing_data(x["note"])), "")
+            rows.append(not_run_row("§4.3", q, paper, _not_reproduced(t, gone) if gone else "not run",
+                                    kind=verdict.NOT_REPRODUCED if gone else verdict.CLAIM))
+            continue
+        est = row_difference(t, r, u, n_resamples, seed)
+        rows.append(verdict.row("§4.3", q, paper=paper, ours=Estimate(float(r["ours"] - u["ours"])) if est is None
+                                else est[0], rule=BELOW_UNTRAINED, fmt=".1f",
+                                note="the paper: 'for some tasks (STS-B and QNLI), initialization with random weights "
+                                     "yields worse performance than pre-trained BERT without fine-tuning' (Table 1); "
+                                     "ours paired over the same dev examples"))
     gains, names, paper_gain, draws = [], [], [], []
     for t in tasks:
         a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
