@@ -35,8 +35,8 @@ def test_deciding_scale_is_the_widest_interval_the_rule_decides(rule, paper, est
     assert s == nk_detect.deciding_scale(rule, paper, est)  # the two studies' copies agree
     v, (lo, hi) = est.value, est.bounds
     shrink = lambda f: Estimate(v, v - f * (v - lo), v + f * (hi - v))
-    if s is None:  # the point estimate sits on a bound: no narrower interval is decided either
-        assert verdict.judge(rule, paper, Estimate(v)) == verdict.INCONCLUSIVE
+    if s is None:  # the estimate sits on a bound: no interval around it with a width is decided, however narrow
+        assert verdict.judge(rule, paper, shrink(1e-9)) == verdict.INCONCLUSIVE
         return
     assert verdict.judge(rule, paper, shrink(s)) != verdict.INCONCLUSIVE
     if s < 1:

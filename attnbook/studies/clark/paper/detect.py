@@ -24,9 +24,15 @@ from attnbook.verdict import Comparison
 _Z975 = 1.959964
 
 
+#: the narrowest shrink :func:`deciding_scale` tries: an estimate on a rule's bound is decided only by a zero-width
+#: interval (:class:`attnbook.verdict.Beyond` counts one ending on its threshold as outside), which no sample gives
+_NARROWEST = 1e-9
+
+
 def deciding_scale(rule: verdict.Rule, paper_value, est: Estimate) -> float | None:
     """The largest factor ``s <= 1`` by which ``est``'s 95% interval, shrunk about the estimate, is decided by ``rule``
-    (``1`` when it already is); ``None`` when not even a point estimate is (it sits on one of the rule's bounds)."""
+    (``1`` when it already is); ``None`` when not even an interval a billionth as wide is (the estimate sits on
+    one of the rule's bounds: only a sample without end would decide it)."""
     v = est.value
     lo, hi = est.bounds
 
@@ -36,13 +42,13 @@ def deciding_scale(rule: verdict.Rule, paper_value, est: Estimate) -> float | No
 
     if decided(1.0):
         return 1.0
-    if not decided(0.0):
+    if not decided(_NARROWEST):
         return None
-    a, b = 0.0, 1.0
+    a, b = _NARROWEST, 1.0
     for _ in range(60):
         mid = (a + b) / 2
         a, b = (mid, b) if decided(mid) else (a, mid)
-    return a if a > 0 else None
+    return a
 
 
 def _about(n: float) -> str:
