@@ -92,7 +92,7 @@ def bench_extraction(loaded, segments, batch_size: int, repeats: int = 7, naive:
                 out = loaded.model(input_ids=ids, token_type_ids=torch.tensor([ex.token_type_ids]),
                                    output_attentions=True)
                 maps.append(torch.stack(out.attentions, 1)[0].numpy())
-        surface_stats_reference(maps, [e.tokens for e in segments[:n_naive]])
+        surface_stats_reference(maps, [e.tokens for e in segments[:n_naive]], loaded.tokenizer)
 
     t_naive = best_of(naive, 1) * len(segments) / n_naive
     return {**result, "naive_s_extrapolated": round(t_naive, 2), "naive_over_streamed": round(t_naive / min(tb), 1)}

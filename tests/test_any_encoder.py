@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attnbook.core import cache
+from attnbook.engine.extract import collect_maps
 from attnbook.engine.families import UnsupportedModelError
 from attnbook.engine.gradients import _load_pretrained_head, mask_tokens
 from attnbook.engine.inputs import encode_words, template
@@ -67,6 +68,11 @@ def test_surface_statistics_run_and_find_the_families_special_tokens(planted, fa
     assert np.all(stats["cls"] > 0) and np.all(stats["sep"] > 0)  # the start and separator tokens were found
     punct = surface.punct_ids(loaded.tokenizer)
     assert punct and loaded.tokenizer.unk_token_id not in punct
+    # the slow reference finds the same roles by the tokenizer's pieces (it matched BERT's '[SEP]' by name before)
+    ref = surface.surface_stats_reference(collect_maps(loaded, segments), [e.tokens for e in segments],
+                                          loaded.tokenizer)
+    for name in surface.STAT_NAMES:
+        np.testing.assert_allclose(stats[name], ref[name], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

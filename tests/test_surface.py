@@ -36,7 +36,7 @@ def test_streaming_equals_reference(tiny_bert, examples):
     stats = stream_attention(tiny_bert, examples, [SurfaceStats.for_tokenizer(tiny_bert.tokenizer)],
                              batch_size=2, progress=False)[0]
     maps = collect_maps(tiny_bert, examples)
-    ref = surface_stats_reference(maps, [e.tokens for e in examples])
+    ref = surface_stats_reference(maps, [e.tokens for e in examples], tiny_bert.tokenizer)
     for name in STAT_NAMES:
         np.testing.assert_allclose(stats[name], ref[name], rtol=1e-5, atol=1e-6, err_msg=name)
     np.testing.assert_allclose(stats["uniform_entropy"], ref["uniform_entropy"], rtol=1e-6)
@@ -46,7 +46,7 @@ def test_streaming_equals_reference(tiny_bert, examples):
     assert per.shape == (len(examples), len(STAT_NAMES)) + stats["sep"].shape and per.dtype == np.float32
     for k, name in enumerate(STAT_NAMES):
         np.testing.assert_allclose(per[:, k].mean(0), stats[name], rtol=1e-5, atol=1e-6, err_msg=name)
-        one = surface_stats_reference([maps[3]], [examples[3].tokens])[name]
+        one = surface_stats_reference([maps[3]], [examples[3].tokens], tiny_bert.tokenizer)[name]
         np.testing.assert_allclose(per[3, k], one, rtol=1e-5, atol=1e-6, err_msg=name)
     np.testing.assert_allclose(stats["per_segment_uniform_entropy"], [np.log(len(e.tokens)) for e in examples])
 

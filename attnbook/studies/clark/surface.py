@@ -170,19 +170,22 @@ class SurfaceStats:
         return out
 
 
-def surface_stats_reference(maps: list[np.ndarray], tokens: list[list[str]]) -> dict[str, np.ndarray]:
-    """Slow, loop-based reference of :class:`SurfaceStats` on full unpadded maps ``attn[layer, head, q, k]``.
+def surface_stats_reference(maps: list[np.ndarray], tokens: list[list[str]], tokenizer) -> dict[str, np.ndarray]:
+    """Slow, loop-based reference of :class:`SurfaceStats` on full unpadded maps ``attn[layer, head, q, k]`` of the
+    segments whose pieces are ``tokens``; the start, separator and punctuation pieces are ``tokenizer``'s, as
+    :meth:`SurfaceStats.for_tokenizer` takes them (``[CLS]``/``[SEP]`` in BERT, ``<s>``/``</s>`` in RoBERTa).
 
     Used by the tests (and the benchmark's naive baseline); the definitions are the same.
     """
     n_layers, n_heads = maps[0].shape[:2]
     acc = {name: np.zeros((n_layers, n_heads)) for name in STAT_NAMES}
     uniform = 0.0
+    marks = set(tokenizer.convert_ids_to_tokens(punct_ids(tokenizer)))
     for attn, toks in zip(maps, tokens):
         n = len(toks)
-        sep = [i for i, t in enumerate(toks) if t == "[SEP]"]
-        cls_ = [i for i, t in enumerate(toks) if t == "[CLS]"]
-        punct = [i for i, t in enumerate(toks) if t in PUNCT_TOKENS]
+        sep = [i for i, t in enumerate(toks) if t == tokenizer.sep_token]
+        cls_ = [i for i, t in enumerate(toks) if t == tokenizer.cls_token]
+        punct = [i for i, t in enumerate(toks) if t in marks]
         rest = [i for i in range(n) if i not in sep]
         for layer in range(n_layers):
             for head in range(n_heads):
