@@ -156,6 +156,20 @@ def row_difference(task: str, a, b, n_resamples: int, seed: int) -> tuple[Estima
     return paired_mean_difference(task, oa, ob, n_resamples=n_resamples, seed=seed)
 
 
+def _difference_row(experiment: str, q: str, task: str, a, b, rule: verdict.Rule, note: str, n_resamples: int,
+                    seed: int) -> Comparison:
+    """Row ``a`` minus row ``b`` of Table 1 (points) against the paper's difference, judged by ``rule``; not run (or
+    not reproduced, when the data are missing here) when either side was not run."""
+    paper = round(float(a["paper"] - b["paper"]), 1)
+    if is_missing(a["ours"]) or is_missing(b["ours"]):
+        gone = next((x["note"] for x in (a, b) if is_missing(x["ours"]) and missing_data(x["note"])), "")
+        return not_run_row(experiment, q, paper, _not_reproduced(task, gone) if gone else "not run",
+                           kind=verdict.NOT_REPRODUCED if gone else verdict.CLAIM)
+    est = row_difference(task, a, b, n_resamples, seed)
+    ours = Estimate(float(a["ours"] - b["ours"])) if est is None else est[0]
+    return verdict.row(experiment, q, paper=paper, ours=ours, rule=rule, fmt=".1f", note=note)
+
+
 def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Comparison]:
     """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
 
@@ -216,37 +230,18 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
         a, b = by.get((t, "pretrained_ft")), by.get((t, "random_ft"))
         if a is None or b is None:
             continue
-        q = f"{t}: pre-trained + FT minus random init + FT (points)"
-        paper = round(float(a["paper"] - b["paper"]), 1)
-        if is_missing(a["ours"]) or is_missing(b["ours"]):
-            gone = next((x["note"] for x in (a, b) if is_missing(x["ours"]) and missing_data(x["note"])), "")
-            rows.append(not_run_row("Table 1", q, paper, _not_reproduced(t, gone) if gone else "not run",
-                                    kind=verdict.NOT_REPRODUCED if gone else verdict.CLAIM))
-            continue
-        est = row_difference(t, a, b, n_resamples, seed)
-        if est is None:
-            est = (Estimate(float(a["ours"] - b["ours"])), None)
         rule = verdict.NotComparable(learned[t]) if learned.get(t) else GAIN_POSITIVE
-        rows.append(verdict.row("Table 1", q, paper=paper, ours=est[0], rule=rule, fmt=".1f",
-                                note="paper: positive on every task; ours paired over the same dev examples, "
-                                     "seed-to-seed spread not included"))
+        rows.append(_difference_row("Table 1", f"{t}: pre-trained + FT minus random init + FT (points)", t, a, b, rule,
+                                    "paper: positive on every task; ours paired over the same dev examples, "
+                                    "seed-to-seed spread not included", n_resamples, seed))
     for t in tasks:  # §4.3's text: on STS-B and QNLI random init + fine-tuning scores below no fine-tuning at all
         r, u = by.get((t, "random_ft")), by.get((t, "pretrained"))
         if r is None or u is None or is_missing(r["paper"]) or is_missing(u["paper"]) or r["paper"] >= u["paper"]:
             continue
-        q = f"{t}: random init + FT minus pre-trained without FT (points)"
-        paper = round(float(r["paper"] - u["paper"]), 1)
-        if is_missing(r["ours"]) or is_missing(u["ours"]):
-            gone = next((x["note"] for x in (r, u) if is_missing(x["ours"]) and missing_data(x["note"])), "")
-            rows.append(not_run_row("§4.3", q, paper, _not_reproduced(t, gone) if gone else "not run",
-                                    kind=verdict.NOT_REPRODUCED if gone else verdict.CLAIM))
-            continue
-        est = row_difference(t, r, u, n_resamples, seed)
-        rows.append(verdict.row("§4.3", q, paper=paper, ours=Estimate(float(r["ours"] - u["ours"])) if est is None
-                                else est[0], rule=BELOW_UNTRAINED, fmt=".1f",
-                                note="the paper: 'for some tasks (STS-B and QNLI), initialization with random weights "
-                                     "yields worse performance than pre-trained BERT without fine-tuning' (Table 1); "
-                                     "ours paired over the same dev examples"))
+        rows.append(_difference_row("§4.3", f"{t}: random init + FT minus pre-trained without FT (points)", t, r, u,
+                                    BELOW_UNTRAINED, "the paper: 'for some tasks (STS-B and QNLI), initialization with "
+                                    "random weights yields worse performance than pre-trained BERT without fine-tuning' "
+                                    "(Table 1); ours paired over the same dev examples", n_resamples, seed))
     gains, names, paper_gain, draws = [], [], [], []
     for t in tasks:
         a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
