@@ -232,11 +232,12 @@ def rows(report: dict | None) -> list[tuple[str, str, str]]:
     out = []
     m = report.get("machine", {})
     where = f"{m.get('cpu', '?')}, native bf16: {'yes' if m.get('native_bf16') else 'no'}"
-    cap = (report.get("recipe") or {}).get("train_cap")
     ft = report.get("finetuning")
     if ft:
+        cap = (ft.get("recipe") or report.get("recipe") or {}).get("train_cap")
+        size = f"{cap} examples" if isinstance(cap, int) else "the book's quick recipe"
         for task, t in ft["tasks"].items():
-            out.append((f"precision, fine-tuning {task} (bf16 vs fp32 training; {cap or 'quick'} examples; {where})",
+            out.append((f"precision, fine-tuning {task} (bf16 vs fp32 training; {size}; {where})",
                         f"seeds {_fmt_scores(t['scores']['bf16'])} vs {_fmt_scores(t['scores']['fp32'])}; "
                         f"mean difference {t['mean_difference']:+.2f} (seed sd {t['seed_sd']:.2f}); head effects "
                         f"rho {t['effects_rho_precisions']:.2f} (two fp32 seeds: {t['effects_rho_fp32_seeds']:.2f})",
@@ -303,16 +304,17 @@ def main(argv=None) -> int:
     report["measured"] = time.strftime("%Y-%m-%d %H:%M")
     report["machine"] = {"cpu": torch.backends.cpu.get_cpu_capability(), "native_bf16": native_bf16("cpu"),
                          "threads": torch.get_num_threads()}
-    report["recipe"] = {"train_cap": recipe["train_cap"], "tasks": tasks, "seeds": seeds}
-    if "finetuning" in only:
-        report["finetuning"] = use_finetuning(base, tasks, seeds, recipe, p6, args.workers)
-        print(json.dumps(report["finetuning"], indent=1), flush=True)
-    if "storage" in only:
-        report["storage"] = use_storage(base, tasks, recipe, p6)
-        print(json.dumps(report["storage"], indent=1), flush=True)
-    if "inference" in only:
-        report["inference"] = use_inference(base, tasks, recipe, p6)
-        print(json.dumps(report["inference"], indent=1), flush=True)
+    uses = {"finetuning": lambda: use_finetuning(base, tasks, seeds, recipe, p6, args.workers),
+            "storage": lambda: use_storage(base, tasks, recipe, p6),
+            "inference": lambda: use_inference(base, tasks, recipe, p6)}
+    for use, measure in uses.items():
+        if use not in only:
+            continue
+        # each use keeps the recipe it was measured with: uses measured in different runs may differ in it
+        report[use] = {**measure(), "recipe": {"train_cap": recipe["train_cap"], "tasks": tasks, "seeds": seeds},
+                       "measured": time.strftime("%Y-%m-%d %H:%M"), "machine": report["machine"]}
+        (report.get("not_run") or {}).pop(use, None)  # measured now: no longer "not measured"
+        print(json.dumps(report[use], indent=1), flush=True)
     RESULTS.mkdir(exist_ok=True)
     atomic_write_json(path, report)
     return 0
