@@ -34,7 +34,9 @@ own registered parameters.
   (:mod:`attnbook.engine.precision`); on a CPU without AVX-512 BF16 or AMX (e.g. an AVX2-only
   EPYC) PyTorch emulates it and training would run several times slower, so such a machine trains
   in float32 (the checkpoint keys hold the precision used; ``benchmarks/precision.py`` compares the
-  two).
+  two). On a machine with AVX-512 BF16 (2026-11-27) the study trained SST-2 and STS-B with this recipe in
+  both precisions on seeds 0-2: mean dev scores differ by -0.04 and +0.05 points (seed standard deviations
+  0.72 and 0.96), Table 1's verdicts are the same, so the book trains in bf16 where it is native.
   ``seeds`` (pre-trained + fine-tuned) are 0, 1, 2 so chapters 4-6 can say how much the
   findings depend on the seed (``task_seeds`` names a task trained on fewer: RTE); random-init +
   fine-tuning runs once (``random_seeds``). ``save_at``: the snapshots written while training,
