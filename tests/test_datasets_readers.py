@@ -361,3 +361,18 @@ def test_chapter_4_runs_on_glue_by_hub_name_and_on_a_cached_hub_dataset(hub, rea
     assert results["params"]["tasks"] == ["SST-2"]
     text = json.dumps(results)
     assert "acme/tiny_reviews" in text and "SST-2" in text
+
+
+def test_load_rest_is_the_complement_of_the_capped_sample(real_data):
+    """Issue 32: chapter 5 tests the head chosen on a capped dev sample on the dev examples outside it; those are
+    exactly the rows the cap left out (file order), at most ``limit`` of them, and none when nothing was capped."""
+    whole = glue.load_split("SST-2", "dev").examples
+    sample = glue.load_split("SST-2", "dev", cap=96, seed=7)
+    rest = glue.load_rest("SST-2", "dev", cap=96, seed=7)
+    assert len(sample) + len(rest) == len(whole) == rest.n_total
+    kept = set(glue.sample_indices(len(whole), 96, 7))
+    assert rest.examples == [e for i, e in enumerate(whole) if i not in kept]
+    limited = glue.load_rest("SST-2", "dev", cap=96, seed=7, limit=50)
+    assert len(limited) == 50 and all(e in rest.examples for e in limited.examples)
+    assert limited.examples == glue.load_rest("SST-2", "dev", cap=96, seed=7, limit=50).examples  # seeded
+    assert len(glue.load_rest("SST-2", "dev", cap=None)) == 0 and len(glue.load_rest("SST-2", "dev", cap=5000)) == 0

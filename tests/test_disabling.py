@@ -168,3 +168,36 @@ def test_chapter5_bookkeeping_lives_in_the_package():
     html = styled.to_html()
     assert "2-3" in html and "-1.25" in html and "100%" in html
     assert word_match.match_table({}, {}) is None
+
+
+def test_held_out_test_disables_the_sweeps_best_head_and_layer_on_other_examples(tiny_classifier, tokenizer):
+    """Issue 32: the best head and layer of a sweep are chosen on the swept examples and tested again on others;
+    the held-out changes are those of disabling exactly that head (that layer) on the other examples."""
+    import dataclasses
+
+    from attnbook.engine import sweeps
+    from attnbook.engine.scores import task_score_fn
+
+    score = task_score_fn("SST-2")
+    texts = ["a fine film", "dull and slow", "the best of the year", "not good", "it was fun", "a mess",
+             "lovely work", "boring", "great cast", "awful"]
+    labels = np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0])
+    chosen_on = sweeps.classification_batches(tokenizer, texts[:6], None, labels[:6], batch_size=3)
+    tested_on = sweeps.classification_batches(tokenizer, texts[6:], None, labels[6:], batch_size=2)
+    model = tiny_classifier.model
+    single = sweeps.sweep_single_heads(model, chosen_on, "disable", score)
+    layers = sweeps.sweep_layers(model, chosen_on, "disable", score)
+    rng = np.random.default_rng(0)  # a random classifier changes little; make the choice unambiguous
+    single = dataclasses.replace(single, scores=single.scores + rng.uniform(0, 0.01, single.scores.shape))
+    configs, names = D.chosen_configs(single, layers)
+    (l, h), layer = np.unravel_index(np.argmax(single.delta), single.delta.shape), int(np.argmax(layers.delta))
+    assert names == [f"{l + 1}-{h + 1}", f"layer {layer + 1}"]
+    assert configs[0].sum() == 1 and configs[0, l, h] and configs[1].sum() == configs.shape[2] and configs[1, layer].all()
+    got = D.held_out_test(tiny_classifier, single, layers, tested_on, "SST-2", score, n_resamples=200)
+    direct = sweeps.sweep_configs(model, tested_on, configs, "disable", score)
+    assert got.head == names[0] and got.layer == layer and (got.n_chosen, got.n_tested) == (6, 4)
+    assert got.head_gain.value == pytest.approx(direct.delta[0]) and got.layer_gain.value == pytest.approx(direct.delta[1])
+    assert got.head_gain.low <= got.head_gain.value <= got.head_gain.high
+    table = D.held_out_table({("SST-2", 0): got})
+    assert table.loc[0, "best head off (chosen)"] == names[0] and table.loc[0, "tested on"] == 4
+    assert D.held_out_numbers({("SST-2", 0): got})["held_out_SST-2_seed0"]["layer"] == layer + 1

@@ -502,3 +502,36 @@ def test_caution_names_the_classifiers_not_learned():
     assert kovaleva.caution_markdown({"SST-2": ""}) == ""
     text = kovaleva.caution_markdown({"MRPC (seed 1)": "constant", "SST-2 (seed 0)": ""})
     assert "MRPC (seed 1): constant" in text and "SST-2" not in text
+
+
+def test_best_head_and_layer_rows_judge_the_gains_held_out():
+    """Issue 32: the best head (and layer) to disable was judged on the examples it was chosen on, so a gain that
+    is the largest of 72 noisy changes agreed; with a held-out test the rows judge the change on other examples,
+    and the swept gains go into the note. Before: every seed's swept gain lies above 0 and the row agreed."""
+    from attnbook.studies.kovaleva.disabling import HeldOut
+
+    e = lambda v, n=500: Estimate(v[0], v[1], v[2], n, "dev examples (paired)")  # noqa: E731
+    swept = {s: _effects() for s in range(3)}  # every seed: best (1.0, 0.2, 1.8), layer 1 +3.0 [1.0, 5.0]
+    noise = {"SST-2": {s: HeldOut("2-3", e((0.2, -0.6, 1.0)), 0, e((-0.4, -1.2, 0.4)), 96, 500) for s in range(3)}}
+    args = ({"SST-2": swept[0]}, {"SST-2": ""}, {}, 3, "quick")
+    before = {r.quantity: r for r in kovaleva.disabling_comparisons(*args, seed_effects={"SST-2": swept})}
+    assert before["SST-2: best single-head gain (points)"].verdict == verdict.AGREES
+    assert before["largest gain from disabling a layer (points)"].verdict == verdict.AGREES
+    rows = {r.quantity: r for r in kovaleva.disabling_comparisons(*args, seed_effects={"SST-2": swept},
+                                                                  held_out=noise)}
+    best, layer = rows["SST-2: best single-head gain (points)"], rows["largest gain from disabling a layer (points)"]
+    assert best.verdict == verdict.INCONCLUSIVE and best.ours == "above 0 on 0 of 3 seeds, held out"
+    assert "chosen on 96 swept dev examples and tested on 500 others" in best.note
+    assert "seed 0 head 2-3: +0.20 [-0.60, +1.00]" in best.note and "(biased upwards): seed 0: +1.00" in best.note
+    assert "on 500 dev examples" in best.detectable
+    assert layer.verdict == verdict.INCONCLUSIVE and layer.value == pytest.approx(-0.4)
+    assert "tested on 500 others" in layer.note and "+3.00 [+1.00, +5.00], biased upwards" in layer.note
+    worse = {"SST-2": {s: HeldOut("2-3", e((-1.0, -1.8, -0.2)), 0, e((-2.0, -3.0, -1.0)), 96, 500) for s in range(3)}}
+    rows = {r.quantity: r for r in kovaleva.disabling_comparisons(*args, seed_effects={"SST-2": swept},
+                                                                  held_out=worse)}
+    assert rows["SST-2: best single-head gain (points)"].verdict == verdict.DISAGREES
+    assert rows["largest gain from disabling a layer (points)"].verdict == verdict.DISAGREES
+    other_layer = {"SST-2": {s: HeldOut("2-3", e((0.2, -0.6, 1.0)), 1, e((1.0, 0.5, 1.5)), 96, 500) for s in range(3)}}
+    rows = {r.quantity: r for r in kovaleva.disabling_comparisons(*args, seed_effects={"SST-2": swept},
+                                                                  held_out=other_layer)}
+    assert "scored on the same examples (biased upwards)" in rows["largest gain from disabling a layer (points)"].note

@@ -512,6 +512,32 @@ def load_split(
     return out
 
 
+def load_rest(
+    task: str | TaskSpec,
+    split: str = "dev",
+    *,
+    cap: int | None,
+    seed: int = 0,
+    limit: int | None = None,
+    skip_malformed: bool | None = None,
+) -> GlueSplit:
+    """The examples of ``split`` that :func:`load_split` with the same ``cap`` and ``seed`` leaves out, in file
+    order: where a choice made on that sample (the best head to disable, say) is tested without the sample's
+    selection bias. At most ``limit`` of them, a seeded sample (``seed + 1``); no example when the cap keeps the
+    whole split."""
+    spec = task_spec(task)
+    path = task_path(spec, split)
+    ds = glue_dataset(spec, split, skip_malformed=skip_malformed)
+    keep = sample_indices(len(ds), cap, seed)
+    rest = [] if keep is None else sorted(set(range(len(ds))) - set(keep))
+    pick = sample_indices(len(rest), limit, seed + 1)
+    rest = rest if pick is None else [rest[i] for i in pick]
+    sample = ds.select(rest)
+    out = GlueSplit(spec, split, path, examples_of(sample), n_total=len(ds))
+    out.__dict__["_dataset"] = (out.examples, sample)
+    return out
+
+
 def available(task: str | TaskSpec, split: str) -> bool:
     """Whether the data directory holds ``task``'s ``split`` file (a Hugging Face dataset: whether it has the split)."""
     spec = task_spec(task)

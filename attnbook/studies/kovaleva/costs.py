@@ -87,3 +87,19 @@ def sweeps_cost(p: StageParams, s: Shape) -> list[Work]:
         out.append(Work(p.chapter, f"{task}: single-head and layer sweeps (up to {k} seeds x {n})",
                         "forward", s.forward_flops(dev_length(task, p.recipe["max_length"]), k * n * sweep_forwards(s))))
     return out
+
+
+def held_out_cost(p: StageParams, s: Shape) -> list[Work]:
+    """Each swept run's chosen head and layer disabled on the dev examples outside the sweep's sample (at most
+    ``held_out_caps``): a baseline pass and two configurations, at most three forward passes per example."""
+    out = []
+    for task in [t for t in p["tasks"] if p.trainable(t)]:
+        total = glue_size(task, "dev")
+        swept = cap(p["dev_caps"], total, task)
+        n = min(total - swept, cap(p["held_out_caps"], total, task))
+        if n <= 0:
+            continue
+        k = len(seeds_for(p.recipe, task, p["seeds"]))
+        out.append(Work(p.chapter, f"{task}: chosen head and layer, held out (up to {k} seeds x {n})", "forward",
+                        s.forward_flops(dev_length(task, p.recipe["max_length"]), 3 * k * n)))
+    return out

@@ -8,22 +8,30 @@ intervention on one input (:func:`disable_check`) and summarises the sweeps: the
 whole dev set against a constant predictor (:func:`dev_baselines`), the best and worst head per task
 (:func:`head_summary`), the heads whose change survives the Holm correction (:func:`significance_summary`), the
 layer table (:func:`layer_table`) and the changes with paired intervals over the swept dev examples
-(:func:`resampled_deltas`, :func:`sweep_effects`, :func:`shared_hurting_heads`). Heads are shown 1-based
-(``layer-head``).
+(:func:`resampled_deltas`, :func:`sweep_effects`, :func:`shared_hurting_heads`). The best head and the best layer
+to disable are chosen on the swept sample, so their gain there is biased upwards (the largest of many noisy
+changes); :func:`chosen_configs` and :func:`held_out_test` test them again on dev examples the sweep did not see
+(:func:`attnbook.data.glue.load_rest`), one forward pass each. Heads are shown 1-based (``layer-head``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.heads import head_label
+from attnbook.data.glue import GlueSplit, load_rest
+from attnbook.engine import sweeps
+from attnbook.engine.sweep_result import SweepResult
 from attnbook.engine.extract import stream_batches
 from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import disable_heads
 from attnbook.stats import Estimate, bootstrap_counts, percentile_interval, rank_agreement
-from attnbook.studies.heads_off.effects import extreme_heads, random_head_effect, trivial_score, weighted_scores
+from attnbook.studies.heads_off.effects import (dev_batches, effect_estimates, extreme_heads, random_head_effect,
+                                                trivial_score, weighted_scores)
 from attnbook.studies.heads_off.learned import constant_outputs, metric_label, score_of, versus_constant
 from attnbook.studies.heads_off.learned import learned as decide_learned
 from attnbook.studies.kovaleva.paper import holds_estimate
@@ -379,3 +387,82 @@ def skipped_markdown(learned: Mapping[tuple[str, int], str], runs: Sequence[tupl
     if main:
         text += " The figures show " + ", ".join(f"{t} seed {s}" for t, (_, s) in main.items()) + "."
     return text
+
+
+# ---------------------------------------------------------------------------------------------- held-out test (§4.6)
+
+
+def held_out_data(tokenizer: Any, task: str, cap: int | None, limit: int | None, seed: int, *, batch_size: int = 32,
+                  max_length: int = 128) -> tuple[GlueSplit, list[Batch]] | None:
+    """The dev examples of ``task`` outside the swept sample (``cap`` examples drawn with ``seed``), at most
+    ``limit`` of them, and their batches; ``None`` when the sweep scored the whole dev set."""
+    rest = load_rest(task, "dev", cap=cap, seed=seed, limit=limit)
+    if not len(rest):
+        return None
+    return rest, dev_batches(tokenizer, rest, batch_size=batch_size, max_length=max_length)
+
+
+def chosen_configs(single: SweepResult, layers: SweepResult) -> tuple[np.ndarray, list[str]]:
+    """The head and the layer whose removal helped most in the sweeps ``single`` and ``layers`` as two
+    configurations ``[2, layer, head]`` (True: disabled) and their labels (``"2-11"``, ``"layer 3"``); ties go to
+    the first, layer-major, as in :func:`sweep_effects`."""
+    n_layers, n_heads = single.scores.shape
+    head = extreme_heads(single.delta, 1, largest=True)[0]
+    layer = int(np.argmax(layers.delta))
+    configs = np.zeros((2, n_layers, n_heads), dtype=bool)
+    configs[0, head[0], head[1]] = True
+    configs[1, layer, :] = True
+    return configs, [head_label(*head), f"layer {layer + 1}"]
+
+
+@cache.memoized("kovaleva-held-out")
+def configs_off(classifier: Any, batches: Sequence[Batch], configs: np.ndarray, names: Sequence[str],
+                score_fn) -> SweepResult:
+    """The classifier (a :class:`~attnbook.engine.models.LoadedModel`) on ``batches`` with each configuration's
+    heads disabled (Kovaleva's uniform attention), and with none (the baseline); cached by the classifier's
+    weights, the batches, the configurations and the score function's name."""
+    return sweeps.sweep_configs(classifier.model, batches, configs, "disable", score_fn, names=list(names),
+                                kind="held_out")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """The best head and layer to disable, chosen on ``n_chosen`` swept dev examples, tested on ``n_tested``
+    others: each one's change (points) with its paired 95% interval over the held-out examples."""
+
+    head: str
+    head_gain: Estimate
+    layer: int  #: 0-based
+    layer_gain: Estimate
+    n_chosen: int
+    n_tested: int
+
+
+def held_out_test(classifier: Any, single: SweepResult, layers: SweepResult, batches: Sequence[Batch], task: str,
+                  score_fn, *, n_resamples: int = 2000, seed: int = 0) -> HeldOut:
+    """The best head and the best layer of the sweeps (:func:`chosen_configs`) disabled on held-out ``batches``
+    (:func:`configs_off`), each change with its paired interval
+    (:func:`~attnbook.studies.heads_off.effects.effect_estimates`)."""
+    configs, names = chosen_configs(single, layers)
+    tested = configs_off(classifier, batches, configs, names, score_fn)
+    head, layer = effect_estimates(tested, task, n_resamples=n_resamples, seed=seed)
+    return HeldOut(names[0], head, int(names[1].split()[1]) - 1, layer, len(single.gold), len(tested.gold))
+
+
+def held_out_table(tests: Mapping[tuple[str, int], HeldOut]):
+    """One row per (task, seed): the chosen head and layer, their gains on the swept examples' complement with
+    the intervals, and the examples each was chosen and tested on."""
+    import pandas as pd
+
+    return pd.DataFrame([{"task": t, "seed": s, "best head off (chosen)": h.head,
+                          "its change, held out": h.head_gain.text("+.2f"), "best layer off (chosen)": h.layer + 1,
+                          "the layer's change, held out": h.layer_gain.text("+.2f"), "chosen on": h.n_chosen,
+                          "tested on": h.n_tested} for (t, s), h in tests.items()])
+
+
+def held_out_numbers(tests: Mapping[tuple[str, int], HeldOut]) -> dict[str, dict]:
+    """What the chapter records of the held-out tests, per ``task/seed``."""
+    return {f"held_out_{t}_seed{s}": {"head": h.head, "head_gain": h.head_gain.as_dict(), "layer": h.layer + 1,
+                                      "layer_gain": h.layer_gain.as_dict(), "n_chosen": h.n_chosen,
+                                      "n_tested": h.n_tested}
+            for (t, s), h in tests.items()}

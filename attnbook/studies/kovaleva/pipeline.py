@@ -221,7 +221,8 @@ class DisablingPipeline(GluePipeline):
     """Chapter 5 (Kovaleva §4.6, §5): every head and every layer switched off, in every task's classifiers."""
 
     chapter = costs.DISABLING
-    needs = ("seed", "tasks", "seeds", "dev_caps", "eval_caps", "batch_size", "n_resamples", "analyse_unlearned")
+    needs = ("seed", "tasks", "seeds", "dev_caps", "eval_caps", "held_out_caps", "batch_size", "n_resamples",
+             "analyse_unlearned")
 
     @stage("classifiers of every seed", costs.classifiers_cost)
     def classifiers(self) -> dict[tuple[str, int], LoadedModel]:
@@ -258,3 +259,20 @@ class DisablingPipeline(GluePipeline):
     def layers(self) -> dict[tuple[str, int], SweepResult]:
         """Every layer's heads disabled together, in every swept run."""
         return self._sweep("layers")
+
+    @stage("the best head and layer tested on held-out dev examples (§4.6)", costs.held_out_cost)
+    def held_out(self) -> dict[tuple[str, int], disabling.HeldOut]:
+        """Each swept run's best head and best layer to disable, chosen on the dev sample, tested on dev examples
+        outside it (:func:`disabling.held_out_test`); runs whose sweep scored the whole dev set have none."""
+        p, clfs, single, layers = self.p, self.classifiers(), self.single_heads(), self.layers()
+        out = {}
+        for k in self.baselines().runs:
+            task = k[0]
+            data = disabling.held_out_data(self.model.tokenizer, task, disabling.dev_cap(p["dev_caps"], task),
+                                           disabling.dev_cap(p["held_out_caps"], task), DEV_SAMPLE_SEED,
+                                           batch_size=p["batch_size"], max_length=self.recipe["max_length"])
+            if data is not None:
+                out[k] = disabling.held_out_test(clfs[k], single[k], layers[k], data[1], task,
+                                                 sweeps.task_score_fn(task), n_resamples=p["n_resamples"],
+                                                 seed=p["seed"])
+        return out

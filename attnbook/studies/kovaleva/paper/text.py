@@ -140,8 +140,9 @@ def disabling_setting(rows: Sequence[Comparison], surviving: Mapping[str, Sequen
     swept = ", ".join(f"{t} {n_swept[t]:,} of {n_dev[t]:,}" for t in n_swept)
     text = ""
     if any(r.verdict == verdict.INCONCLUSIVE for r in rows):
-        text += ("An undecided row's paired 95% interval contains 0: the sweeps score a sample of each dev set, too "
-                 "few examples to tell a gain of the paper's size from none. ")
+        text += ("An undecided row's paired 95% interval contains 0: the sweeps score a sample of each dev set, and "
+                 "the best head and layer chosen there are tested on at most the rest of it: too few examples to "
+                 "tell a gain of the paper's size from none. ")
     text += ("Gains that survive the Holm correction: "
              + ("; ".join(f"{t}: {', '.join(s)}" for t, s in surviving.items() if s) or "none")
              + f". The model here is {model_name} ({n_layers} layers); the sweeps score dev examples ({swept}); "
