@@ -1,5 +1,5 @@
-"""engine: the only code that runs models. Importing it fixes the heap's mmap threshold for this process
-(:func:`attnbook.core.memory.fix_heap`: memory stays flat while batches stream)."""
-from attnbook.core.memory import fix_heap
+"""engine: the only code that runs models. Importing it configures the heap for this process
+(:func:`attnbook.core.memory.configure_heap`: memory stays flat while batches stream, full speed elsewhere)."""
+from attnbook.core.memory import configure_heap
 
-fix_heap()
+configure_heap()

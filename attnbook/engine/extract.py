@@ -22,6 +22,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 import torch
 
+from attnbook.core import memory
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.engine.inputs import Batch, Encoded, make_batches  # noqa: F401  (re-exported for reducers)
 from attnbook.engine.models import LoadedModel
@@ -108,7 +109,7 @@ def stream_attention(
     n_batches = (len(examples) + batch_size - 1) // batch_size
     by_layer = all(callable(getattr(r, "update_layers", None)) for r in named.values())
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), memory.streaming():
             for batch in tqdm(
                 make_batches(examples, batch_size, pad_id), total=n_batches, desc=desc, disable=not progress
             ):
@@ -149,7 +150,7 @@ def stream_batches(
     mode = net.training
     net.eval()
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), memory.streaming():
             for batch in tqdm(batches, desc=desc, disable=not progress):
                 maps = forward_attentions(net, batch)
                 for reducer in table.values():
