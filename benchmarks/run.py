@@ -336,6 +336,12 @@ def table(report: dict) -> str:
             rows.append((f"single-head {mode} sweep: fast vs naive", f"{m.get('speedup'):.2f}x, max diff "
                          f"{m.get('max_abs_output_diff'):.1e}" if m.get("max_abs_output_diff") is not None else
                          str(m), ">= 2x, diff < 1e-5"))
+    from heap import rows as heap_rows
+    from readers import rows as reader_rows
+
+    rows += reader_rows(report.get("readers"))
+
+    rows += heap_rows(report.get("heap"))
     from families import rows as family_rows
 
     rows += family_rows(report.get("families"))
@@ -430,6 +436,10 @@ def main() -> int:
         report["extraction"] = bench_extraction(loaded, segments, int(chapter_params("01_clark_surface_patterns", "quick").batch_size))
     if want("memory"):
         report["memory"] = bench_memory()
+    if want("heap"):  # the engine's speed with glibc's mmap threshold fixed vs scoped (benchmarks/heap.py)
+        from heap import bench_heap
+
+        report["heap"] = bench_optional("heap", bench_heap)
     if want("paper_cost"):
         report["paper_cost"] = bench_paper_cost(loaded.tokenizer, 24 if args.quick else 48)
     if want("sweeps"):
@@ -456,6 +466,10 @@ def main() -> int:
         from libraries import bench_libraries
 
         report["libraries"] = bench_optional("libraries", lambda: bench_libraries(quick=args.quick))
+    if want("readers"):  # the corpora through datasets vs the parsers they replaced (benchmarks/readers.py)
+        from readers import bench_readers
+
+        report["readers"] = bench_optional("readers", bench_readers)
     if want("precision"):  # the tolerance study of reduced precision (benchmarks/precision.py)
         import precision
 

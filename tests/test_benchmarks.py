@@ -131,3 +131,46 @@ def test_speedup_rows_and_their_references(tmp_path):
                           "padding_grouped": 0.05},
         "checkpoint_load": {"speedup": 6.0, "old_s": 0.3, "new_s": 0.05, "same_logits": True}}})
     assert "20.00x" in md and "padding 29% -> 5%" in md and "same logits" in md
+
+
+def _bench_module(name):
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    return importlib.import_module(name)
+
+
+def test_heap_rows_read_fixed_over_scoped_in_each_pair(monkeypatch):
+    """The heap bench's ratios are taken within each pair of processes and point the same way for every measure
+    (above 1: the fixed threshold is slower), whichever side ran first."""
+    heap = _bench_module("heap")
+    fake = {"fixed": {"train_examples_per_s": 10.0, "forward_s": 3.0, "stream_s": 2.0},
+            "scoped": {"train_examples_per_s": 15.0, "forward_s": 2.0, "stream_s": 2.0}}
+    calls = []
+    monkeypatch.setattr(heap, "run_child", lambda mode: calls.append(mode) or {"mode": mode, **fake[mode]})
+    report = heap.bench_heap(pairs=2)
+    assert calls == ["fixed", "scoped", "scoped", "fixed"]
+    assert report["fixed_over_scoped"] == {"train": 1.5, "forward": 1.5, "stream": 1.0}
+    rows = heap.rows(report)
+    assert len(rows) == 3 and rows[0][1].startswith("fixed 1.50x (1.50, 1.50) slower; scoped 15.0 ex/s")
+    assert heap.rows({"error": "RuntimeError: x"})[0][1] == "RuntimeError: x"
+
+
+def test_readers_bench_takes_medians_and_refuses_readers_that_disagree(monkeypatch):
+    readers = _bench_module("readers")
+    monkeypatch.setattr(readers, "CORPORA", (("tiny", "glue", "SST-2/train"),))
+    times = iter([1.0, 3.0, 0.5, 2.0, 4.0, 0.4, 1.5, 3.5, 0.6])
+    monkeypatch.setattr(readers, "_child", lambda side, kind, name, cache: {"s": next(times), "n": 7, "import_s": 0.5})
+    (row,) = readers.bench_readers(repeats=3)
+    assert row["before_s"] == 1.5 and row["first_read_s"] == 3.5 and row["cached_s"] == 0.5
+    assert row["cached_over_before"] == 0.33 and row["items"] == 7
+    rows = readers.rows([row])
+    assert "cached 0.33x (1.500 -> 0.500 s)" in rows[0][1] and rows[1] == (
+        "readers: `import datasets, pyarrow`, once per process before the first read", "0.500 s", "(cost)")
+    counts = iter([7, 8, 7])
+    monkeypatch.setattr(readers, "_child", lambda side, kind, name, cache: {"s": 1.0, "n": next(counts), "import_s": 0.5})
+    import pytest
+
+    with pytest.raises(RuntimeError, match="different numbers of items"):
+        readers.bench_readers(repeats=1)

@@ -4,7 +4,7 @@ Hugging Face way (a tiny ``datasets`` cache built here, offline) with one clear 
 from __future__ import annotations
 
 import contextlib
-import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,103 +16,9 @@ from attnbook.core.errors import MalformedInputError, ParameterError
 from attnbook.core.paths import cache_dir
 from attnbook.data import arct, glue, hf, wiki
 
-
-# ---- the readers as they were before datasets (issue 33), copied as the reference --------------------------------
-def _old_parse_label(spec, raw, path, line):
-    raw = raw.strip()
-    if spec.labels is None:
-        value = float(raw)
-        if not np.isfinite(value):
-            raise MalformedInputError(path, line, "not finite")
-        return value
-    return spec.labels.index(raw)
-
-
-def old_read_tsv(path, spec, skip_malformed=False):
-    examples, path = [], Path(path)
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        header = fh.readline().rstrip("\r\n").split("\t")
-        i_a, i_label = header.index(spec.text_a), header.index(spec.label)
-        i_b = header.index(spec.text_b) if spec.text_b else None
-        for line_no, raw in enumerate(fh, start=2):
-            row = raw.rstrip("\r\n")
-            if not row.strip():
-                continue
-            fields = row.split("\t")
-            try:
-                if len(fields) != len(header):
-                    raise MalformedInputError(path, line_no, "field count")
-                label = _old_parse_label(spec, fields[i_label], path, line_no)
-            except (MalformedInputError, ValueError):
-                if not skip_malformed:
-                    raise
-                continue
-            examples.append(glue.Example(fields[i_a], fields[i_b] if i_b is not None else None, label, line_no))
-    return examples
-
-
-def old_subsample(examples, n, seed):
-    if n is None or n >= len(examples):
-        return list(examples)
-    keep = np.sort(np.random.default_rng(seed).choice(len(examples), size=n, replace=False))
-    return [examples[i] for i in keep]
-
-
-def _old_unquote(field):
-    return field[1:-1].replace('""', '"') if '"' in field else field
-
-
-def old_read_arct(path):
-    with open(path, encoding="utf-8", newline="") as fh:
-        lines = fh.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    header = lines[0].rstrip("\r").split("\t")
-    col = {name: i for i, name in enumerate(header)}
-    extra = [h for h in header if h not in arct.FIELDS]
-    flag_col = col[extra[0]] if extra else None
-    items = []
-    for raw in lines[1:]:
-        parts = raw.rstrip("\r").split("\t")
-        if flag_col is not None:
-            parts = [_old_unquote(p) for p in parts]
-        flag = None if flag_col is None else parts[flag_col].strip() == "True"
-        items.append(arct.ArctItem(
-            id=parts[col["#id"]], warrant0=parts[col["warrant0"]], warrant1=parts[col["warrant1"]],
-            label=int(parts[col["correctLabelW0orW1"]].strip()), reason=parts[col["reason"]], claim=parts[col["claim"]],
-            debate_title=parts[col["debateTitle"]], debate_info=parts[col["debateInfo"]], flag=flag))
-    return items
-
-
-_TITLE = re.compile(r"^ ?= [^=].* = ?$")
-_HEADING = re.compile(r"^ ?(= )+.*( =)+ ?$")
-
-
-def _old_clean(text, unk_token):
-    text = text.strip()
-    for old, new in ((" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", ".")):
-        text = text.replace(old, new)
-    return text.replace("<unk>", unk_token)
-
-
-def old_read_articles(path, source, unk_token="[UNK]"):
-    articles, title, paragraphs = [], None, []
-    with open(path, encoding="utf-8", newline="") as fh:
-        for raw in fh:
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if _TITLE.match(line):
-                if title is not None and paragraphs:
-                    articles.append(wiki.Article(title, tuple(paragraphs), source))
-                title, paragraphs = line.strip(" =").strip(), []
-            elif _HEADING.match(line):
-                continue
-            else:
-                paragraphs.append(_old_clean(line, unk_token))
-    if title is not None and paragraphs:
-        articles.append(wiki.Article(title, tuple(paragraphs), source))
-    return articles
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from readers import old_read_arct, old_read_articles, old_read_tsv, old_subsample  # noqa: E402  (the readers before datasets)
 
 
 def same(old, new, digest=False):
