@@ -13,6 +13,7 @@ Pure NumPy/SciPy on arrays; nothing here knows about models, data files or paper
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -312,6 +313,11 @@ class Estimate:
     high: float | None = None
     n: int | None = None
     unit: str = ""
+    #: for an interval over seeds (:func:`over_seeds`): its degrees of freedom (Satterthwaite), the variance of the
+    #: mean that the seed-to-seed spread contributes (``s^2 / k``) and the dev examples' own variance
+    df: float | None = None
+    seed_var: float | None = None
+    item_var: float | None = None
 
     @property
     def has_interval(self) -> bool:
@@ -334,7 +340,8 @@ class Estimate:
         lo, hi = s(self.low), s(self.high)
         if factor < 0 and lo is not None:
             lo, hi = hi, lo
-        return Estimate(self.value * factor, lo, hi, self.n, self.unit)
+        v = lambda x: None if x is None else x * factor * factor  # noqa: E731
+        return Estimate(self.value * factor, lo, hi, self.n, self.unit, self.df, v(self.seed_var), v(self.item_var))
 
     def as_dict(self) -> dict:
         return {"value": self.value, "low": self.low, "high": self.high, "n": self.n, "unit": self.unit}
@@ -423,25 +430,88 @@ def mean_interval(values: Sequence[float], *, unit: str = "seeds", confidence: f
 
 
 #: The book's one rule for combining fine-tuning seeds, stated on every page that combines them.
-SEED_POLICY = ('Seeds are combined one way throughout the book: each fine-tuning seed is one replicate, scored on th'
-               "e same examples as the others, so a quantity is the mean over the seeds with a Student's t confidenc"
-               "e interval over the seeds' values (how much another seed could move it); with one seed it is that ru"
-               "n's own confidence interval over its examples.")
+SEED_POLICY = ("Seeds are combined one way throughout the book: each fine-tuning seed is one replicate scored on the same "
+               "examples as the others, and a quantity is the mean over the seeds. Its 95% interval counts both sources "
+               "of error: the seed-to-seed spread (the variance of the seeds' values over their number) and each "
+               "run's own error over its examples (the mean of the runs' item variances, an upper bound for the "
+               "seed-averaged score's, since the seeds share their examples), with Student's t on Satterthwaite's "
+               "degrees of freedom. The estimand is the same for every row: the recipe's expected score over seeds "
+               "and over examples drawn like the evaluation set. A one-seed row has no seed spread of its own; where "
+               "its table measures one on other rows it borrows that pooled spread, and otherwise it says that its "
+               "interval counts the examples only.")
+
+#: the z of a two-sided 95% interval, to read a run's standard error back from its interval
+_Z975 = 1.959963984540054
 
 
-def over_seeds(runs: Sequence[Estimate], *, bounds: tuple[float, float] | None = None) -> Estimate:
+def _item_se(run: Estimate) -> float | None:
+    """A run's own standard error over its examples, read back from its 95% interval (normal: bootstrap and exact
+    intervals over hundreds of examples)."""
+    if not run.has_interval:
+        return None
+    return (run.high - run.low) / 2 / _Z975
+
+
+def over_seeds(runs: Sequence[Estimate], *, bounds: tuple[float, float] | None = None,
+               seed_sd: tuple[float, float] | None = None, confidence: float = 0.95) -> Estimate:
     """Combine one :class:`Estimate` per seed by :data:`SEED_POLICY`, the book's only seed-combining rule.
 
-    One seed: its estimate (its interval over the examples) unchanged. Several: the mean of their values with
-    Student's t over the values (:func:`mean_interval`), clipped to ``bounds``. The seeds share their examples, so
-    the examples' sampling error is common to them (and, on the papers' own evaluation sets, to the paper's number);
-    the interval measures what a different seed would change."""
+    The value is the mean over the seeds. Its variance has two components (variance components, as in a two-way
+    seeds x examples design): the seed-to-seed variance over the number of seeds, ``s^2 / k`` (``k - 1`` degrees of
+    freedom), and the runs' own item variance, the mean of their squared standard errors read from their 95%
+    intervals (an upper bound for the variance of the seed-averaged score over examples: the seeds share their
+    examples, so their item errors are correlated; degrees of freedom: the examples less one). The interval is
+    Student's t on Satterthwaite's degrees of freedom, clipped to ``bounds``; a run's resolution floor (an interval
+    widened to one example's worth) is kept because its interval is.
+
+    ``seed_sd``: ``(sd, df)`` of one run's seed-to-seed standard deviation measured elsewhere (a table's other rows),
+    used when there is a single seed (a one-seed row then has the same estimand as the others). One seed without it:
+    the run's own estimate, whose interval counts the examples only. Runs with no interval and identical values
+    have no measured error at all: refused, since a zero-width interval would claim certainty."""
+    from scipy.stats import t as student
+
     runs = list(runs)
     if not runs:
         raise EmptyDataError("no seeds to combine")
-    if len(runs) == 1:
+    k = len(runs)
+    values = np.array([r.value for r in runs], dtype=np.float64)
+    ses = [_item_se(r) for r in runs]
+    if any(se is None for se in ses) and not all(se is None for se in ses):
+        raise ParameterError("combine seeds whose estimates all have an interval over their examples, or none")
+    item = float(np.mean(np.square(ses))) if ses[0] is not None else 0.0
+    n_items = min(int(r.n) for r in runs) if all(r.n for r in runs) else 0
+    df_item = max(n_items - 1, 1) if item > 0 else math.inf
+    if k >= 2:
+        between, df_between = float(values.var(ddof=1)) / k, float(k - 1)
+    elif seed_sd is not None:
+        between, df_between = float(seed_sd[0]) ** 2, float(seed_sd[1])
+    else:
         return runs[0]
-    return mean_interval([r.value for r in runs], unit="seeds", bounds=bounds)
+    total = between + item
+    if total <= 0:
+        raise ParameterError(f"{k} seeds with the same value and no interval over their examples: give each run's "
+                             "Estimate with its interval (its examples' error), so the combined interval is not zero-wide")
+    denom = (between ** 2 / df_between if between > 0 else 0.0) + (item ** 2 / df_item if item > 0 else 0.0)
+    df = total ** 2 / denom if denom > 0 else math.inf
+    half = float(student.ppf(0.5 + confidence / 2, df)) * math.sqrt(total)
+    m = float(values.mean())
+    low, high = m - half, m + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    unit = "seeds" if k >= 2 else "seed (seed spread borrowed)"
+    return Estimate(m, low, high, k, unit, df, between, item)
+
+
+def pooled_seed_sd(groups: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    """The pooled seed-to-seed standard deviation of several groups of seeds (one group per row of a table) and its
+    degrees of freedom, ``sum(k_i - 1)``; ``None`` when no group has two seeds."""
+    ss, df = 0.0, 0
+    for g in groups:
+        v = np.asarray(list(g), dtype=np.float64)
+        if v.size >= 2:
+            ss += float(np.sum((v - v.mean()) ** 2))
+            df += v.size - 1
+    return (math.sqrt(ss / df), float(df)) if df else None
 
 
 def median_interval(values: Sequence[float], *, unit: str = "values", confidence: float = 0.95) -> Estimate:

@@ -80,6 +80,10 @@ def as_estimate(ours: Any) -> Estimate:
     return ours if isinstance(ours, Estimate) else Estimate(float(ours))
 
 
+def _sourced(source: str) -> str:
+    return f" (tolerance: {source})" if source else ""
+
+
 @dataclass(frozen=True)
 class Rule:
     """How a paper's claim and this run's number are judged; ``words`` states the rule in a row's table."""
@@ -94,35 +98,53 @@ class Rule:
 
 @dataclass(frozen=True)
 class Within(Rule):
-    """The paper's number reproduced: agrees when the whole 95% interval lies within ``partly`` of the paper's
-    value and the estimate within ``agree``; partly when the interval lies within ``partly`` only; disagrees
-    when the interval lies entirely outside ``partly``; inconclusive when it straddles that bound."""
+    """The paper's number reproduced, judged as an equivalence test (two one-sided tests at 2.5% each): agrees
+    when the whole 95% interval lies within ``agree`` of the paper's value, partly when it lies within ``partly``,
+    disagrees when it lies entirely outside ``partly``, inconclusive otherwise (:func:`possible_outcomes` says
+    between which two). The point estimate decides nothing.
+
+    ``signed``: the quantity has a sign the claim rests on (a margin over a baseline, a gain): an interval entirely
+    on the other side of 0 from the paper's value disagrees whatever the bands. ``source``: where the tolerance
+    comes from (the paper's own spread, the published seed spread of fine-tuning, a measurement floor), stated in
+    the row's rule."""
 
     agree: float
     partly: float
     relative: bool = False
     unit: str = ""
+    signed: bool = False
+    source: str = ""
 
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(paper) or _missing(ours.value):
             return NOT_COMPARABLE
         paper = float(paper)
         scale = abs(paper) if self.relative else 1.0
-        gap = lambda x: (x - paper) / scale  # noqa: E731
         lo, hi = ours.bounds
-        glo, ghi, g = gap(lo), gap(hi), abs(gap(ours.value))
+        if self.signed and paper != 0 and ((paper > 0 and hi < 0) or (paper < 0 and lo > 0)):
+            return DISAGREES
+        glo, ghi = (lo - paper) / scale, (hi - paper) / scale
+        if -self.agree <= glo and ghi <= self.agree:
+            return AGREES
+        if -self.partly <= glo and ghi <= self.partly:
+            return PARTLY
         if glo > self.partly or ghi < -self.partly:
             return DISAGREES
-        if -self.partly <= glo and ghi <= self.partly:
-            return AGREES if g <= self.agree else PARTLY
         return INCONCLUSIVE
+
+    def half_widths(self, paper: Any) -> tuple[float, float]:
+        """The two bands in the quantity's own units (``agree``, ``partly``) around ``paper``."""
+        scale = abs(float(paper)) if self.relative else 1.0
+        return self.agree * scale, self.partly * scale
 
     @property
     def words(self) -> str:
         rel = " of the paper's value" if self.relative else (f" {self.unit}" if self.unit else "")
         a = f"{self.agree:.0%}" if self.relative else f"{self.agree:.4g}"
         p = f"{self.partly:.0%}" if self.relative else f"{self.partly:.4g}"
-        return f"within {a}{rel} agrees, within {p} partly (95% interval decides)"
+        sign = "; surely on the other side of 0 disagrees" if self.signed else ""
+        return (f"whole 95% interval within ±{a}{rel} of the paper's value agrees, within ±{p} partly, entirely "
+                f"outside ±{p} disagrees{sign}" + _sourced(self.source))
 
 
 @dataclass(frozen=True)
@@ -137,6 +159,7 @@ class Beyond(Rule):
     above: bool = True
     strong: float | None = None
     what: str = ""
+    source: str = ""
 
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(ours.value):
@@ -156,7 +179,8 @@ class Beyond(Rule):
     def words(self) -> str:
         side = "above" if self.above else "below"
         extra = f"; beyond {self.strong:.4g} to agree fully" if self.strong is not None else ""
-        return f"{self.what or 'value'} {side} {self.threshold:.4g}: the 95% interval must lie {side} it{extra}"
+        return (f"{self.what or 'value'} {side} {self.threshold:.4g}: the 95% interval must lie {side} it{extra}"
+                + _sourced(self.source))
 
 
 @dataclass(frozen=True)
@@ -165,6 +189,7 @@ class NoEffect(Rule):
     sides; disagrees when the interval lies entirely beyond ``effect``; else inconclusive (too few data to tell)."""
 
     effect: float
+    source: str = ""
 
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(ours.value):
@@ -178,7 +203,7 @@ class NoEffect(Rule):
 
     @property
     def words(self) -> str:
-        return f"no effect: the 95% interval must exclude ±{self.effect:.4g}"
+        return f"no effect: the 95% interval must lie inside ±{self.effect:.4g}" + _sourced(self.source)
 
 
 @dataclass(frozen=True)
@@ -188,6 +213,7 @@ class Margin(Rule):
     when it lies entirely on the other side of 0, inconclusive when it straddles 0 (or a class bound it needs)."""
 
     big: float
+    source: str = ""
 
     def judge(self, paper: Any, ours: Estimate) -> str:
         if _missing(paper) or _missing(ours.value):
@@ -205,7 +231,8 @@ class Margin(Rule):
 
     @property
     def words(self) -> str:
-        return f"same sign and size class (>= {self.big:.4g} or less) agrees, same sign partly; 95% interval decides"
+        return (f"same sign and size class (>= {self.big:.4g} or less) agrees, same sign partly; 95% interval decides"
+                + _sourced(self.source))
 
 
 @dataclass(frozen=True)
@@ -316,8 +343,13 @@ def judge(rule: Rule, paper: Any, ours: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# what an undecided row's sample could detect
+# what an undecided row's sample could detect, and what would decide it
 # ---------------------------------------------------------------------------------------------
+#: normal quantiles: a two-sided 95% interval, and the power of a one-sided (80%) or an equivalence (two one-sided
+#: tests, 90% each side: about 80% together) decision
+Z975, Z80, Z90 = 1.959963984540054, 0.8416212335729143, 1.2815515655446004
+
+
 def rounded_count(n: float) -> str:
     """A sample size to two significant digits: ``2963 -> '3,000'``."""
     if not math.isfinite(n) or n > 1e7:
@@ -330,54 +362,127 @@ def _units(est: Estimate) -> str:
     return re.sub(r"\s*\(.*?\)", "", est.unit or "").strip() or "units"
 
 
-def _needed(est: Estimate, edge: float, bound: float) -> float | None:
-    """How many units would move the interval's ``edge`` (on the side facing ``bound``) past ``bound``, the estimate
-    staying where it is: the half-width shrinks as 1/sqrt(n) (Student's t with its degrees of freedom over seeds)."""
-    h, d, n = abs(est.value - edge), abs(est.value - bound), est.n
-    if not n or d <= 0 or h <= 0:
-        return None
-    if "seed" not in (est.unit or "") or n < 2:
-        return n * (h / d) ** 2
+def _over_seeds(est: Estimate) -> bool:
+    return est.seed_var is not None or ("seed" in (est.unit or "") and (est.n or 0) >= 2)
+
+
+def _df(est: Estimate) -> float:
+    """Degrees of freedom of ``est``'s interval: its own (Satterthwaite, :func:`attnbook.stats.over_seeds`), or
+    Student's over ``n`` seeds, or a normal (bootstrap and exact intervals over many units)."""
+    if est.df is not None:
+        return float(est.df)
+    return float(est.n - 1) if _over_seeds(est) and est.n and est.n >= 2 else math.inf
+
+
+def _q(p: float, df: float) -> float:
+    if not math.isfinite(df):
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(p)
     from scipy.stats import t as student
 
-    s = h * math.sqrt(n) / student.ppf(0.975, n - 1)
-    return next((m for m in range(2, 100001) if student.ppf(0.975, m - 1) * s / math.sqrt(m) < d), math.inf)
+    return float(student.ppf(p, df))
 
 
-def _inside(est: Estimate, center: float, half: float) -> list[tuple[float, float]]:
-    """(edge, bound) pairs the interval must clear to decide a band ``center ± half``: both edges inside it when the
-    estimate is inside, the near edge beyond it when outside."""
+def standard_error(estimate: Any) -> float | None:
+    """The standard error behind ``estimate``'s 95% interval: its half-width over the interval's quantile (normal,
+    or Student's t on the interval's degrees of freedom); ``None`` without an interval."""
+    est = as_estimate(estimate)
+    if not est.has_interval:
+        return None
     lo, hi = est.bounds
-    v = est.value - center
-    if abs(v) < half:
-        return [(e, b) for e, b in ((hi, center + half), (lo, center - half)) if abs(e - center) >= half]
-    b = center + math.copysign(half, v)
-    return [(lo if v > 0 else hi, b)]
+    return (hi - lo) / 2 / _q(0.975, _df(est))
 
 
-def _edges(est: Estimate, rule: Rule, paper: Any) -> tuple[list[tuple[float, float]], str] | None:
-    """The (edge, bound) pairs an undecided interval must clear for ``rule`` to decide, and the effect in words."""
-    lo, hi = est.bounds
-    if isinstance(rule, Beyond):
-        return [(lo if est.value > rule.threshold else hi, rule.threshold)], f"difference from {rule.threshold:.4g}"
+def power_effect(estimate: Any, power: float = 0.8) -> float | None:
+    """The smallest effect ``estimate``'s sample detects with ``power`` (80%) in a two-sided 5% test:
+    ``(z_0.975 + z_power) * SE``, about 2.8 standard errors (1.43 x the 95% half-width), not the half-width, which
+    is detected only half the time."""
+    se = standard_error(estimate)
+    if se is None:
+        return None
+    df = _df(as_estimate(estimate))
+    return (_q(0.975, df) + _q(power, df)) * se
+
+
+def _planned(rule: Rule, paper: Any) -> tuple[float, bool, str] | None:
+    """The effect a rule is planned for: the distance between the truth one plans for and the bound that decides,
+    whether the decision is an equivalence (two-sided) and the planned truth in words; ``None`` when the rule or the
+    paper gives no size to plan for."""
+    if isinstance(rule, Within) and not _missing(paper):
+        a, _ = rule.half_widths(paper)
+        return a, True, f"the paper's {float(paper):.4g} (agrees within ±{a:.3g})"
     if isinstance(rule, NoEffect):
-        return _inside(est, 0.0, rule.effect), f"departure from the claim's bound ±{rule.effect:.4g}"
-    if isinstance(rule, Within):
-        p = float(paper)
-        half = rule.partly * (abs(p) if rule.relative else 1.0)
-        return _inside(est, p, half), f"gap to the rule's bounds ({p - half:.4g}, {p + half:.4g})"
-    if isinstance(rule, Margin):
-        return ([(lo if est.value > b else hi, b) for b in (0.0, rule.big, -rule.big) if lo <= b <= hi],
-                f"gap to 0 and ±{rule.big:.4g}")
+        return rule.effect, True, f"no effect at all (agrees inside ±{rule.effect:.4g})"
+    if isinstance(rule, Beyond) and isinstance(paper, (int, float)) and not isinstance(paper, bool) and not _missing(paper):
+        d = (float(paper) - rule.threshold) * (1 if rule.above else -1)
+        if d > 0:
+            return d, False, f"the paper's {float(paper):.4g}"
+        return None
+    if isinstance(rule, Margin) and not _missing(paper):
+        p = abs(float(paper))
+        d = min(abs(p - b) for b in (0.0, rule.big))
+        if d > 0:
+            return d, False, f"the paper's margin {float(paper):.4g}"
     return None
 
 
+def planned_sample(estimate: Any, rule: Rule, paper: Any = None) -> tuple[float, float] | None:
+    """The sample (in ``estimate.n``'s units) that would decide ``rule`` with 80% power were the truth the one the
+    rule is planned for (:func:`_planned`: the paper's value for :class:`Within`, :class:`Beyond` and :class:`Margin`,
+    no effect for :class:`NoEffect`), not this run's estimate (which would be a post-hoc power calculation).
+
+    A range ``(low, high)``: over seeds, the seed-to-seed standard deviation from ``k`` seeds is uncertain (its 95%
+    chi-square interval, a factor of about 0.5-6 at 3 seeds), and when the interval also carries the dev examples'
+    own error (``item_var``) more seeds can never shrink it below that (``inf``); over examples, one number twice.
+    ``None`` when there is nothing to plan for."""
+    est = as_estimate(estimate)
+    plan = _planned(rule, paper)
+    se = standard_error(est)
+    if plan is None or se is None or not est.n:
+        return None
+    d, two_sided, _ = plan
+    need = d / (Z975 + (Z90 if two_sided else Z80))
+    if not _over_seeds(est) or est.n < 2:
+        n = est.n * (se / need) ** 2 if se > 0 else float(est.n)
+        return n, n
+    from scipy.stats import chi2
+
+    k = est.n
+    item = est.item_var or 0.0
+    between = est.seed_var if est.seed_var is not None else se ** 2
+    s2 = between * k  # the seed-to-seed variance of one run
+    room = need ** 2 - item
+    if room <= 0:
+        return math.inf, math.inf
+    lo_s2, hi_s2 = s2 * (k - 1) / chi2.ppf(0.975, k - 1), s2 * (k - 1) / chi2.ppf(0.025, k - 1)
+    return max(2.0, lo_s2 / room), max(2.0, hi_s2 / room)
+
+
+def possible_outcomes(estimate: Any, rule: Rule, paper: Any = None) -> list[str]:
+    """The outcomes ``rule`` could give were this run's interval narrowed anywhere inside itself: for an undecided
+    row, the two outcomes it lies between (best first, in :data:`OUTCOMES` order); ``[]`` for a rule whose number is
+    not an interval (:class:`Holds`, :class:`Cases`, :class:`Rejects`, :class:`NotComparable`)."""
+    est = as_estimate(estimate)
+    if isinstance(rule, (Holds, Cases, Rejects, NotComparable)) or _missing(est.value):
+        return []
+    lo, hi = est.bounds
+    points = [lo + (hi - lo) * i / 400 for i in range(401)] + [est.value]
+    found = {judge(rule, paper, Estimate(float(x))) for x in points}
+    return [o for o in OUTCOMES if o in found and o != INCONCLUSIVE]
+
+
+def between_words(estimate: Any, rule: Rule, paper: Any = None) -> str:
+    """``"between partly agrees and disagrees"`` for an undecided row (``""`` when it cannot be said)."""
+    o = possible_outcomes(estimate, rule, paper)
+    return f"between {o[0]} and {o[-1]}" if len(o) >= 2 else ""
+
+
 def deciding_sample(estimate: Any, rule: Rule, paper: Any = None) -> float | None:
-    """How many units (``estimate.n``'s kind) would let ``rule`` decide if this run's estimate stayed where it is:
-    the interval's half-width shrinks as one over the square root of the sample (Student's t over seeds); for
-    :class:`Holds`, the share of resamples through its normal z. ``math.inf`` when the estimate sits on the rule's
-    bound; ``None`` for a decided row, a number without interval or size, or a rule this cannot say
-    (:class:`Cases`, :class:`Rejects`, :class:`NotComparable`)."""
+    """For an undecided row: the sample that would decide ``rule`` with 80% power at the effect the rule is planned
+    for (:func:`planned_sample`, its upper end over seeds); for :class:`Holds`, the share of resamples read as a
+    normal margin that shrinks as one over the square root of the units. ``None`` for a decided row or where nothing
+    can be planned."""
     est = as_estimate(estimate)
     if _missing(est.value) or not est.n or judge(rule, paper, est) != INCONCLUSIVE:
         return None
@@ -385,37 +490,78 @@ def deciding_sample(estimate: Any, rule: Rule, paper: Any = None) -> float | Non
         from statistics import NormalDist
 
         z = abs(NormalDist().inv_cdf(min(max(est.value, 1e-6), 1 - 1e-6)))
-        return est.n * (NormalDist().inv_cdf(1 - rule.alpha / 2) / z) ** 2 if z > 1e-9 else math.inf
-    edges = _edges(est, rule, paper) if est.has_interval else None
-    if not edges or not edges[0]:
-        return None
-    need = [_needed(est, e, b) for e, b in edges[0]]
-    return math.inf if any(x is None for x in need) else max(need)
+        return est.n * ((Z975 + Z80) / z) ** 2 if z > 1e-9 else math.inf
+    got = planned_sample(est, rule, paper)
+    return None if got is None else got[1]
 
 
-def detectable_effect(estimate: Any, rule: Rule, paper: Any = None) -> str:
-    """For a row its rule left ``inconclusive``: the smallest effect its sample could detect at 95% (the interval's
-    half-width, in the row's units) and, where it can be computed, the sample that would decide the rule if this
-    run's estimate stayed where it is (:func:`deciding_sample`). ``paper``: the value the rule judged (:class:`Within`).
-    ``""`` for a decided estimate or a rule this cannot say anything about (:class:`Cases`, :class:`Rejects`,
+def _sample_words(est: Estimate, got: tuple[float, float] | None, why: str) -> str:
+    if got is None:
+        return ""
+    unit = _units(est)
+    lo, hi = got
+    if math.isinf(lo):
+        return (f"; if the truth were {why}, no number of seeds decides it at 80% power: the dev examples' own error "
+                "is already larger than that needs, so more examples are needed")
+    if _over_seeds(est) and est.n >= 2:
+        return (f"; if the truth were {why}, about {rounded_count(lo)}-{rounded_count(hi)} {unit} would decide it with "
+                f"80% power (the range: the seed spread measured on {est.n} {unit} is itself uncertain)")
+    return f"; if the truth were {why}, about {rounded_count(hi)} {unit} would decide it with 80% power"
+
+
+def detectable_effect(estimate: Any, rule: Rule, paper: Any = None, units: str = "") -> str:
+    """For a row its rule left ``inconclusive``: between which two outcomes it lies (:func:`possible_outcomes`), the
+    smallest effect its sample detects with 80% power (:func:`power_effect`, in the row's ``units``) and the sample
+    that would decide it with 80% power were the truth the one the rule is planned for (:func:`planned_sample`).
+    ``""`` for a decided row or a rule this cannot say anything about (:class:`Cases`, :class:`Rejects`,
     :class:`NotComparable`: their rows say it)."""
     est = as_estimate(estimate)
     if _missing(est.value) or judge(rule, paper, est) != INCONCLUSIVE:
         return ""
-    unit, n = _units(est), est.n
-    need = deciding_sample(est, rule, paper)
-    decide = ("" if need is None else "; no sample decides it while the estimate sits on the rule's bound"
-              if math.isinf(need) else f"; at this estimate about {rounded_count(need)} {unit} would decide it")
+    n = est.n
+    unit = _units(est)
     if isinstance(rule, Holds):
+        need = deciding_sample(est, rule, paper)
+        decide = ("" if need is None else "; an even split, which no sample decides" if math.isinf(need)
+                  else f"; about {rounded_count(need)} {unit} would decide it with 80% power were the share of "
+                       "resamples to stay as it is")
         return (f"the claim holds in {est.value:.0%} of the bootstrap resamples{f' on {n:,} {unit}' if n else ''}, "
                 f"short of the {1 - rule.alpha / 2:.1%} (or {rule.alpha / 2:.1%}) that decides it" + decide)
-    edges = _edges(est, rule, paper) if est.has_interval else None
-    if edges is None:
+    mde = power_effect(est)
+    if mde is None:
         return ""
+    plan = _planned(rule, paper)
+    between = between_words(est, rule, paper)
+    return ((f"{between}; " if between else "")
+            + f"{f'on {n:,} {unit} ' if n else ''}an effect of {mde:.3g}{units} or more is detected with 80% power"
+            + _sample_words(est, planned_sample(est, rule, paper), plan[2] if plan else ""))
+
+
+#: the narrowest shrink :func:`deciding_scale` tries: an estimate on a rule's bound is decided only by a zero-width
+#: interval (:class:`Beyond` counts one ending on its threshold as outside), which no sample gives
+_NARROWEST = 1e-9
+
+
+def deciding_scale(rule: Rule, paper_value: Any, est: Estimate) -> float | None:
+    """The largest factor ``s <= 1`` by which ``est``'s 95% interval, shrunk about the estimate, is decided by ``rule``
+    (``1`` when it already is); ``None`` when not even an interval a billionth as wide is (the estimate sits on one of
+    the rule's bounds). A description of this run's interval, not a power calculation (:func:`planned_sample`)."""
+    v = est.value
     lo, hi = est.bounds
-    h = f"{(hi - lo) / 2:.3g}"
-    return (f"{f'on {n:,} {unit} ' if n else ''}the 95% interval is ±{h}: it detects a {edges[1]} of about {h} or "
-            "more" + decide)
+
+    def decided(s: float) -> bool:
+        shrunk = Estimate(v, v - s * (v - lo), v + s * (hi - v), est.n, est.unit)
+        return judge(rule, paper_value, shrunk) != INCONCLUSIVE
+
+    if decided(1.0):
+        return 1.0
+    if not decided(_NARROWEST):
+        return None
+    a, b = _NARROWEST, 1.0
+    for _ in range(60):
+        mid = (a + b) / 2
+        a, b = (mid, b) if decided(mid) else (a, mid)
+    return a
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,6 +634,18 @@ class Comparison:
         return judge(rule_from_spec(self.rule_spec), num(self.paper if self.paper_value is None else self.paper_value),
                      est)
 
+    def same_direction(self) -> bool | None:
+        """For a row whose quantity has a sign (its rule a :class:`Within` with ``signed``): whether the whole 95%
+        interval lies on the paper's side of 0 (the paper's direction, whatever the size); ``None`` for other rows."""
+        spec = self.rule_spec or {}
+        paper = self.paper if self.paper_value is None else self.paper_value
+        if spec.get("rule") != "Within" or not spec.get("signed") or not isinstance(paper, (int, float)) \
+                or _missing(paper) or paper == 0 or self.value is None:
+            return None
+        lo = self.low if self.low is not None else self.value
+        hi = self.high if self.high is not None else self.value
+        return bool(lo > 0) if paper > 0 else bool(hi < 0)
+
     def replace(self, **changes: Any) -> "Comparison":
         """A copy with ``changes`` (the row's outcome is not re-judged: change ``verdict`` with its ``rule``)."""
         return dataclasses.replace(self, **changes)
@@ -544,6 +702,25 @@ def _listed(r: Comparison, outcome: str = "") -> str:
             + (f" [{r.detectable}]" if r.detectable else ""))
 
 
+def expected_by_chance(rows: "Sequence[Comparison]", alpha: float = 0.05) -> tuple[int, float]:
+    """How many of ``rows`` were decided by a rule that reads a 95% interval (not :data:`NOT_COMPARABLE`), and how many
+    of those could come out against the paper by chance alone were every claim true: ``alpha`` of them (each such
+    rule errs with at most ``alpha``: the calibration tests in ``tests/test_calibration.py``)."""
+    judged = [r for r in rows if r.verdict != NOT_COMPARABLE]
+    return len(judged), alpha * len(judged)
+
+
+def multiplicity_words(rows: "Sequence[Comparison]") -> str:
+    """One sentence: how many of the judged claims chance alone would turn against the paper, beside the count that
+    disagree (so a reader weighs a handful of disagreements among many rows)."""
+    n, chance = expected_by_chance(rows)
+    if not n:
+        return ""
+    d = sum(r.verdict == DISAGREES for r in rows)
+    return (f"Each row is judged at 95%, so among these {n} judged claims about {chance:.1f} would come out against "
+            f"the paper by chance alone were every claim true; {d} disagree{'s' if d == 1 else ''}.")
+
+
 def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: str = "What this run found") -> str:
     """The one writer of a chapter's closing summary, computed from its rows only, in three lists.
 
@@ -564,6 +741,9 @@ def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: 
     parts = [f"**{title}.** " + (f"Of {len(claims)} comparisons{with_paper}, "
                                  + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."
                                  if claims else "No claim of a paper was compared here.")]
+    chance = multiplicity_words(claims)
+    if chance:
+        parts.append(chance)
     if setting:
         parts.append(setting.strip())
     by_exp: dict[str, list[Comparison]] = {}
@@ -590,8 +770,11 @@ def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: 
             parts.append(f"{head}: " + "; ".join(_listed(r, r.verdict if len(outcomes) > 1 else "")
                                                  for r in these) + ".")
     if own:
+        judged, chance = expected_by_chance(own)
         parts.append(f"The book's own questions ({len(own)}, no paper's claim among them): "
-                     + "; ".join(_listed(r, r.outcome_words) for r in own) + ".")
+                     + "; ".join(_listed(r, r.outcome_words) for r in own) + "."
+                     + (f" Each is tested at 95%, so about {chance:.1f} of these {judged} could come out supported or "
+                        "not supported by chance alone." if judged > 1 else ""))
     if gone:
         parts.append("Not reproduced here: " + "; ".join(f"{r.experiment}, {r.quantity}: {r.reason}" for r in gone)
                      + ".")

@@ -291,3 +291,22 @@ def test_the_joint_map_is_cached_as_distances_not_as_every_heads_maps(two_famili
     assert again["label"] == first["label"] and again["n_sentences"] == first["n_sentences"]
     with pytest.raises(AssertionError, match="extracted maps again"):
         joint_map.joint_distances(models, 5, max_tokens=64)  # other sentences: computed, not read
+
+
+def test_a_signed_finding_holds_in_the_papers_direction_whatever_its_size():
+    """Regression: chapter 9 says a finding holds by the paper's direction, not its size, yet a determiner margin of
+    +21.2 [+18.7, +23.5] against a larger paper margin was "disagrees / holds in neither"."""
+    from attnbook import verdict
+    from attnbook.atlas.encoders import Finding, holds_in
+    from attnbook.stats import Estimate
+
+    rule = verdict.Within(5.0, 10.0, unit="points", signed=True)
+    det = verdict.row("§4.2 Table 1", "det: margin", paper=42.6, ours=Estimate(21.2, 18.7, 23.5, 2001), rule=rule)
+    wrong = verdict.row("§4.2 Table 1", "det: margin", paper=42.6, ours=Estimate(-2.0, -3.0, -1.0, 2001), rule=rule)
+    assert det.verdict == verdict.DISAGREES and holds_in(det) and not holds_in(wrong)
+    f = Finding("§4.2 Table 1", "det: margin", 42.6, ("MiniLM", "MPNet"), {"MiniLM": det, "MPNet": wrong}, {})
+    assert f.holds == "holds in one (MiniLM)"
+    both = Finding("§4.2 Table 1", "det: margin", 42.6, ("MiniLM", "MPNet"), {"MiniLM": det, "MPNet": det}, {})
+    assert both.holds == "holds in both"
+    unsigned = verdict.row("§3", "share", paper=0.8, ours=Estimate(0.3, 0.25, 0.35, 900), rule=verdict.Within(0.05, 0.1))
+    assert unsigned.same_direction() is None and not holds_in(unsigned)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import t as student
 
-from attnbook.core.errors import EmptyDataError
-from attnbook.stats import SEED_POLICY, Estimate, over_seeds
+from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.stats import SEED_POLICY, Estimate, over_seeds, pooled_seed_sd
 from attnbook.studies.kovaleva import table1
 from attnbook.studies.michel.runs import across_seeds
 from attnbook.studies.niven_kao.paper import combined_estimate, run_estimate, seed_estimate
@@ -22,19 +22,44 @@ def own(value, low, high):
     return Estimate(value, low, high, 400, "dev examples")
 
 
-def test_several_seeds_get_students_t_over_their_values():
+def test_several_seeds_count_the_seed_spread_and_each_runs_own_error():
+    """Variance components: s^2/k from the seeds plus the mean of the runs' squared standard errors (from their
+    intervals), Student's t on Satterthwaite's degrees of freedom."""
     values = [0.80, 0.84, 0.82]
-    half = student.ppf(0.975, 2) * np.std(values, ddof=1) / np.sqrt(3)
+    se = 0.01 / 1.959963984540054
+    between, item = np.var(values, ddof=1) / 3, se ** 2
+    df = (between + item) ** 2 / (between ** 2 / 2 + item ** 2 / 399)
+    half = student.ppf(0.975, df) * np.sqrt(between + item)
     est = over_seeds([own(v, v - 0.01, v + 0.01) for v in values], bounds=(0.0, 0.835))
     assert est.value == pytest.approx(0.82) and est.unit == "seeds" and est.n == 3
     assert (est.low, est.high) == (pytest.approx(0.82 - half), 0.835)
+    assert est.df == pytest.approx(df) and est.seed_var == pytest.approx(between) and est.item_var == pytest.approx(item)
 
 
-def test_one_seed_keeps_its_own_interval():
+def test_seeds_that_agree_by_chance_keep_the_runs_own_error():
+    """Regression: t over three seed means gave an interval narrower than one run's item error when the seeds agreed
+    by chance (ARCT's 444 items: about ±4.6 points a run), and zero width for identical seeds."""
+    runs = [run_estimate(0.55, 444) for _ in range(3)]  # identical seeds
+    got = over_seeds(runs, bounds=(0.0, 1.0))
+    one = runs[0]
+    assert got.high - got.low >= 0.9 * (one.high - one.low)  # old: 0 (t over identical values)
+    close = [run_estimate(v, 444) for v in (0.550, 0.552, 0.554)]
+    assert over_seeds(close).high - over_seeds(close).low > 0.08  # old: about 0.010
+    with pytest.raises(ParameterError, match="zero-wide"):
+        over_seeds([Estimate(0.5), Estimate(0.5)])
+
+
+def test_one_seed_keeps_its_own_interval_or_borrows_a_pooled_spread():
     one = own(0.7, 0.6, 0.8)
     assert over_seeds([one]) is one
     with pytest.raises(EmptyDataError):
         over_seeds([])
+    pooled = pooled_seed_sd([[0.80, 0.84, 0.82], [0.60, 0.70]])
+    ss = np.sum((np.array([0.80, 0.84, 0.82]) - 0.82) ** 2) + np.sum((np.array([0.60, 0.70]) - 0.65) ** 2)
+    assert pooled == (pytest.approx(np.sqrt(ss / 3)), 3.0)
+    wider = over_seeds([one], seed_sd=pooled)
+    assert wider.low < one.low and wider.high > one.high and wider.n == 1
+    assert pooled_seed_sd([[0.5], [0.6]]) is None
 
 
 def test_michel_combines_seeds_by_the_rule_not_by_the_union_of_intervals():
@@ -51,8 +76,8 @@ def test_every_chapter_that_combines_seeds_calls_the_rule():
     assert seed_estimate([0.6, 0.7, 0.65], 444) == over_seeds([run_estimate(v, 444) for v in (0.6, 0.7, 0.65)],
                                                               bounds=(0.0, 1.0))
     a, b = np.array([0.5, 0.6]), np.array([0.4, 0.45])
-    assert combined_estimate(a, b, 444, 444, sign=-1) == over_seeds([own(x, None, None) for x in a - b],
-                                                                     bounds=(-1.0, 1.0))
+    got = combined_estimate(a, b, 444, 444, sign=-1)
+    assert got.value == pytest.approx(float(np.mean(a - b))) and got.unit == "seeds" and got.item_var > 0
     source = Path(table1.__file__).read_text()
     assert "over_seeds(" in source and "mean_interval(" not in source
     # no other module takes a t-interval over seeds by itself

@@ -25,6 +25,32 @@ def test_within_uses_the_interval():
     assert verdict.judge(verdict.Within(0.1, 0.25, relative=True), 3.89, Estimate(3.7, 3.6, 3.8)) == "agrees"
 
 
+def test_within_is_an_equivalence_test_the_point_estimate_decides_nothing():
+    """Regression: "agrees" needed only the estimate within ``agree`` and the interval within ``partly``, so
+    4.9 [-4, 13.8] against a ±5 band around 0 agreed. Now the whole interval must lie within ±agree."""
+    rule = verdict.Within(agree=5, partly=10)
+    assert verdict.judge(rule, 0.0, Estimate(4.9, -4.0, 13.8)) == "inconclusive"  # old: agrees
+    assert verdict.judge(rule, 0.0, Estimate(4.9, -4.0, 9.8)) == "partly agrees"  # old: agrees
+    assert verdict.judge(rule, 0.0, Estimate(4.9, -4.9, 4.95)) == "agrees"
+    assert verdict.judge(rule, 0.0, Estimate(5.1, 4.9, 5.3)) == "partly agrees"
+    assert verdict.judge(rule, 0.0, Estimate(12.0, 10.5, 14.0)) == "disagrees"
+    assert verdict.possible_outcomes(Estimate(4.9, -4.0, 13.8), rule, 0.0) == ["agrees", "partly agrees", "disagrees"]
+    assert verdict.between_words(Estimate(9.0, 7.0, 11.0), rule, 0.0) == "between partly agrees and disagrees"
+
+
+def test_a_signed_within_disagrees_when_the_interval_is_surely_on_the_wrong_side():
+    """Regression: a Clark margin of -1.0 [-1.8, -0.2] against the paper's +8.2 "partly agreed" (the best head is
+    surely worse than the baseline); with ``signed`` it disagrees."""
+    old_style = verdict.Within(5.0, 10.0, unit="points")
+    signed = verdict.Within(5.0, 10.0, unit="points", signed=True, source="x")
+    est = Estimate(-1.0, -1.8, -0.2, 400)
+    assert verdict.judge(old_style, 8.2, est) == "partly agrees"
+    assert verdict.judge(signed, 8.2, est) == "disagrees"
+    assert verdict.judge(signed, -3.0, Estimate(1.0, 0.2, 1.8)) == "disagrees"
+    assert verdict.judge(signed, 8.2, Estimate(7.0, 5.0, 9.0)) == "agrees"
+    assert "other side of 0 disagrees" in signed.words and "(tolerance: x)" in signed.words
+
+
 def test_beyond_and_no_effect():
     up = verdict.Beyond(0.0)
     assert verdict.judge(up, "> 0", Estimate(1.2, 0.3, 2.0)) == "agrees"
@@ -103,38 +129,60 @@ def test_a_row_says_what_it_is_and_a_row_not_reproduced_has_no_outcome():
         r.replace(kind="mine")
 
 
-# --------------------------------------------------------------------------------------------- issue 32
-def test_detectable_effect_quotes_the_interval_and_the_sample_that_would_decide():
-    """An undecided row states the smallest effect its sample could detect (the 95% interval's half-width) and the
-    sample that would decide the rule at this estimate (the half-width shrinking as 1/sqrt(n)); decided: nothing."""
+def test_detectable_effect_reports_80_percent_power_and_the_sample_planned_for_the_tolerance():
+    """Regression: the "smallest effect its sample could detect" was the 95% half-width (detected half the time), and
+    the deciding sample held the observed estimate fixed (a post-hoc power calculation). Now: 2.8 standard errors,
+    and the sample that decides the rule with 80% power were the truth the one the rule is planned for."""
     from attnbook import verdict as V
 
     # Michel's "no effect within ±1 point" on 160 dev examples with a ±2.8-point paired interval around 0
     est = Estimate(0.0, -2.8, 2.8, 160, "dev examples (paired)")
-    assert V.deciding_sample(est, V.NoEffect(1.0)) == pytest.approx(160 * 2.8 ** 2)
-    text = V.detectable_effect(est, V.NoEffect(1.0))
-    assert text == ("on 160 dev examples the 95% interval is ±2.8: it detects a departure from the claim's bound ±1 of "
-                    "about 2.8 or more; at this estimate about 1,300 dev examples would decide it")
-    # a gain above 0: the edge facing the bound, (0.5 - (-0.3)) / 0.5 squared, times 100
-    assert V.deciding_sample(Estimate(0.5, -0.3, 1.4, 100), V.Beyond(0.0)) == pytest.approx(100 * (0.8 / 0.5) ** 2)
-    # Within: the estimate inside the partly band, the upper edge beyond it
-    assert V.deciding_sample(Estimate(0.3, 0.1, 0.5, 8), V.Within(0.05, 0.15), 0.209) == pytest.approx(
-        8 * (0.2 / (0.359 - 0.3)) ** 2)
-    # over seeds, Student's t with its degrees of freedom (t_2 = 4.30 on 3 seeds shrinks to t_4 = 2.78 on 5): the
-    # spread s = 0.8 * sqrt(3) / 4.30 = 0.32, and 2.78 * 0.32 / sqrt(5) = 0.40 < 0.5, while 4 seeds give 0.51
-    seeds = Estimate(0.5, -0.3, 1.3, 3, "seeds")
-    assert V.deciding_sample(seeds, V.Beyond(0.0)) == 5
-    assert "about 5 seeds would decide it" in V.detectable_effect(seeds, V.Beyond(0.0))
-    # a claim checked in bootstrap resamples: the share's normal z
+    se = 2.8 / V.Z975
+    assert V.standard_error(est) == pytest.approx(se)
+    assert V.power_effect(est) == pytest.approx((V.Z975 + V.Z80) * se)
+    assert V.power_effect(est) == pytest.approx(1.43 * 2.8, rel=0.01)  # not the half-width
+    # planned for no effect: the interval must fit inside ±1 with 80% power (two one-sided tests): SE <= 1 / 3.24
+    need = 1.0 / (V.Z975 + V.Z90)
+    assert V.deciding_sample(est, V.NoEffect(1.0)) == pytest.approx(160 * (se / need) ** 2)
+    text = V.detectable_effect(est, V.NoEffect(1.0), units=" points")
+    assert text.startswith("between agrees and disagrees; on 160 dev examples an effect of 4 points or more is "
+                           "detected with 80% power; if the truth were no effect at all")
+    assert "about 3,400 dev examples would decide it with 80% power" in text
+    # a Beyond row with the paper's number: planned at the paper's distance from the threshold, not this estimate
+    b = Estimate(0.5, -0.3, 1.3, 100)
+    got = V.planned_sample(b, V.Beyond(0.0), 3.2)
+    assert got[0] == got[1] == pytest.approx(100 * ((0.8 / V.Z975) / (3.2 / (V.Z975 + V.Z80))) ** 2)
+    assert V.planned_sample(b, V.Beyond(0.0), "> 0") is None  # no size to plan for: only the power effect is said
+    # over seeds: a range, since s from 3 seeds is uncertain; and no number of seeds when the items' error is larger
+    seeds = Estimate(0.55, 0.50, 0.60, 3, "seeds", df=10.0, seed_var=0.0004, item_var=0.00002)
+    lo, hi = V.planned_sample(seeds, V.Within(0.03, 0.08), 0.55)
+    assert 2 <= lo < hi and hi / lo > 30
+    wide_items = Estimate(0.55, 0.45, 0.65, 3, "seeds", df=10.0, seed_var=0.0004, item_var=0.002)
+    assert V.planned_sample(wide_items, V.Within(0.03, 0.08), 0.55) == (float("inf"), float("inf"))
+    assert "more examples are needed" in V.detectable_effect(wide_items, V.Within(0.03, 0.08), 0.6)
+    # a claim checked in bootstrap resamples: the share's normal z, at 80% power
     held = V.detectable_effect(Estimate(0.8, None, None, 200, "inputs (share of bootstrap resamples)"), V.Holds("c"))
-    assert held.startswith("the claim holds in 80% of the bootstrap resamples on 200 inputs") and "1,100 inputs" in held
-    assert "no sample decides it" in V.detectable_effect(Estimate(0.0, -1.0, 1.0, 50), V.Beyond(0.0))
+    assert held.startswith("the claim holds in 80% of the bootstrap resamples on 200 inputs") and "2,200 inputs" in held
     assert V.detectable_effect(Estimate(2.0, 1.0, 3.0, 50), V.Beyond(0.0)) == ""  # decided
     assert V.detectable_effect(Estimate(1, None, 3, 4), V.Cases()) == ""  # its row says it, case by case
     # a row made by verdict.row carries it when undecided, and only then
-    assert V.row("§1", "q", paper=0.0, ours=est, rule=V.NoEffect(1.0)).detectable == text
+    assert V.row("§1", "q", paper=0.0, ours=est, rule=V.NoEffect(1.0)).detectable == V.detectable_effect(
+        est, V.NoEffect(1.0), 0.0)
     assert V.row("§1", "q", paper=0.0, ours=Estimate(0.1, -0.2, 0.3, 900), rule=V.NoEffect(1.0)).detectable == ""
     assert V.rounded_count(2963.2) == "3,000" and V.rounded_count(42.1) == "43"
+
+
+def test_deciding_scale_has_one_home():
+    """The shrink factor that decides a row is defined once, in verdict.py."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(verdict.__file__).parent
+    homes = [p for p in root.rglob("*.py") if re.search(r"^def deciding_scale\b", p.read_text(), re.M)]
+    assert [p.name for p in homes] == ["verdict.py"]
+    est = Estimate(0.5, -0.3, 1.3, 100)
+    s = verdict.deciding_scale(verdict.Beyond(0.0), None, est)
+    assert verdict.judge(verdict.Beyond(0.0), None, Estimate(0.5, 0.5 - s * 0.8 * 0.999, 0.5 + s * 0.8)) == "agrees"
 
 
 def test_a_stored_row_is_judged_again_from_its_numbers():
@@ -178,11 +226,13 @@ def test_the_summary_counts_the_papers_claims_and_lists_the_rest_apart():
                   estimate=Estimate(float("nan")), rule=V.NotComparable("needs a translation model"),
                   kind=V.NOT_REPRODUCED)]
     text = V.summary_markdown(rows, "Setting.")
-    assert text.startswith("**What this run found.** Of 1 comparisons with the papers' claims, 1 agrees. Setting.")
+    assert text.startswith("**What this run found.** Of 1 comparisons with the papers' claims, 1 agrees. Each row is "
+                           "judged at 95%, so among these 1 judged claims about 0.1 would come out against the paper by "
+                           "chance alone were every claim true; 0 disagree. Setting.")
     assert "not comparable" not in text
     assert ("The book's own questions (2, no paper's claim among them): seeds agree (supported: paper not reported, "
-            "here 0.5 [0.3, 0.7]); tasks agree (undecided: paper not reported, here 0.1 [-0.2, 0.4]) [on 72 heads "
-            "the 95% interval is ±0.3") in text
+            "here 0.5 [0.3, 0.7]); tasks agree (undecided: paper not reported, here 0.1 [-0.2, 0.4]) [between agrees "
+            "and disagrees; on 72 heads an effect of 0.429 or more is detected with 80% power]") in text
     assert text.endswith("Not reproduced here: §5 Fig. 4 (WMT), Enc-Dec most sensitive: needs a translation model.")
     claims_only = V.summary_markdown(rows[:1])
-    assert claims_only == "**What this run found.** Of 1 comparisons, 1 agrees."  # unchanged when all are claims
+    assert claims_only.startswith("**What this run found.** Of 1 comparisons, 1 agrees. Each row")

@@ -49,6 +49,17 @@ MODEL_FREE = {("§4.3 coreference", "baselines: nearest < head-word match < rule
               ("§4.2 FrameNet", "heads above the 99th percentile")}
 #: a model's outcomes that count as the finding holding in it (the cell says which of the two)
 HOLDING = (AGREES, PARTLY)
+
+
+def holds_in(c: Comparison) -> bool:
+    """A finding holds in a model when its row agrees or partly agrees with the paper, or, for a quantity with a sign
+    (a margin over a baseline, a gain), when its whole interval lies on the paper's side of 0: the paper's direction,
+    whatever its size (:meth:`attnbook.verdict.Comparison.same_direction`)."""
+    return c.verdict in HOLDING or c.same_direction() is True
+
+
+def undecided_in(c: Comparison) -> bool:
+    return c.verdict == INCONCLUSIVE and not holds_in(c)
 #: all-mpnet-base-v2's shape (its published config.json), for a plan made before `attnbook fetch model mpnet`
 FETCHED_SHAPES = {"all-mpnet-base-v2": Shape(12, 12, 768, 3072, vocab=30527, has_mlm_head=False)}
 #: UD EWT dev: mean of (words + 2)^2 per sentence (12.6 words; start and separator tokens as words), for the plan
@@ -402,8 +413,8 @@ class Finding:
         """What :class:`attnbook.verdict.Cases` judges: models where it holds (agrees or partly), and those plus the
         undecided ones, of the testable models."""
         t = self.testable()
-        sure = sum(self.cells[m].verdict in HOLDING for m in t)
-        return Estimate(float(sure), None, float(sure + sum(self.cells[m].verdict == INCONCLUSIVE for m in t)), len(t),
+        sure = sum(holds_in(self.cells[m]) for m in t)
+        return Estimate(float(sure), None, float(sure + sum(undecided_in(self.cells[m]) for m in t)), len(t),
                         "models")
 
     @property
@@ -431,7 +442,7 @@ class Finding:
         """The final column: *holds in both / in one / in neither / undecided* (with three models: *in all three /
         in two / in one / in none*), and where a model could not test it."""
         t, total = self.testable(), len(self.models)
-        held = [m for m in t if self.cells[m].verdict in HOLDING]
+        held = [m for m in t if holds_in(self.cells[m])]
         words = {1: "one", 2: "two", 3: "three"}
         c = self.category
         text = {"untestable": "not testable", "undecided": "undecided",
@@ -486,7 +497,8 @@ def wide_table(findings: Sequence[Finding]) -> pd.DataFrame:
         for m in f.models:
             c = f.cells.get(m)
             row[m] = _shown(c) if c else "not run"
-            row[f"{m}: outcome"] = c.verdict if c else "not run"
+            row[f"{m}: outcome"] = ("not run" if c is None else c.verdict + ", the paper's direction"
+                                    if c.verdict not in HOLDING and holds_in(c) else c.verdict)
         rows.append({**row, "holds in": f.holds, "note": f.note})
     return pd.DataFrame(rows)
 
@@ -512,7 +524,7 @@ def summary_markdown(findings: Sequence[Finding], title: str = "What holds acros
     if by["some"]:
         parts.append("Holding in one model and not another, these look model-specific: " + "; ".join(
             f"{name(f)}: {f.holds}, " + ", ".join(f"{m} {f.cells[m].verdict}" for m in f.testable()
-                                                  if f.cells[m].verdict not in HOLDING) for f in by["some"]) + ".")
+                                                  if not holds_in(f.cells[m])) for f in by["some"]) + ".")
     if by["none"]:
         parts.append("Holding in no model here: " + "; ".join(map(name, by["none"])) + ".")
     if by["undecided"]:

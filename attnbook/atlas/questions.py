@@ -41,7 +41,8 @@ CLASS_RULE = verdict.Rejects("Kruskal-Wallis H, permutation test over heads", AL
 #: the frame heads switched off (Kovaleva §5's open question): the book expects no effect, a mean change of the
 #: task's score within ±1 point (chapter 6's tolerance for "little loss"); a change beyond it: the task needs them
 FRAME_POINTS = 1.0
-FRAME_RULE = verdict.NoEffect(FRAME_POINTS)
+FRAME_RULE = verdict.NoEffect(FRAME_POINTS, source="the size of change Michel et al. found with all but one head of a "
+                                                  "BERT layer removed, at most 0.96 points (their Table 3)")
 
 
 # --------------------------------------------------------------------------------------------- the tests
@@ -56,8 +57,25 @@ def _corr_rows(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
         return (y @ x) / den
 
 
+def _within_ranks(v: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """Ranks of ``v[..., unit]`` within each stratum, centred on the stratum's mean rank (a stratum's level removed)."""
+    out = np.zeros(v.shape, dtype=np.float64)
+    for g in np.unique(strata):
+        sel = strata == g
+        r = rankdata(v[..., sel], axis=-1)
+        out[..., sel] = r - r.mean(axis=-1, keepdims=True)
+    return out
+
+
+def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(-1, keepdims=True)
+    b = b - b.mean(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(-1) / np.sqrt((a**2).sum(-1) * (b**2).sum(-1))
+
+
 def rank_test(x: Sequence[float], y: Sequence[float], *, n_permutations: int = 10000, n_resamples: int = 2000,
-              seed: int = 0, alpha: float = ALPHA) -> dict:
+              seed: int = 0, alpha: float = ALPHA, strata: Sequence[int] | None = None) -> dict:
     """Spearman ρ of ``x`` and ``y`` over the heads where both are measured, its two-sided permutation p-value
     (``(1 + #{|ρ_perm| >= |ρ|}) / (1 + n_permutations)``) and its 95% percentile bootstrap interval over heads.
 
@@ -72,6 +90,9 @@ def rank_test(x: Sequence[float], y: Sequence[float], *, n_permutations: int = 1
     if n < 4 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"estimate": Estimate(float("nan"), None, None, n, "heads"), "rho": float("nan"), "p": float("nan"),
                 "n": n, "tells": "cannot tell", "why": "fewer than 4 heads or a constant measure"}
+    if strata is not None:
+        return _stratified_rank_test(x, y, np.asarray(strata).ravel()[ok], n_permutations=n_permutations,
+                                     n_resamples=n_resamples, seed=seed)
     rx, ry = rankdata(x), rankdata(y)
     rho = float(_corr_rows(rx, ry[None])[0])
     rng = np.random.default_rng(seed)
@@ -91,6 +112,40 @@ def rank_test(x: Sequence[float], y: Sequence[float], *, n_permutations: int = 1
     judged = verdict.judge(RANK_RULE, None, Estimate(rho, lo, hi, n)) if lo is not None else verdict.INCONCLUSIVE
     tells = {verdict.AGREES: "positive", verdict.DISAGREES: "negative"}.get(judged, "cannot tell")
     return {"estimate": Estimate(rho, lo, hi, n, "heads"), "rho": rho, "p": float(p), "n": n, "tells": tells}
+
+
+def _stratified_rank_test(x: np.ndarray, y: np.ndarray, strata: np.ndarray, *, n_permutations: int,
+                          n_resamples: int, seed: int) -> dict:
+    """:func:`rank_test` within strata (layers): the statistic is the correlation of the two measures' ranks taken
+    within each stratum and centred there, so a measure that only differs between layers (importance normalised per
+    layer, syntax that lives in the middle layers) cannot make it; the permutation shuffles ``y`` within each
+    stratum and the bootstrap resamples heads within each stratum. ``pooled_rho``: the plain Spearman ρ, for
+    comparison."""
+    wx, wy = _within_ranks(x, strata), _within_ranks(y, strata)
+    rho = float(_pearson_rows(wx, wy))
+    pooled = float(_corr_rows(rankdata(x), rankdata(y)[None])[0])
+    rng = np.random.default_rng(seed)
+    perm = np.broadcast_to(y, (n_permutations, len(y))).copy()
+    for g in np.unique(strata):
+        sel = np.flatnonzero(strata == g)
+        perm[:, sel] = rng.permuted(perm[:, sel], axis=1)
+    null = _pearson_rows(wx[None], _within_ranks(perm, strata))
+    p = (1 + int(np.sum(np.abs(null) >= abs(rho) - 1e-12))) / (1 + n_permutations)
+    idx = np.empty((n_resamples, len(x)), dtype=np.int64)
+    for g in np.unique(strata):
+        sel = np.flatnonzero(strata == g)
+        idx[:, sel] = sel[rng.integers(0, len(sel), size=(n_resamples, len(sel)))]
+    boot = _pearson_rows(_within_ranks(x[idx], strata), _within_ranks(y[idx], strata))
+    boot = boot[np.isfinite(boot)]
+    lo = hi = None
+    if len(boot):
+        low, high = percentile_interval(boot[:, None])
+        lo, hi = float(np.ravel(low)[0]), float(np.ravel(high)[0])
+    n = len(x)
+    judged = verdict.judge(RANK_RULE, None, Estimate(rho, lo, hi, n)) if lo is not None else verdict.INCONCLUSIVE
+    tells = {verdict.AGREES: "positive", verdict.DISAGREES: "negative"}.get(judged, "cannot tell")
+    return {"estimate": Estimate(rho, lo, hi, n, "heads (within layers)"), "rho": rho, "pooled_rho": pooled,
+            "p": float(p), "n": n, "tells": tells, "within": "layers"}
 
 
 def kruskal_h(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -147,8 +202,14 @@ def _rank_sentence(what_x: str, what_y: str, t: dict) -> str:
     if not np.isfinite(t["rho"]):
         return f"{what_x} and {what_y}: the data cannot tell ({t.get('why', 'nothing to test')})."
     interval = f"95% bootstrap interval over heads {e.low:.2f} to {e.high:.2f}" if e.has_interval else "no interval"
-    head = (f"Over the {t['n']} heads, {what_x} and {what_y} have Spearman ρ = {t['rho']:.2f} ({interval}; "
-            f"permutation p = {t['p']:.3g})")
+    if t.get("within"):
+        interval = interval.replace("over heads", "over heads within layers")
+        head = (f"Within layers, over the {t['n']} heads, {what_x} and {what_y} have a rank correlation of "
+                f"{t['rho']:.2f} ({interval}; permutation p = {t['p']:.3g}, labels shuffled within layers; pooled over "
+                f"layers, Spearman ρ = {t['pooled_rho']:.2f}, which also compares the layers themselves)")
+    else:
+        head = (f"Over the {t['n']} heads, {what_x} and {what_y} have Spearman ρ = {t['rho']:.2f} ({interval}; "
+                f"permutation p = {t['p']:.3g})")
     if t["tells"] == "cannot tell":
         return head + ": the data cannot tell a relation from none."
     return head + f": a {t['tells']} relation, the bootstrap interval over heads excluding zero."
@@ -188,8 +249,11 @@ def syntax_vs_importance(m, *, n_permutations: int = 10000, n_resamples: int = 2
     if m.importance is None:
         return [not_measured(q, "chapter 6's importance scores were not run")]
     out = []
+    layers = np.repeat(np.arange(margin.shape[0]), margin.shape[1])
     for task, imp in m.importance.items():
-        t = rank_test(margin, imp, n_permutations=n_permutations, n_resamples=n_resamples, seed=seed)
+        # within layers: importance is normalised per layer (Michel §4.1) and the syntax margin rises and falls with
+        # depth, so a correlation pooled over layers would mostly compare layers
+        t = rank_test(margin, imp, n_permutations=n_permutations, n_resamples=n_resamples, seed=seed, strata=layers)
         out.append({"question": q, "task": task, "measured": True, **t,
                     "sentence": _rank_sentence("the syntax margin (best relation accuracy minus its offset baseline)",
                                                f"importance on {task}", t)})

@@ -22,6 +22,7 @@ from attnbook.verdict import (
     OWN,
     PARTLY,
     Comparison,
+    expected_by_chance,
 )
 
 #: chapter id -> the heading of its section on the results overview page
@@ -113,6 +114,13 @@ def results_markdown(results_folder: Path | None = None) -> str:
     table.append(["**all chapters**", "", *(f"**{total[o]}**" for o in OUTCOMES), f"**{sum(total.values())}**",
                   f"**{_decided(total)}**"])
     lines += _table(["chapter", "model, profile", *OUTCOMES, "claims", "decided"], table)
+    judged, chance = expected_by_chance([r for rs in rows.values() for r in rs if r.kind == CLAIM])
+    per_chapter = "; ".join(f"{CHAPTER_TITLES.get(ch, ch).split('.')[0]}: {x:.1f}" for ch, rs in rows.items()
+                            if (x := expected_by_chance([r for r in rs if r.kind == CLAIM])[1]))
+    if judged:
+        lines += [f"Each judged claim is decided at 95%: were every claim true, about {chance:.1f} of the {judged} "
+                  f"judged ones would still come out against the paper by chance alone (by chapter, {per_chapter}), "
+                  f"against {total[DISAGREES]} that disagree here.", ""]
     others = []
     for kind, words in ((OWN, "the book's own questions"), (NOT_REPRODUCED, "experiments not reproduced")):
         per = {CHAPTER_TITLES.get(ch, ch).split(".")[0]: sum(r.kind == kind for r in rs) for ch, rs in rows.items()}

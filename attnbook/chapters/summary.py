@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from attnbook.chapters.results import comparisons_of
-from attnbook.verdict import CLAIM, NOT_REPRODUCED, OUTCOMES, OWN, OWN_WORDS, Comparison
+from attnbook.verdict import CLAIM, NOT_REPRODUCED, OUTCOMES, OWN, OWN_WORDS, Comparison, expected_by_chance
 
 PAPER_MODEL = "bert-base-uncased"
 SUMMARY_TAG = "attnbook-summary"
@@ -142,6 +142,9 @@ def outcome_text(comparisons: list[Comparison]) -> str:
         text += f"; {len(own)} of the book's own questions: " + ", ".join(f"{k} {w}" for w, k in said.items() if k)
     if gone:
         text += f"; {len(gone)} not reproduced"
+    judged, chance = expected_by_chance(claims)
+    if judged:
+        text += f" (at 95% a row, about {chance:.1f} of the {judged} judged claims would come out against the paper by chance alone)"
     return text
 
 
