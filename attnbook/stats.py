@@ -482,7 +482,8 @@ def over_seeds(runs: Sequence[Estimate], *, bounds: tuple[float, float] | None =
     n_items = min(int(r.n) for r in runs) if all(r.n for r in runs) else 0
     df_item = max(n_items - 1, 1) if item > 0 else math.inf
     if k >= 2:
-        between, df_between = float(values.var(ddof=1)) / k, float(k - 1)
+        spread = float(np.ptp(values)) > 1e-12 * max(1.0, float(np.max(np.abs(values))))
+        between, df_between = (float(values.var(ddof=1)) / k if spread else 0.0), float(k - 1)
     elif seed_sd is not None:
         between, df_between = float(seed_sd[0]) ** 2, float(seed_sd[1])
     else:

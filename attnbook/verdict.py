@@ -139,7 +139,7 @@ class Within(Rule):
 
     @property
     def words(self) -> str:
-        rel = " of the paper's value" if self.relative else (f" {self.unit}" if self.unit else "")
+        rel = "" if self.relative else (f" {self.unit}" if self.unit else "")
         a = f"{self.agree:.0%}" if self.relative else f"{self.agree:.4g}"
         p = f"{self.partly:.0%}" if self.relative else f"{self.partly:.4g}"
         sign = "; surely on the other side of 0 disagrees" if self.signed else ""
@@ -443,7 +443,7 @@ def planned_sample(estimate: Any, rule: Rule, paper: Any = None) -> tuple[float,
         return None
     d, two_sided, _ = plan
     need = d / (Z975 + (Z90 if two_sided else Z80))
-    if not _over_seeds(est) or est.n < 2:
+    if not _over_seeds(est):
         n = est.n * (se / need) ** 2 if se > 0 else float(est.n)
         return n, n
     from scipy.stats import chi2
@@ -455,6 +455,8 @@ def planned_sample(estimate: Any, rule: Rule, paper: Any = None) -> tuple[float,
     room = need ** 2 - item
     if room <= 0:
         return math.inf, math.inf
+    if k < 2:  # one seed with a spread borrowed from other rows: no chi-square range of its own
+        return max(1.0, s2 / room), max(1.0, s2 / room)
     lo_s2, hi_s2 = s2 * (k - 1) / chi2.ppf(0.975, k - 1), s2 * (k - 1) / chi2.ppf(0.025, k - 1)
     return max(2.0, lo_s2 / room), max(2.0, hi_s2 / room)
 
@@ -498,12 +500,12 @@ def deciding_sample(estimate: Any, rule: Rule, paper: Any = None) -> float | Non
 def _sample_words(est: Estimate, got: tuple[float, float] | None, why: str) -> str:
     if got is None:
         return ""
-    unit = _units(est)
+    unit = "seeds" if _over_seeds(est) else _units(est)
     lo, hi = got
     if math.isinf(lo):
-        return (f"; if the truth were {why}, no number of seeds decides it at 80% power: the dev examples' own error "
-                "is already larger than that needs, so more examples are needed")
-    if _over_seeds(est) and est.n >= 2:
+        return (f"; if the truth were {why}, no number of seeds decides it at 80% power: the evaluation examples' own "
+                "error is already larger than that allows, so only a larger evaluation set could")
+    if _over_seeds(est) and lo != hi:
         return (f"; if the truth were {why}, about {rounded_count(lo)}-{rounded_count(hi)} {unit} would decide it with "
                 f"80% power (the range: the seed spread measured on {est.n} {unit} is itself uncertain)")
     return f"; if the truth were {why}, about {rounded_count(hi)} {unit} would decide it with 80% power"

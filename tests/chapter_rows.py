@@ -113,9 +113,17 @@ def chapter5_rows() -> list:
 
     e = lambda v: Estimate(v[0], v[1], v[2], 96, "dev examples (paired)")  # noqa: E731
 
+    from attnbook.studies.kovaleva.disabling import SplitChanges
+
+    def split(layers, seed=0):
+        """Each layer's change on two halves of 96 examples, and in 200 resamples (the layer's centre, spread 1)."""
+        centre = np.array([v[0] for v in layers])
+        draws = centre[None, None, :] + np.random.default_rng(seed).normal(0.0, 1.0, (2, 200, len(layers)))
+        return SplitChanges(np.stack([centre, centre]), draws, [f"layer {i + 1}" for i in range(len(layers))], 96)
+
     def effects(best, mean, layers):
         return {"best_head": "2-3", "best": e(best), "mean": e(mean), "layers": [e(v) for v in layers],
-                "survives": False}
+                "survives": False, "layer_split": split(layers)}
 
     sst = {s: effects(b, (0.1, -0.3, 0.5), ((0.3, -1.2, 1.8), (-0.4, -1.9, 1.1))) for s, b in
            ((0, (1.0, 0.2, 1.8)), (1, (0.9, 0.1, 1.7)), (2, (0.2, -0.6, 1.0)))}

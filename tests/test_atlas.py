@@ -328,3 +328,17 @@ def test_the_syntax_importance_correlation_is_taken_within_layers_so_a_layer_eff
     x = rng.normal(size=L * H)
     t = rank_test(x, x + 0.3 * rng.normal(size=L * H), n_permutations=500, n_resamples=500, strata=layers)
     assert t["tells"] == "positive" and t["estimate"].unit == "heads (within layers)" and "pooled_rho" in t
+
+
+def test_the_tasks_syntax_answers_are_read_together_and_a_sign_flip_is_said():
+    from attnbook.atlas.questions import across_tasks_sentence
+
+    a = [{"measured": True, "task": "SST-2", "rho": 0.47, "pooled_rho": 0.5, "tells": "positive"},
+         {"measured": True, "task": "MRPC", "rho": -0.49, "pooled_rho": -0.3, "tells": "negative"}]
+    text = across_tasks_sentence(a)
+    assert text.startswith("Read together, the tasks disagree: the within-layer correlations are SST-2 +0.47 "
+                           "(positive), MRPC -0.49 (negative).")
+    assert "Pooled over layers they are SST-2 +0.50, MRPC -0.30" in text
+    same = across_tasks_sentence([dict(a[0]), dict(a[0], task="RTE")])
+    assert same.startswith("Read together, the tasks point the same way")
+    assert across_tasks_sentence(a[:1]) == ""

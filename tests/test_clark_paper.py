@@ -47,7 +47,7 @@ def surface_stats(n_layers=6, n_heads=12, sink="sep", prev_layers=(1, 2, 4), nex
     s["sep_sep"][:] = 0.95
     s["cls_cls"][:] = 0.95  # from the sink token, attention stays on it (Clark §3.2), whichever the sink is
     s["entropy"][0] = 3.5
-    s["entropy_cls"][-1] = 3.9
+    s["entropy_cls"][-1] = 3.2  # 80% of uniform attention's entropy over e^4 pieces, as the paper's 3.89 / ln 128
     s["uniform_entropy"] = np.array(4.0)
     rng = np.random.default_rng(seed)
     means = np.stack([s[k] for k in STAT_NAMES])
@@ -72,6 +72,7 @@ def gradient_stats(small_layers, sink="sep", n_layers=6, n_heads=12, n_segments=
 
 
 PREV = "layers with a head putting >50% of its attention on the previous token"
+CLS_ENTROPY = "mean entropy from [CLS] in the last layer / uniform entropy at the segment length"
 NEXT = "layers with a head putting >50% of its attention on the next token"
 MAJORITY = "layers where over half of the attention goes to [SEP]"
 
@@ -105,9 +106,9 @@ def test_surface_comparison_on_a_bert_like_model():
     grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
     assert grad.paper == "small where [SEP] attention is high (layer 5 on)" and grad.verdict == verdict.AGREES
     assert grad.high < 0 and grad.n == 20
-    cls = by["mean entropy from [CLS] in the last layer (nats)"]
-    assert cls.paper == 3.89 and cls.verdict == verdict.AGREES  # 3.9 within 10%
-    assert cls.low < 3.9 < cls.high
+    cls = by[CLS_ENTROPY]
+    assert cls.paper == "0.802 (3.89 nats / ln 128)" and cls.verdict == verdict.AGREES  # 0.80 of uniform, both sides
+    assert cls.value == pytest.approx(0.8, abs=2e-3) and cls.ours.endswith("(3.200 nats / ln 55)")
     assert all(r.verdict in verdict.OUTCOMES and r.rule for r in rows)
     # every sample estimate carries its interval (claims checked resample by resample carry their share instead)
     for r in rows:
@@ -116,6 +117,36 @@ def test_surface_comparison_on_a_bert_like_model():
         elif r.verdict != verdict.NOT_COMPARABLE:
             assert r.low < r.high and r.unit == "segments", r.quantity
     assert len(paper.surface_comparison(stats, n_resamples=400)) == len(rows) - 1  # no gradients: no gradient row
+
+
+def _cls_entropy_stats(nats: float, pieces: int, noise: float = 0.01):
+    """Chapter 1's statistics with the last layer's [CLS] entropy at ``nats`` in segments of ``pieces`` pieces."""
+    stats = surface_stats()
+    k = STAT_NAMES.index("entropy_cls")
+    stats["per_segment"][:, k, -1] += nats - stats["per_segment"][:, k, -1].mean(0)
+    stats["entropy_cls"][-1] = nats
+    rng = np.random.default_rng(3)
+    stats["per_segment_uniform_entropy"] = np.log(pieces) + rng.normal(scale=noise, size=40)
+    stats["uniform_entropy"] = np.array(np.log(pieces))
+    return stats
+
+
+@pytest.mark.parametrize("nats,pieces,outcome", [
+    (3.784, 109, verdict.AGREES),    # this run's 109-piece segments: 0.807 of uniform against the paper's 0.802
+    (3.6, 40, verdict.DISAGREES),    # 7% below 3.89 nats, but 0.98 of uniform over 40 pieces: far broader
+    (3.89, 512, verdict.DISAGREES),  # the paper's nats exactly, over 512 pieces only 0.62 of uniform
+])
+def test_the_cls_entropy_is_judged_as_a_share_of_uniform_entropy(nats, pieces, outcome):
+    """Entropy grows with the number of positions attended to, so raw nats compare segments of different lengths.
+    Before, 3.6 nats over 40 pieces and 3.89 over 512 "agreed" with the paper's 3.89 (within 10%); now each side is
+    divided by ln of its mean segment length (the paper's 128 pieces) and judged by :data:`CLS_ENTROPY_RULE`."""
+    rows = paper.surface_comparison(_cls_entropy_stats(nats, pieces), n_resamples=300)
+    row = {r.quantity: r for r in rows}[CLS_ENTROPY]
+    assert row.verdict == outcome and row.value == pytest.approx(nats / np.log(pieces), abs=2e-3)
+    assert row.paper_value == pytest.approx(3.89 / np.log(128), abs=1e-4) and row.rule == paper.CLS_ENTROPY_RULE.words
+    assert "(tolerance: the paper's normaliser" in row.rule and f"ln {pieces}" in row.ours
+    old = verdict.judge(verdict.Within(0.1, 0.25, relative=True), 3.89, verdict.as_estimate(nats))  # raw nats
+    assert old == verdict.AGREES
 
 
 def test_relative_position_and_sep_rows_compare_layers_not_counts():
@@ -254,46 +285,155 @@ def accuracy_for(rows: dict[str, tuple[float, str, float]], n_sentences: int = 4
                                sentence_total=st, sentence_baseline=sb)
 
 
+def model_accuracy(relations=("prep",), n_layers=6, n_heads=12, n_sentences=300, edges=2, p_head=0.5, p_offset=0.5,
+                   strong=None, seed=0) -> syntax.HeadAccuracy:
+    """HeadAccuracy of an ``n_layers x n_heads`` model in chapter 2's shape, with per-sentence counts: every head right
+    on an edge with probability ``p_head`` in both directions (no head better than another in truth), the fixed
+    offset +1 with ``p_offset`` and the other offsets with 0.05. ``strong`` plants better heads:
+    ``{relation: (layer, head, direction, p)}`` (0-based)."""
+    rng = np.random.default_rng(seed)
+    rels = list(relations)
+    shape = (n_sentences, len(rels), n_layers, n_heads, 2)
+    sc = rng.binomial(edges, p_head, size=shape).astype(np.uint16)
+    for rel, (layer, head, direction, p) in (strong or {}).items():
+        sc[:, rels.index(rel), layer, head, syntax.DIRECTIONS.index(direction)] = rng.binomial(edges, p, n_sentences)
+    st = np.full((n_sentences, len(rels)), edges, dtype=np.int32)
+    sb = rng.binomial(edges, 0.05, size=(n_sentences, len(rels), len(syntax.OFFSETS))).astype(np.uint16)
+    sb[:, :, syntax.OFFSETS.index(1)] = rng.binomial(edges, p_offset, size=(n_sentences, len(rels)))
+    return syntax.HeadAccuracy(rels, sc.sum(0).astype(np.int64), st.sum(0).astype(np.int64),
+                               sb.sum(0).astype(np.int64), n_sentences=n_sentences, sentence_correct=sc,
+                               sentence_total=st, sentence_baseline=sb)
+
+
+def choose_on_all_margin(acc: syntax.HeadAccuracy, relation: str, n_resamples: int = 500, seed: int = 0):
+    """The margin of the best head over the best offset as the rows computed it before the choice went inside the
+    estimate: head and offset chosen on all sentences, then kept fixed in every bootstrap resample of the sentences
+    (``Estimate`` in points)."""
+    from attnbook.stats import Estimate, percentile_interval, resampled_ratio
+
+    r = acc._rel(relation)
+    layer, head, direction, a = acc.best(relation)
+    off, b = acc.baseline(relation)
+    num = (acc.sentence_correct[:, r, layer, head, syntax.DIRECTIONS.index(direction)].astype(float)
+           - acc.sentence_baseline[:, r, acc.offsets.index(off)])
+    boot = 100 * resampled_ratio(num[:, None], acc.sentence_total[:, r, None].astype(float), n_resamples=n_resamples,
+                                 seed=seed)[:, 0]
+    lo, hi = percentile_interval(boot)
+    return Estimate(100 * (a - b), float(lo), float(hi), acc.sentence_total.shape[0], "sentences")
+
+
 def test_syntax_comparison_verdicts_follow_the_numbers():
     acc = accuracy_for({
-        "All": (0.40, "dep->head", 0.31),   # about +9 over right-branching: paper +8.2
-        "pobj": (0.80, "head->dep", 0.40),  # about +40: paper +41.7
-        "dobj": (0.60, "dep->head", 0.30),  # about +30: paper +46.8, 17 points less
-        "nn": (0.72, "head->dep", 0.70),    # +2, not a specialist as in the paper; wrong direction
-    })
+        "All": (0.395, "dep->head", 0.31),   # about +8.5 over right-branching: paper +8.2 (agrees within 0.9)
+        "pobj": (0.817, "head->dep", 0.40),  # about +41.7: paper +41.7
+        "dobj": (0.60, "dep->head", 0.30),   # about +30: paper +46.8, 17 points less
+        "nn": (0.72, "head->dep", 0.70),     # +2, not a specialist as in the paper; wrong direction
+    }, n_sentences=2000, edges=10)
     rows = {r.quantity.split(":")[0]: r for r in paper.syntax_comparison(acc, n_resamples=500)}
     every = rows["best single head, every relation (UAS) minus right-branching (points)"]
-    assert every.verdict == "agrees" and every.rule == paper.MARGIN_RULE.words
-    assert every.n == 400 and every.unit == "sentences" and every.low < every.high
-    assert rows["pobj"].verdict == "agrees" and rows["pobj"].ours.startswith("82.")  # +41 vs +41.7
+    assert every.verdict == "partly agrees" and every.rule == paper.table1_rule("All").words  # ±0.9 is tighter
+    assert every.n == 2000 and every.unit == "sentences" and every.low < every.high
+    assert "cross-fitting" in every.note
+    assert "chosen and scored on all sentences (description, not judged)" in every.note
+    pobj = rows["pobj"]
+    assert pobj.verdict == "agrees" and pobj.ours.startswith("81.") and "cross-fitted margin +41." in pobj.ours
     assert rows["dobj"].verdict == "disagrees"
     spec = next(r for q, r in rows.items() if q.startswith("relations with a specialist head"))
     assert spec.paper == "2 of 3" and spec.ours.startswith("2 of 3; same call on 3")
     assert spec.verdict == "agrees" and "differ: none" in spec.note
     direction = next(r for q, r in rows.items() if q.startswith("best head reads"))
     assert direction.ours.startswith("2 of 3") and "nn" in direction.note
-    assert direction.verdict == "partly agrees" and direction.high < 1  # 2 of 3: within 0.5 of all, not 0.2
+    assert direction.verdict == "agrees" and direction.rule == paper.share_rule(3).words  # all but one relation
     with pytest.raises(ParameterError):  # an accuracy without per-sentence counts has no interval
         paper.syntax_comparison(syntax.HeadAccuracy(acc.relations, acc.correct, acc.total, acc.baseline_correct))
 
 
-def test_margin_rows_follow_one_stated_rule():
-    """Issue 17, defect 8: the old size-class rule rated a +42.0 margin in the paper against +2.5 here "partly"
-    (same sign), +42.6 against +21.2 "agrees" (both over 10) and +8.2 against +11.5 "partly" (the 10-point bound
-    between them). One rule now: within 5 points of the paper's margin agrees, within 10 partly, the interval of
-    a paired per-sentence bootstrap deciding, and too few sentences to tell are inconclusive."""
+def test_margin_rows_judge_the_sign_and_the_papers_spread():
+    """The margin rule was within 5 points agrees, within 10 partly, whatever the sign: the best head surely *worse*
+    than right-branching, -1.0 [-1.8, -0.2] against the paper's +8.2, "partly agreed", and pobj's +31.0 [28.7, 33.3]
+    against +41.7 was "inconclusive". Now the tolerance is the paper's own sampling spread on its test set
+    (:func:`paper_spread`: ±0.9 points on its 40,117 words for "All", ±2.9 on its 3,720 pobj edges), twice that
+    partly, and an interval on the other side of 0 from the paper's margin disagrees."""
+    from attnbook.stats import Estimate
+
+    old = verdict.Within(5.0, 10.0, unit="points")
+    below = Estimate(-1.0, -1.8, -0.2, 2001, "sentences")
+    assert verdict.judge(old, 8.2, below) == verdict.PARTLY
+    assert verdict.judge(paper.table1_rule("All"), 8.2, below) == verdict.DISAGREES
+    pobj = Estimate(31.0, 28.7, 33.3, 2001, "sentences")
+    assert verdict.judge(old, 41.7, pobj) == verdict.INCONCLUSIVE
+    assert verdict.judge(paper.table1_rule("pobj"), 41.7, pobj) == verdict.DISAGREES
+    rule = paper.table1_rule("pobj")
+    assert rule.signed and rule.agree == pytest.approx(paper.paper_spread(76.3, 34.6, 3720), abs=0.01) == \
+        pytest.approx(1.959964 * np.sqrt(2 * (0.763 * 0.237 + 0.346 * 0.654) / 3720) * 100, abs=0.01)
+    assert rule.partly == pytest.approx(2 * rule.agree) and "3,720 pobj edges" in rule.words
+    # the same through the rows: a best head below right-branching, specialists at half the paper's margin
     acc = accuracy_for({
-        "All": (0.40, "dep->head", 0.316),     # drawn: +12.2 vs the paper's +8.2
-        "det": (0.808, "dep->head", 0.596),    # +21.2 vs +42.6
+        "All": (0.306, "dep->head", 0.316),      # -1.0 vs the paper's +8.2
+        "det": (0.808, "dep->head", 0.596),      # +21.2 vs +42.6
         "auxpass": (0.852, "dep->head", 0.827),  # +2.5 vs +42.0: no specialist head here
-    }, n_sentences=600)
+    }, n_sentences=4000, edges=10)
     rows = {r.quantity.split(":")[0]: r for r in paper.syntax_comparison(acc, n_resamples=500)}
-    assert rows["best single head, every relation (UAS) minus right-branching (points)"].verdict == "agrees"
-    assert rows["det"].verdict == "disagrees"
-    assert rows["auxpass"].verdict == "disagrees"
+    every = rows["best single head, every relation (UAS) minus right-branching (points)"]
+    assert every.high < 0 and every.verdict == "disagrees"
+    assert rows["det"].verdict == "disagrees" and rows["auxpass"].verdict == "disagrees"
     few = accuracy_for({"All": (0.43, "dep->head", 0.316)}, n_sentences=8, edges=2)
     (row,) = [r for r in paper.syntax_comparison(few, n_resamples=500) if r.quantity.startswith("best single")]
     assert row.verdict == "inconclusive" and row.high - row.low > 20
+
+
+def test_share_rows_allow_one_relation():
+    """Claims over every relation of Table 1 were judged within 0.2 of all relations (agrees) or 0.5 (partly): 10 of 14
+    relations, [9, 11] of 14, partly agreed. The tolerance is now one relation in 14 (the share's step, its measurement
+    floor), two partly: 13 of 14 agrees and 10 of 14 disagrees."""
+    from attnbook.stats import Estimate
+
+    old, new = verdict.Within(0.2, 0.5, unit="(share of relations)"), paper.share_rule(14)
+    ten = Estimate(10 / 14, 9 / 14, 11 / 14, 2001, "sentences")
+    assert verdict.judge(old, 1.0, ten) == verdict.PARTLY and verdict.judge(new, 1.0, ten) == verdict.DISAGREES
+    assert verdict.judge(new, 1.0, Estimate(13 / 14, 13 / 14, 1.0)) == verdict.AGREES
+    assert verdict.judge(new, 1.0, Estimate(12 / 14, 12 / 14, 13 / 14)) == verdict.PARTLY
+    assert "one relation in 14, the share's step (its measurement floor)" in new.words
+
+
+def test_the_best_head_is_chosen_inside_the_estimate():
+    """Chosen and scored on the same sentences, the best of 144 heads looks better than it is. With no head better
+    than right-branching in truth (2,000 words), the old estimate put the best head 2.3 points above it; cross-fitted
+    (chosen on one half of the sentences, scored on the other, the halving and the choice redone in every resample)
+    its margin is about 0. With every head's true margin on the edge of the paper's band for auxpass (42.0 - 10.17),
+    the old estimate, pushed up by the choice, "agreed"; cross-fitted it does not."""
+    null = model_accuracy(("All",), n_sentences=1000, edges=2, seed=4)
+    old = choose_on_all_margin(null, "All")
+    (row,) = [r for r in paper.syntax_comparison(null, n_resamples=500) if r.quantity.startswith("best single")]
+    assert old.value > 2.0 and abs(row.value) < 1.0 and row.low < 0 < row.high
+    assert row.ours.startswith(f"{100 * null.best('All')[3]:.1f} (")  # the all-data head, shown as description
+    rule = paper.table1_rule("auxpass")
+    edge = model_accuracy(("auxpass",), p_head=0.10 + (42.0 - rule.agree) / 100, p_offset=0.10, seed=0)
+    assert verdict.judge(rule, 42.0, choose_on_all_margin(edge, "auxpass")) == verdict.AGREES
+    (row,) = [r for r in paper.syntax_comparison(edge, n_resamples=500) if r.quantity.startswith("auxpass")]
+    assert row.verdict != verdict.AGREES and row.low < 42.0 - rule.agree
+    # a head that is better in truth is found on either half and keeps its margin
+    strong = model_accuracy(("auxpass",), p_head=0.3, p_offset=0.10, strong={"auxpass": (3, 4, "dep->head", 0.52)},
+                            seed=1)
+    (row,) = [r for r in paper.syntax_comparison(strong, n_resamples=500) if r.quantity.startswith("auxpass")]
+    assert row.value == pytest.approx(42.0, abs=3.0) and row.verdict == verdict.AGREES
+    assert "head 4-5, the choice of 100% of the halves" in row.note
+
+
+def test_crossfit_scores_each_half_with_the_choice_made_on_the_other():
+    from attnbook.studies.clark.paper import crossfit
+
+    x = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=float)  # candidate 0 wins on units 0-1, 1 on units 2-3
+    d = crossfit.make_draws(np.ones((1, 4)), np.array([[True, True, False, False]]))
+    sums_a, sums_b = crossfit.half_sums(x, d)
+    total, ka, kb = crossfit.crossfit(sums_a, sums_b)
+    assert ka.tolist() == [0] and kb.tolist() == [1] and total.tolist() == [0.0]  # each half is wrong on the other
+    assert crossfit.scored_elsewhere(x, d, ka, kb).tolist() == [0.0]
+    w = crossfit.make_draws(np.array([[2, 0, 1, 1]]), np.array([[True, False, True, False]]))  # a unit drawn twice
+    sums_a, sums_b = crossfit.half_sums(x, w)
+    assert sums_a.tolist() == [[2.0, 1.0]] and sums_b.tolist() == [[0.0, 1.0]]
+    point, boot = crossfit.draws(7, n_resamples=5, seed=1, n_splits=3)
+    assert point.half_a.sum(1).tolist() == [3, 3, 3] and boot.weights.sum(1).tolist() == [7] * 5
 
 
 def test_table2_layout_and_values(toy_window):
@@ -333,8 +473,10 @@ def test_coref_comparison_verdicts_follow_the_numbers(toy_window):
     assert by["best head, antecedent selection accuracy (all mentions)"].verdict == "not comparable"
     hm_row = by["best head minus head-word match (points, all mentions)"]
     assert hm_row.paper == 13 and hm_row.ours == f"{80 - hm['all']:+.1f} [+20.0, +20.0]"
-    assert hm_row.verdict == "partly agrees" and hm_row.unit == "documents" and hm_row.n == 1  # 7 from 13
-    assert by["best head minus rule-based (points, all mentions)"].verdict == "disagrees"  # -20 vs -4
+    assert hm_row.verdict == "agrees" and hm_row.unit == "documents" and hm_row.n == 1  # over 10 points, as the paper
+    assert hm_row.rule == paper.COREF_GAIN_RULE.words and "over 10 accuracy points" in hm_row.rule
+    rb_row = by["best head minus rule-based (points, all mentions)"]
+    assert rb_row.verdict == "disagrees" and rb_row.rule == paper.COREF_CLOSE_RULE.words  # -20: not close
     assert all(r.rule for r in rows)
     # a head that is always wrong falls below every baseline
     wrong = coref.CorefHeadAccuracy({c: np.zeros((1, 2), dtype=np.int64) for c in coref.COLUMNS}, dict(n), docs,
@@ -379,17 +521,50 @@ def test_coref_rows_bootstrap_over_documents():
     by = {r.quantity: r for r in paper.coref_comparison(heads, base, n_resamples=500)}
     hm = by["best head minus head-word match (points, all mentions)"]
     assert hm.unit == "documents" and hm.n == 30 and hm.low < 13 + 10 and hm.high > 13 - 10
-    assert hm.verdict in ("agrees", "partly agrees")  # about +16 against +13
+    assert hm.verdict == "agrees"  # about +16: over 10 points, as the paper says
+    assert "cross-fitting" in hm.note and "the head chosen on all documents is 1-2" in hm.note
+    assert by["best head minus rule-based (points, all mentions)"].verdict == "agrees"  # about -4: close
     assert by["baselines: nearest < head-word match < rule-based"].verdict == "agrees"
-    assert by["mention type where the head gains most over head-word match"].verdict == "agrees"  # nominal
-    # the same head without its nominal advantage: the type with the most gain is a coin toss between types
+    kind = by["mention type where the head gains most over head-word match"]
+    assert kind.verdict == "agrees" and kind.paper == "pronoun (+17), nominal (+18)"  # tied in the paper's columns
+    # the same head without its nominal advantage: the type with the most gain is a coin toss between nominal and
+    # proper names, one of the paper's tied types and one it ranks far below
     heads, base = synthetic_coref(p_head=0.70, seed=3)
     heads.doc_correct[:, 3, 0, 1] = base["head_match"].doc_correct[:, 3] + 3  # +7.5 points on nominal mentions
     noise = np.random.default_rng(5).integers(-1, 2, heads.doc_correct.shape[0])
-    heads.doc_correct[:, 1, 0, 1] = base["head_match"].doc_correct[:, 1] + 3 + noise  # and about as much on pronouns
-    heads.doc_correct[:, 2, 0, 1] = base["head_match"].doc_correct[:, 2]  # none on proper names
+    heads.doc_correct[:, 2, 0, 1] = base["head_match"].doc_correct[:, 2] + 3 + noise  # and about as much on names
+    heads.doc_correct[:, 1, 0, 1] = base["head_match"].doc_correct[:, 1]  # none on pronouns
     by = {r.quantity: r for r in paper.coref_comparison(heads, base, n_resamples=500)}
     assert by["mention type where the head gains most over head-word match"].verdict == "inconclusive"
+
+
+def test_the_mention_type_claim_keeps_the_papers_near_tie():
+    """Table 2's gains over head-word match are nominal +18 and pronoun +17, a tie within its whole-point rounding;
+    the row judged "the head gains most on nominal mentions" and called a pronoun winner a miss. A head that gains
+    most on pronouns now agrees; one that gains most on proper names (+6 in the paper) still disagrees."""
+    for k, outcome in ((1, verdict.AGREES), (2, verdict.DISAGREES)):
+        heads, base = synthetic_coref(p_head=0.62, seed=2)
+        heads.doc_correct[:, k, 0, 1] = np.minimum(base["head_match"].doc_correct[:, k] + 15, 40)
+        heads.doc_correct[:, 0, 0, 1] = heads.doc_correct[:, 1:, 0, 1].sum(1)
+        by = {r.quantity: r for r in paper.coref_comparison(heads, base, n_resamples=300)}
+        row = by["mention type where the head gains most over head-word match"]
+        assert row.verdict == outcome and row.rule.startswith("the head gains most on pronoun or nominal mentions")
+
+
+def test_the_coref_margins_are_the_papers_words():
+    """The paper gives no count of mentions, so no sampling spread of its own: its words size the two claims. Against
+    the +13 of Table 2 the best head's +12 [+6, +18] over head-word match partly agreed (within ±10, an interval
+    reaching +6); "over 10 points" cannot tell it. Its -3 [-9, +3] against the rule-based system is "close" (within
+    the 10 points the paper calls an improvement)."""
+    from attnbook.stats import Estimate
+
+    gain = Estimate(12.0, 6.0, 18.0, 30, "documents")
+    assert verdict.judge(verdict.Within(5.0, 10.0), 13, gain) == verdict.PARTLY
+    assert verdict.judge(paper.COREF_GAIN_RULE, 13, gain) == verdict.INCONCLUSIVE
+    assert verdict.judge(paper.COREF_GAIN_RULE, 13, Estimate(16.0, 11.0, 21.0)) == verdict.AGREES
+    assert verdict.judge(paper.COREF_GAIN_RULE, 13, Estimate(4.0, -1.0, 9.0)) == verdict.DISAGREES
+    assert verdict.judge(paper.COREF_CLOSE_RULE, -4, Estimate(-3.0, -9.0, 3.0)) == verdict.AGREES
+    assert verdict.judge(paper.COREF_CLOSE_RULE, -4, Estimate(-15.0, -20.0, -11.0)) == verdict.DISAGREES
 
 
 def test_baselines_sentence_follows_the_numbers():
@@ -410,17 +585,19 @@ def probe_results(uas: dict[str, float], n_sentences: int = 1000, words: int = 1
 
 def test_probe_comparison_verdicts_follow_the_numbers():
     res = probe_results({"right_branching": 31.6, "distances_words": 57.0, "random_init_attn_words": 20.0,
-                         "attn": 66.0, "attn_words": 80.0})
+                         "attn": 60.2, "attn_words": 77.2}, n_sentences=4000)
     rows = {r.quantity: r for r in paper.probe_comparison(res, n_resamples=500)}
     assert len(rows) == len(paper.TABLE3_FINDINGS)
     words_vs_dist = rows["Attn + word vectors minus Distances + word vectors (UAS points)"]
-    assert words_vs_dist.paper == 19.0 and words_vs_dist.verdict == "agrees"  # about +23
-    assert words_vs_dist.unit == "sentences" and words_vs_dist.n == 1000 and words_vs_dist.rule
-    # random-init below right-branching here, barely above in the paper
+    assert words_vs_dist.paper == 19.0 and words_vs_dist.verdict == "partly agrees"  # about +20.1: within 2, not 1
+    assert words_vs_dist.unit == "sentences" and words_vs_dist.n == 4000
+    assert words_vs_dist.rule == paper.table3_rule("attn_words", "distances_words").words
+    assert "prints these accuracies to 1 point" in words_vs_dist.rule
+    # random-init below right-branching here, barely above in the paper: the other sign
     rnd = rows["Random-init attn + word vectors minus Right-branching (UAS points)"]
-    assert rnd.ours.startswith("-12.") and rnd.verdict == "disagrees"
-    assert rows["Attn + word vectors minus Attn (UAS points)"].verdict == "agrees"  # +16 vs about +14
-    assert rows["Attn minus Distances + word vectors (UAS points)"].verdict == "partly agrees"  # +3 vs about +9
+    assert rnd.ours.startswith("-11.") and rnd.verdict == "disagrees"
+    assert rows["Attn + word vectors minus Attn (UAS points)"].verdict == "partly agrees"  # +17.4 vs +16
+    assert rows["Attn minus Distances + word vectors (UAS points)"].verdict == "agrees"  # +2.8 vs +3
     without = paper.probe_comparison({"uas": {k: v for k, v in res["uas"].items() if k != "random_init_attn_words"},
                                       "per_sentence": res["per_sentence"]}, n_resamples=200)
     assert len(without) == len(paper.TABLE3_FINDINGS) - 2
@@ -428,12 +605,17 @@ def test_probe_comparison_verdicts_follow_the_numbers():
         paper.probe_comparison({"uas": res["uas"]})
 
 
-def test_a_near_zero_margin_of_the_other_sign_is_no_disagreement():
-    """Issue 17, defect 8: "attention alone rivals words + distances" (+3 in the paper) disagreed with -0.9 here
-    because the sign flipped; under the one margin rule a gap of 4 points agrees."""
-    res = probe_results({"distances_words": 56.8, "attn": 55.9}, n_sentences=2000)
+def test_a_margin_surely_of_the_other_sign_disagrees():
+    """Issue 17, defect 8 let "attention alone rivals words + distances" (+3 in the paper) agree with -0.9 here; the
+    quick build then showed -1.1 [-1.8, -0.3] "agrees". An interval entirely below 0 against the paper's +3 now
+    disagrees; one that straddles 0 is no such disagreement."""
+    res = probe_results({"distances_words": 56.8, "attn": 55.7}, n_sentences=4000)
     (row,) = paper.probe_comparison(res, n_resamples=500)
-    assert row.verdict == "agrees" and row.low < 0 < row.high + 3
+    assert row.high < 0 and row.verdict == "disagrees"
+    assert verdict.judge(verdict.Within(5.0, 10.0), 3.0, verdict.as_estimate(row.value)) == verdict.AGREES  # old
+    res = probe_results({"distances_words": 56.8, "attn": 56.8}, n_sentences=300)
+    (row,) = paper.probe_comparison(res, n_resamples=500)
+    assert row.low < 0 < row.high and row.verdict == "inconclusive"
 
 
 def test_table3_sets_the_papers_column_beside_ours():
@@ -477,7 +659,8 @@ SUMMARY_ROWS = [
 def test_findings_markdown_counts_verdicts_and_lists_differences():
     text = paper.findings_markdown(SUMMARY_ROWS, "tiny")
     assert text.startswith("**What this run found.** Of 5 comparisons, 1 agrees, 1 partly agrees, 1 disagrees, "
-                           "1 inconclusive, 1 not comparable. The model here is tiny; the paper's is ")
+                           "1 inconclusive, 1 not comparable. ")
+    assert " by chance alone were every claim true; 1 disagrees. The model here is tiny; the paper's is " in text
     assert "§4.2: 1 of 2 agree, 1 partly" in text and "§5: 0 of 1 agree, 1 disagree (1 not comparable)" in text
     assert "random (disagrees: paper 4, here -11)" in text and "det (" not in text
     assert "Where the data cannot tell: stress (paper < 0.2, here 0.3 [0.1, 0.5])" in text
@@ -568,6 +751,54 @@ def test_clustering_comparison_verdicts_follow_the_numbers():
                                       embedding.mds_embedding(lone), None, resampled=jittered(lone))[0]
     assert "(1 cluster of >= 3 heads; silhouette" in row.ours and row.verdict == "disagrees"
     assert all(r.verdict in VERDICTS for r in rows)
+
+
+def test_the_number_of_clusters_is_chosen_again_in_every_resample():
+    """The chapter chooses k by the silhouette on its data (over :data:`K_RANGE`); the bootstrap kept that k in every
+    resample, so the interval ignored the choice. Now every resample chooses its own k by the same rule, and the
+    interval is for the best cut's silhouette, which in each resample is at least the chapter's k's."""
+    from attnbook.studies.clark.paper.cluster_rows import _several
+
+    d = planted(n_layers=4, n_heads=5, spread=1.0, seed=1)
+    chosen, _ = clusters.choose_clusters(d, 4, 5, k_range=paper.K_RANGE)
+    boot = jittered(d, n=60, scale=0.3, seed=1)
+    again = [paper.best_cut(b, paper.K_RANGE, 3) for b in boot]
+    fixed = np.array([_several(clusters.cluster_heads(b, 4, 5, n_clusters=chosen.n_clusters), 3) for b in boot])
+    best = np.array([v for _, v in again])
+    assert {k for k, _ in again} - {chosen.n_clusters} and (best >= fixed - 1e-12).all() and (best > fixed).any()
+    row = paper.clustering_comparison(clusters.layer_permutation_test(d, 4, 5, n_permutations=99), chosen,
+                                      embedding.mds_embedding(d), None, resampled=boot)[0]
+    lo, hi = np.quantile(best, [0.025, 0.975])
+    assert row.low == pytest.approx(lo) and row.high == pytest.approx(hi)
+    assert row.value == pytest.approx(chosen.silhouette)
+    assert f"k = {chosen.n_clusters} chosen by the silhouette over 3-12, and chosen again in every resample" in row.note
+    assert row.rule == paper.SILHOUETTE_RULE.words and "Kaufman & Rousseeuw (1990)" in row.rule
+    # a k fixed before seeing the data stays fixed
+    row = paper.clustering_comparison(clusters.layer_permutation_test(d, 4, 5, n_permutations=99), chosen,
+                                      embedding.mds_embedding(d), None, resampled=boot, k_range=chosen.n_clusters)[0]
+    assert row.high == pytest.approx(np.quantile(fixed, 0.975)) and "fixed in advance" in row.note
+
+
+def test_the_stress_row_is_the_books_own_question_and_the_layer_row_a_direction():
+    """Clark §6 gives no stress (Fig. 6: distances "approximately match"), so Kruskal stress-1 is the book's own
+    question, not a claim of the paper; and "heads in the same layer are often fairly close" has no size, so its row
+    checks the direction only and says so."""
+    d = planted(n_layers=4, n_heads=5, spread=0.05, seed=1)
+    rows = paper.clustering_comparison(clusters.layer_permutation_test(d, 4, 5, n_permutations=99),
+                                       clusters.cluster_heads(d, 4, 5, n_clusters=4), embedding.mds_embedding(d), None,
+                                       resampled=jittered(d))
+    by = {r.quantity: r for r in rows}
+    stress = by["Kruskal stress-1 of the 2-D embedding"]
+    assert stress.kind == verdict.OWN and stress.outcome_words == "supported" and "Kruskal (1964)" in stress.rule
+    layer = by["same-layer / other-layer mean JS"]
+    assert layer.kind == verdict.CLAIM and "checks the direction only" in layer.note
+    assert sum(r.kind == verdict.CLAIM for r in rows) == len(rows) - 1
+
+
+def test_the_k_range_is_the_chapters():
+    from attnbook.chapters.profiles import ch03
+
+    assert tuple(ch03._COMMON["k_range"]) == paper.K_RANGE and ch03._COMMON["n_clusters"] == "auto"
 
 
 def test_behaviour_row_leaves_broad_heads_out():

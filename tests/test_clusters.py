@@ -176,6 +176,23 @@ def test_choose_clusters_takes_the_best_silhouette_or_a_fixed_k():
     assert clusters.describe(auto).startswith("Cut into **4** clusters: silhouette **")
 
 
+@pytest.mark.parametrize("spread,seed", [(0.05, 2), (0.8, 1), (2.0, 3)])
+def test_cut_silhouettes_are_the_chapters_cuts_in_one_pass(spread, seed):
+    """The bootstrap of chapter 3 chooses k again in every resample with :func:`clusters.cut_silhouettes` (the tree
+    built once, the silhouette in NumPy); it gives the silhouette and the cluster sizes of
+    :func:`clusters.cluster_heads` (scikit-learn's silhouette) for every k, including the degenerate ones."""
+    d = planted(n_layers=4, n_heads=5, spread=spread, seed=seed)
+    ks = range(1, 21)
+    fast = clusters.cut_silhouettes(d, ks)
+    for k in ks:
+        c = clusters.cluster_heads(d, 4, 5, n_clusters=k)
+        value, sizes = fast[k]
+        assert sorted(sizes.tolist()) == sorted(len(m) for m in c.members.values())
+        assert (np.isnan(value) and np.isnan(c.silhouette)) or value == pytest.approx(c.silhouette, abs=1e-12)
+    assert {k: v for k, (v, _) in fast.items() if 2 <= k <= 12} == pytest.approx(
+        clusters.silhouette_by_k(d, 4, 5, ks=range(2, 13)), abs=1e-12)
+
+
 def test_test_numbers_texts_and_tables():
     d = planted(n_layers=3, n_heads=4, spread=0.1, seed=4)
     lt = clusters.layer_permutation_test(d, 3, 4, n_permutations=99)

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnbook.core.errors import ParameterError
 from attnbook.engine.inputs import Batch
 from attnbook.engine.models import wrap_model
 from attnbook.studies.kovaleva import disabling as D
@@ -201,3 +202,78 @@ def test_held_out_test_disables_the_sweeps_best_head_and_layer_on_other_examples
     table = D.held_out_table({("SST-2", 0): got})
     assert table.loc[0, "best head off (chosen)"] == names[0] and table.loc[0, "tested on"] == 4
     assert D.held_out_numbers({("SST-2", 0): got})["held_out_SST-2_seed0"]["layer"] == layer + 1
+
+
+def test_split_changes_score_each_half_with_the_tasks_metric():
+    """:func:`D.split_changes`: on the seeded halves, each configuration's change is the task's metric of that half
+    (F1 here, not a mean of per-example changes); in every resample the bootstrap counts are split into two halves
+    afresh, an example's copies in one half."""
+    from attnbook.stats import bootstrap_counts
+    from attnbook.studies.heads_off.effects import halves, weighted_scores
+    from test_calibration_kovaleva import fake_sweep
+
+    sweep = fake_sweep(np.random.default_rng(1), 60, (2, 3), f1=True, flip_rate=0.2)
+    got = D.split_changes(sweep, "MRPC", n_resamples=50, seed=4)
+    assert got.point.shape == (2, 6) and got.draws.shape == (2, 50, 6) and got.n == 60 and got.names[4] == "2-2"
+    a, b = halves(60, 4)
+    for half, idx in ((0, a), (1, b)):
+        w = np.zeros((1, 60))
+        w[0, idx] = 1
+        base = weighted_scores("MRPC", sweep.baseline_outputs, sweep.gold, w)[0]
+        want = [weighted_scores("MRPC", o, sweep.gold, w)[0] - base for o in sweep.flat_outputs()]
+        assert np.allclose(got.point[half], want)
+    counts, mask = bootstrap_counts(60, 50, 4), D._half_masks(60, 50, 4)
+    assert (mask.sum(1) == 30).all() and not (mask[0] == mask[1]).all()
+    w = (counts * ~mask)[7:8]
+    base = weighted_scores("MRPC", sweep.baseline_outputs, sweep.gold, w)[0]
+    want = weighted_scores("MRPC", sweep.flat_outputs()[2], sweep.gold, w)[0] - base
+    assert got.draws[1, 7, 2] == pytest.approx(want)
+
+
+def test_cross_fitted_chooses_on_one_half_and_scores_on_the_other():
+    """:func:`D.cross_fitted`: half A's best is scored on half B and half B's on half A, the estimate their mean
+    (here both picks gain nothing on the other half: 0, where the same-data best gains 2.5); the interval is the
+    resamples' spread, re-choosing in each, placed on the estimate and floored; the choice can be the smallest and
+    can run across tasks (each part's configurations named apart)."""
+    point = np.array([[5.0, 0.0, 1.0], [0.0, 4.0, 1.0]])
+    draws = np.repeat(point[:, None, :], 200, axis=1) + 10.0  # resamples centred away from the estimate
+    draws = draws + np.random.default_rng(0).normal(0, 0.5, draws.shape)
+    part = D.SplitChanges(point, draws, ["1-1", "1-2", "1-3"], 5000)
+    fit = D.cross_fitted([part])
+    assert fit.estimate.value == 0.0 and fit.chosen == ("1-1", "1-2") and fit.candidates == 3
+    assert fit.estimate.low < 0.0 < fit.estimate.high < 2.0  # recentred: not around the resamples' +10
+    assert fit.estimate.unit == D.CROSS_FITTED and fit.estimate.n == 5000
+    assert fit.chosen_text() == "1-1 on one half, 1-2 on the other"
+    low = D.cross_fitted([part], largest=False)
+    assert low.estimate.value == pytest.approx((4.0 + 5.0) / 2) and low.chosen == ("1-2", "1-1")
+    tight = D.SplitChanges(point, np.repeat(point[:, None, :], 200, axis=1), part.names, 96)
+    floor = D.cross_fitted([tight]).estimate  # no spread in the resamples: the resolution floor of 96 examples
+    assert floor.high - floor.low == pytest.approx(2 * D.resolution(96))
+    other = D.SplitChanges(point + 3.0, draws + 3.0, part.names, 96)
+    joint = D.cross_fitted([part.labelled("SST-2 "), other.labelled("MRPC ")])
+    assert joint.chosen == ("MRPC 1-1", "MRPC 1-2") and joint.candidates == 6 and joint.estimate.n == 5096
+    assert part.select([2]).names == ["1-3"] and part.select([2]).draws.shape == (2, 200, 1)
+    with pytest.raises(ParameterError):
+        D.cross_fitted([part, D.SplitChanges(point, draws[:, :10], part.names, 10)])
+
+
+def test_sweep_effects_cross_fit_the_best_head_and_layer():
+    """:func:`D.sweep_effects` gives the cross-fitted best head and best layer, the choice behind them, the
+    same-data pick (for the notes) and the halves for choices across tasks."""
+    from attnbook.engine.sweep_result import SweepResult
+    from test_calibration_kovaleva import fake_sweep
+
+    rng = np.random.default_rng(2)
+    fake = fake_sweep(rng, 200, (2, 3), planted=20.0)
+    single = SweepResult("single_heads", "disable", fake.scores, fake.baseline_score, fake.outputs,
+                         fake.baseline_outputs, fake.gold, fake.names)
+    lay = fake_sweep(rng, 200, (2,))
+    layers = SweepResult("layers", "disable", lay.scores, lay.baseline_score, lay.outputs, lay.baseline_outputs,
+                         fake.gold, lay.names)
+    e = D.sweep_effects(single, layers, "SST-2", n_resamples=200)
+    assert e["best_head"] == "1-1" and e["best_choice"].chosen == ("1-1", "1-1")  # the planted head, both halves
+    assert e["best"].low > 0 and e["best"].unit == D.CROSS_FITTED and e["n"] == 200
+    assert e["best_same_data"].value == pytest.approx(fake.delta.max())
+    assert e["best_layer"].unit == D.CROSS_FITTED and e["layer_split"].names == ["layer 1", "layer 2"]
+    assert e["head_split"].point.shape == (2, 6) and e["resampled"].shape == (200, 2, 3)
+    assert len(e["layers"]) == 2 and e["layers"][0].high - e["layers"][0].low >= 2 * D.resolution(200) - 1e-9

@@ -22,9 +22,27 @@ from attnbook.studies.michel import runs as michel_runs
 
 def test_across_seeds_uses_the_books_seed_rule():
     e = michel_runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples"), Estimate(0.1, -0.1, 0.3, 100, "dev examples")])
-    assert e.value == pytest.approx(0.3) and e.unit == "seeds" and e.low < -0.1 and e.high > 0.6  # t over 2 seeds, not the union
+    assert e.value == pytest.approx(0.3) and e.unit == "seeds" and e.low < -0.1 and e.high > 0.6  # not the union
+    assert e.item_var > 0 and e.seed_var == pytest.approx(0.08 / 2)  # both sources of error
     one = michel_runs.across_seeds([Estimate(0.5, 0.4, 0.6, 100, "dev examples")])
     assert one.unit == "dev examples" and one.low == 0.4
+
+
+def test_across_seeds_keeps_each_runs_resolution_floor_and_its_variance_components():
+    """Regression (issue 47): the seeds' intervals were dropped (t over the seed values only), so a run's resolution
+    floor never reached the combined interval, and renaming the unit dropped the interval's degrees of freedom and
+    variance components (the deciding-sample statements read them)."""
+    floor = hs.resolution(160)  # about 2.3 points on chapter 6's 160 dev examples
+    runs = [Estimate(v, v, v, 160, "dev examples (paired)") for v in (-0.5, -0.4, -0.6)]  # no example changed
+    got = michel_runs.across_seeds(runs, floor=floor)
+    alone = michel_runs.across_seeds([michel_runs.with_floor(r, floor) for r in runs])
+    assert (got.low, got.high) == (alone.low, alone.high)
+    assert got.high - got.low >= 2 * floor  # old: t over the three values, about ±0.25
+    assert got.item_var == pytest.approx((floor / 1.959963984540054) ** 2)
+    named = michel_runs.across_seeds(runs, "points", floor=floor)
+    assert named.unit == "points" and (named.df, named.seed_var, named.item_var) == (got.df, got.seed_var, got.item_var)
+    assert michel_runs.with_floor(Estimate(1.0, 0.0, 3.0), 0.5) == Estimate(1.0, 0.0, 3.0)  # already wider
+    assert michel_runs.with_floor(Estimate(1.0), 0.5) == Estimate(1.0)  # no interval: nothing to widen
 
 
 def status(ok: bool) -> Learned:

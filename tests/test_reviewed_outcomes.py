@@ -28,8 +28,8 @@ def _num(x):
 def _rules_of(chapter: str) -> set[type]:
     """The rule classes a chapter's rows may use (its modules' rules; every chapter may say not comparable)."""
     own = {"04_kovaleva_taxonomy": {verdict.Within, verdict.Beyond, verdict.Holds},
-           "05_kovaleva_disabling": {verdict.Beyond, verdict.NoEffect, verdict.Cases, verdict.Holds},
-           "06_michel_pruning": {verdict.Beyond, verdict.NoEffect, verdict.Cases},
+           "05_kovaleva_disabling": {verdict.Within, verdict.Beyond, verdict.NoEffect, verdict.Cases, verdict.Holds},
+           "06_michel_pruning": {verdict.Within, verdict.Beyond, verdict.NoEffect, verdict.Cases},
            "08_head_atlas": {verdict.Beyond, verdict.Rejects, verdict.NoEffect}}[chapter]
     return own | {verdict.NotComparable}
 

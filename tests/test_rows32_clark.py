@@ -6,7 +6,9 @@
   baseline whether the head is the checkpoint's own or fitted (a fitted head's row was "not comparable");
 * §4.3: the accuracy on CoNLL-2012 is "not reproduced" (the corpus is licensed), not one of the claims;
 * §6: the distance is a setting, stated in the summary, no longer a "not comparable" row;
-* every judged row quotes what its rule compared, every undecided row what its sample could detect.
+* every judged row quotes what its rule compared, every undecided row what its sample could detect (between which
+  two outcomes it lies, the effect its sample detects with 80% power, the sample that would decide it:
+  :func:`attnbook.verdict.detectable_effect`).
 """
 from __future__ import annotations
 
@@ -72,6 +74,12 @@ def test_the_distance_is_a_setting_of_the_summary_not_a_row():
     assert "Clark et al. (§6) sum it over the tokens" in text
 
 
+def _estimate(row):
+    from attnbook.stats import Estimate
+
+    return Estimate(row.value, row.low, row.high, row.n, row.unit)
+
+
 def _undecided_rows():
     """Rows of chapters 1 and 2 that the data leave undecided: a previous-token head at the 50% line (§3.1), a margin
     on eight sentences (§4.2), a near tie between two mention types (§4.3)."""
@@ -94,8 +102,9 @@ def test_every_undecided_row_says_what_its_sample_could_detect():
     prev = next(r for r in undecided if r.experiment == "§3.1 relative position")
     assert prev.detectable.startswith("the claim holds in ") and "of 400 resamples of 40 segments" in prev.detectable
     margin = next(r for r in undecided if r.quantity.startswith("best single head"))
-    assert margin.detectable.startswith("±") and "points: the half-width of the 95% interval over 8 sentences" in \
-        margin.detectable and "sentences if the estimate stays at" in margin.detectable
+    assert margin.detectable == verdict.detectable_effect(_estimate(margin), paper.table1_rule("All"), 8.2, " points")
+    assert margin.detectable.startswith("between ") and "on 8 sentences an effect of " in margin.detectable
+    assert "points or more is detected with 80% power; if the truth were the paper's 8.2" in margin.detectable
 
 
 def test_every_judged_row_quotes_what_its_rule_compared():

@@ -1,11 +1,14 @@
 """Issue 32: what an undecided row of chapters 1-3 and 7 could detect, and the numbers a row's note quotes.
 
 The helpers are :mod:`attnbook.studies.clark.paper.detect` (bootstrap intervals over segments, sentences, documents,
-and claims checked resample by resample) and :mod:`attnbook.studies.niven_kao.paper.detect` (seeds); each sample size
-is checked by the property that defines it, not by a number written by hand."""
+and claims checked resample by resample, stated by :mod:`attnbook.verdict`, the one home of ``deciding_scale`` and of
+the 80%-power sample sizes) and :mod:`attnbook.studies.niven_kao.paper.detect` (seeds); each sample size is checked
+by the property that defines it, not by a number written by hand."""
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,8 +34,7 @@ CASES = [
 
 @pytest.mark.parametrize("rule,paper,est", CASES)
 def test_deciding_scale_is_the_widest_interval_the_rule_decides(rule, paper, est):
-    s = clark_detect.deciding_scale(rule, paper, est)
-    assert s == nk_detect.deciding_scale(rule, paper, est)  # the two studies' copies agree
+    s = verdict.deciding_scale(rule, paper, est)
     v, (lo, hi) = est.value, est.bounds
     shrink = lambda f: Estimate(v, v - f * (v - lo), v + f * (hi - v))
     if s is None:  # the estimate sits on a bound: no interval around it with a width is decided, however narrow
@@ -45,26 +47,42 @@ def test_deciding_scale_is_the_widest_interval_the_rule_decides(rule, paper, est
         assert verdict.judge(rule, paper, est) != verdict.INCONCLUSIVE
 
 
-def test_bootstrap_detectable_gives_the_half_width_and_the_units_that_decide():
+def test_deciding_scale_has_one_home():
+    """``deciding_scale`` is defined in :mod:`attnbook.verdict` only: chapters 1-3 (and every study) use it from
+    there. Before, :mod:`attnbook.studies.clark.paper.detect` kept a copy (and a test kept the copies in step)."""
+    package = Path(verdict.__file__).parent
+    homes = [p.relative_to(package).as_posix() for p in package.rglob("*.py")
+             if re.search(r"^def deciding_scale\(", p.read_text(), re.M)]
+    assert "verdict.py" in homes
+    assert "studies/clark/paper/detect.py" not in homes and not hasattr(clark_detect, "deciding_scale")
+
+
+def test_bootstrap_detectable_is_the_verdicts_80_percent_power_statement():
+    """An undecided row over sentences says between which two outcomes it lies, the effect its sample detects with
+    80% power (2.8 standard errors, not the 95% half-width, which is detected half the time) and the sentences that
+    would decide it were the truth the paper's value (not this run's estimate)."""
     rule, paper, est = CASES[2]
     text = clark_detect.bootstrap_detectable(rule, paper, est, " points")
-    assert text.startswith("±2.3 points: the half-width of the 95% interval over 1,000 sentences")
-    s = clark_detect.deciding_scale(rule, paper, est)
-    need = math.ceil(1000 / s ** 2)  # the half-width shrinks as one over the square root of the sentences
-    assert f"about {clark_detect._about(need)} sentences" in text
-    # at that many sentences the interval, shrunk by sqrt(1000 / need), is decided
-    f = math.sqrt(1000 / need)
-    assert verdict.judge(rule, paper, Estimate(31.0, 31.0 - f * 2.3, 31.0 + f * 2.3)) != verdict.INCONCLUSIVE
-    on = clark_detect.bootstrap_detectable(*CASES[4][:2], CASES[4][2])
-    assert "no sample would decide it" in on
+    assert text == verdict.detectable_effect(est, rule, paper, " points")
+    assert text.startswith("between partly agrees and disagrees; on 1,000 sentences an effect of ")
+    mde = verdict.power_effect(est)
+    assert mde == pytest.approx((verdict.Z975 + verdict.Z80) * 2.3 / verdict.Z975)
+    assert f"an effect of {mde:.3g} points or more is detected with 80% power" in text
+    need = verdict.planned_sample(est, rule, paper)[1]
+    assert (f"if the truth were the paper's 41.7 (agrees within ±5), about {verdict.rounded_count(need)} sentences"
+            in text)
+    # at that many sentences an interval centred on the paper's value fits the agree band with 80% power
+    se = 2.3 / verdict.Z975 * math.sqrt(1000 / need)
+    assert 5.0 == pytest.approx((verdict.Z975 + verdict.Z90) * se, rel=1e-6)
+    assert clark_detect.bootstrap_detectable(rule, paper, CASES[1][2]) == ""  # a decided row says nothing
 
 
 def test_holds_detectable_reads_the_share_of_resamples_as_a_normal_margin():
     holds = np.r_[np.ones(1800, bool), np.zeros(200, bool)]
     text = clark_detect.holds_detectable(holds, 40, "segments")
     assert text.startswith("the claim holds in 1800 of 2000 resamples of 40 segments")
-    need = math.ceil(40 * (1.959964 / norm.ppf(0.9)) ** 2)
-    assert f"about {need} segments" in text
+    need = 40 * ((verdict.Z975 + verdict.Z80) / norm.ppf(0.9)) ** 2  # 80% power, as verdict.deciding_sample
+    assert f"about {verdict.rounded_count(need)} segments would decide it with 80% power" in text
     even = clark_detect.holds_detectable(np.r_[np.ones(1000, bool), np.zeros(1000, bool)], 40, "segments")
     assert "an even split, which no sample size decides" in even
 
@@ -77,25 +95,22 @@ def test_seeds_needed_is_the_fewest_seeds_whose_t_interval_is_that_narrow():
     assert nk_detect.seeds_needed(sd, 1e-6, max_seeds=50) is None
 
 
-def test_seed_detectable_sizes_the_seeds_from_this_runs_spread():
+def test_seed_detectable_is_the_verdicts_statement_over_seeds_and_items():
+    """Regression: the text sized the seeds at this run's estimate and spread (a post-hoc power calculation) from a
+    t interval over the seeds alone. Now it is :func:`attnbook.verdict.detectable_effect` of the seed rule's estimate
+    (seeds and test items together), planned at the paper's value."""
+    from attnbook.stats import over_seeds
+    from attnbook.studies.niven_kao.paper import run_estimate
+
     # the quick recipe's three seeds (profiles/ch07.py): 0.543, 0.624, 0.550 against BERT Large's 0.671
     values = [0.543, 0.624, 0.550]
-    v = np.asarray(values)
-    sd = v.std(ddof=1)
-    half = student.ppf(0.975, 2) * sd / math.sqrt(3)
-    est = Estimate(float(v.mean()), float(v.mean() - half), float(v.mean() + half), 3, "seeds")
-    assert verdict.judge(ACCURACY, 0.671, est) == verdict.INCONCLUSIVE
+    est = over_seeds([run_estimate(v, 444) for v in values], bounds=(0.0, 1.0))
+    assert verdict.judge(ACCURACY, 0.671, est) != verdict.AGREES
     text = nk_detect.seed_detectable(ACCURACY, 0.671, values, est)
-    assert text.startswith(f"±{half:.3f}: the half-width of the t interval over 3 seeds (seed SD {sd:.3f})")
-    m = int(text.split("takes about ")[1].split(" seeds")[0])
-    # m seeds at this spread give an interval the rule decides; one seed fewer does not reach the needed width
-    h = lambda k: student.ppf(0.975, k - 1) * sd / math.sqrt(k)
-    assert verdict.judge(ACCURACY, 0.671, Estimate(est.value, est.value - h(m), est.value + h(m))) != \
-        verdict.INCONCLUSIVE
-    assert verdict.judge(ACCURACY, 0.671, Estimate(est.value, est.value - h(m - 1), est.value + h(m - 1))) == \
-        verdict.INCONCLUSIVE
+    assert text == verdict.detectable_effect(est, ACCURACY, 0.671, units=" in accuracy") or \
+        verdict.judge(ACCURACY, 0.671, est) != verdict.INCONCLUSIVE
     one = nk_detect.seed_detectable(ACCURACY, 0.671, [0.6], Estimate(0.6, 0.553, 0.645, 444, "test items"))
-    assert one.startswith("±0.046: one run's exact 95% interval over its 444 test items")
+    assert "one run: its interval (±0.046) counts its 444 test items only" in one
 
 
 def test_notes_quote_what_the_rule_compared():

@@ -91,3 +91,11 @@ def test_the_pages_that_combine_seeds_state_the_rule(chapter):
     cells = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())["cells"]
     prose = " ".join("".join(c["source"]).replace("\n", " ") for c in cells if c["cell_type"] == "markdown")
     assert SEED_POLICY in prose
+
+
+def test_identical_seeds_up_to_rounding_have_no_seed_spread():
+    """Regression: seed values equal but for floating-point rounding left a between-seed variance of about 1e-33,
+    so runs without intervals were not refused and got a near-zero-wide interval."""
+    v = 0.1 + 0.2
+    with pytest.raises(ParameterError, match="zero-wide"):
+        over_seeds([Estimate(v), Estimate(0.3), Estimate(0.30000000000000004)])

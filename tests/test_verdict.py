@@ -159,7 +159,7 @@ def test_detectable_effect_reports_80_percent_power_and_the_sample_planned_for_t
     assert 2 <= lo < hi and hi / lo > 30
     wide_items = Estimate(0.55, 0.45, 0.65, 3, "seeds", df=10.0, seed_var=0.0004, item_var=0.002)
     assert V.planned_sample(wide_items, V.Within(0.03, 0.08), 0.55) == (float("inf"), float("inf"))
-    assert "more examples are needed" in V.detectable_effect(wide_items, V.Within(0.03, 0.08), 0.6)
+    assert "only a larger evaluation set could" in V.detectable_effect(wide_items, V.Within(0.03, 0.08), 0.6)
     # a claim checked in bootstrap resamples: the share's normal z, at 80% power
     held = V.detectable_effect(Estimate(0.8, None, None, 200, "inputs (share of bootstrap resamples)"), V.Holds("c"))
     assert held.startswith("the claim holds in 80% of the bootstrap resamples on 200 inputs") and "2,200 inputs" in held
@@ -236,3 +236,21 @@ def test_the_summary_counts_the_papers_claims_and_lists_the_rest_apart():
     assert text.endswith("Not reproduced here: §5 Fig. 4 (WMT), Enc-Dec most sensitive: needs a translation model.")
     claims_only = V.summary_markdown(rows[:1])
     assert claims_only.startswith("**What this run found.** Of 1 comparisons, 1 agrees. Each row")
+
+
+def test_a_one_seed_row_with_a_borrowed_spread_is_planned_in_seeds():
+    """Regression: a one-seed estimate that borrowed its table's seed spread was sized as if its unit were examples
+    ("about 80 seed")."""
+    from attnbook.stats import over_seeds
+
+    one = Estimate(0.60, 0.56, 0.64, 444, "test items (one run)")
+    est = over_seeds([one], seed_sd=(0.02, 6.0))
+    lo, hi = verdict.planned_sample(est, verdict.Within(0.02, 0.05), 0.60)
+    room = (0.02 / (verdict.Z975 + verdict.Z90)) ** 2 - est.item_var
+    assert room < 0 and (lo, hi) == (float("inf"), float("inf"))
+    narrow = over_seeds([Estimate(0.60, 0.595, 0.605, 444, "items")], seed_sd=(0.02, 6.0))
+    lo, hi = verdict.planned_sample(narrow, verdict.Within(0.03, 0.05), 0.60)
+    assert lo == hi == pytest.approx(0.02 ** 2 / ((0.03 / (verdict.Z975 + verdict.Z90)) ** 2 - narrow.item_var))
+    assert "seeds would decide it" in verdict.detectable_effect(
+        Estimate(0.62, 0.55, 0.69, 1, "seed (seed spread borrowed)", 30.0, 0.0009, 0.00001), verdict.Within(0.03, 0.05),
+        0.60)

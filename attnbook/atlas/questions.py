@@ -260,6 +260,30 @@ def syntax_vs_importance(m, *, n_permutations: int = 10000, n_resamples: int = 2
     return out
 
 
+def across_tasks_sentence(answers: Sequence[dict]) -> str:
+    """One paragraph on the syntax-importance answers of several tasks read together: whether their within-layer
+    correlations point the same way, differ in sign, or cannot be told apart from none, and how the pooled
+    correlations (layers included) differ from them. ``""`` with fewer than two measured tasks."""
+    got = [a for a in answers if a.get("measured") and np.isfinite(a.get("rho", float("nan")))]
+    if len(got) < 2:
+        return ""
+    shown = ", ".join(f"{a['task']} {a['rho']:+.2f} ({a['tells']})" for a in got)
+    signs = {a["tells"] for a in got} - {"cannot tell"}
+    pooled = ", ".join(f"{a['task']} {a['pooled_rho']:+.2f}" for a in got if "pooled_rho" in a)
+    if signs == {"positive", "negative"}:
+        head = (f"Read together, the tasks disagree: the within-layer correlations are {shown}. A head's syntax margin "
+                "is one number per head while its importance is measured per task, so the same syntactic heads matter "
+                "for one task and not for another; no single answer holds for all tasks.")
+    elif len(signs) == 1:
+        head = f"Read together, the tasks point the same way: the within-layer correlations are {shown}."
+    else:
+        head = (f"Read together, the within-layer correlations are {shown}: where a sign appears on one task and not "
+                "on another, the data tell only that the two differ in strength, not in direction.")
+    return head + (f" Pooled over layers they are {pooled}; the difference is what the layers alone contribute "
+                   "(importance is normalised within each layer, and the syntax margin rises and falls with depth)."
+                   if pooled else "")
+
+
 def head_classes(m, task: str | None) -> tuple[list[str], str] | None:
     """Each head's majority pattern class (layer-major) in ``task``'s fine-tuned classifier when chapter 4 analysed
     it, else in the pre-trained encoder; and which one was used."""

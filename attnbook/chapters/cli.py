@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--chapters", nargs="*", default=None)
     plan.add_argument("--seconds", type=float, default=1.5, help="seconds to time each kind of work (default 1.5)")
     plan.add_argument("--json", default=None, help="also write the estimate (seconds per chapter) to this file")
+    plan.add_argument("--decide", action="store_true",
+                      help="price the samples that would decide the undecided claims of the built book's results")
+    plan.add_argument("--target", type=float, default=0.8, help="with --decide: the decided share to reach (0.8)")
 
     sub.add_parser("list", help="list chapters and their parameters")
     sub.add_parser("models", help="list the encoder families attnbook supports, and where their heads are")
@@ -108,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             from attnbook.data import fetch as fetch_mod  # lazy: a command loads only its own machinery
 
             return fetch_mod.run(args)
+        elif args.command == "plan" and args.decide:
+            from attnbook.chapters.decide import report  # lazy: a command loads only its own machinery
+            from attnbook.chapters.results import load_results  # lazy: a command loads only its own machinery
+
+            print(report(load_results(), args.profile, args.target, args.seconds))
         elif args.command == "plan":
             from attnbook.chapters.plan import make_plan  # lazy: a command loads only its own machinery
 

@@ -7,7 +7,8 @@ Here each claim is a number over the distances of :mod:`attnbook.studies.clark.d
 * same layer: :func:`layer_permutation_test` (:func:`attnbook.stats.group_permutation_test` with
   the layers as labels);
 * clusters: average-linkage clustering cut into ``k`` clusters, judged by the silhouette
-  (:func:`cluster_heads`, :func:`choose_clusters`);
+  (:func:`cluster_heads`, :func:`choose_clusters`; :func:`cut_silhouettes` gives every ``k``'s silhouette in one
+  pass, for the bootstrap that chooses ``k`` again in every resample);
 * behaviours: every head tagged with what chapters 1-2 found for it (:func:`head_behaviours`,
   :func:`syntax_best_heads`) and tested like the layers (:func:`behaviour_test`).
 
@@ -136,6 +137,37 @@ def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
     if k < 2 or k >= len(labels):
         return float("nan")
     return float(silhouette_score(np.asarray(distances, float), labels, metric="precomputed"))
+
+
+def cut_silhouettes(distances: np.ndarray, ks: Sequence[int],
+                    method: str = "average") -> dict[int, tuple[float, np.ndarray]]:
+    """For each ``k``: the mean silhouette of the average-linkage cut into ``k`` clusters and its cluster sizes, the
+    tree built once (what :func:`silhouette_by_k` and :func:`cluster_heads` compute, in one pass: the bootstrap of
+    chapter 3 chooses ``k`` again in every resample). The silhouette is scikit-learn's on precomputed distances (a head
+    alone in its cluster scores 0; NaN for fewer than 2 or as many clusters as heads)."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    d = np.asarray(distances, dtype=np.float64)
+    n = d.shape[0]
+    z = linkage(condensed(d), method=method)
+    out = {}
+    for k in ks:
+        _, labels = np.unique(fcluster(z, int(k), "maxclust"), return_inverse=True)
+        sizes = np.bincount(labels)
+        if not 2 <= len(sizes) < n:
+            out[int(k)] = (float("nan"), sizes)
+            continue
+        onehot = np.zeros((n, len(sizes)))
+        onehot[np.arange(n), labels] = 1.0
+        sums = d @ onehot  # [head, cluster]: summed distance to each cluster
+        own = sizes[labels]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            a = sums[np.arange(n), labels] / (own - 1)
+            mean_other = np.where(onehot > 0, np.inf, sums / sizes)
+            b = mean_other.min(1)
+            s = np.where(own > 1, (b - a) / np.maximum(a, b), 0.0)
+        out[int(k)] = (float(np.mean(np.nan_to_num(s))), sizes)
+    return out
 
 
 def silhouette_by_k(distances: np.ndarray, n_layers: int, n_heads: int, ks: Sequence[int] = range(2, 13),

@@ -263,7 +263,8 @@ class DisablingPipeline(GluePipeline):
     @stage("the best head and layer tested on held-out dev examples (§4.6)", costs.held_out_cost)
     def held_out(self) -> dict[tuple[str, int], disabling.HeldOut]:
         """Each swept run's best head and best layer to disable, chosen on the dev sample, tested on dev examples
-        outside it (:func:`disabling.held_out_test`); runs whose sweep scored the whole dev set have none."""
+        outside it (:func:`disabling.held_out_test`); runs whose sweep scored the whole dev set have none, and their
+        rows judge the cross-fitted gains of :func:`disabling.sweep_effects` instead."""
         p, clfs, single, layers = self.p, self.classifiers(), self.single_heads(), self.layers()
         out = {}
         for k in self.baselines().runs:

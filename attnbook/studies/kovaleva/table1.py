@@ -10,7 +10,10 @@ Kovaleva et al. (§3, §4.3, Table 1) score three models per task on the dev set
 The classifiers come from :func:`attnbook.engine.finetune.get_finetuned` (trained once, cached); the
 score is the task's Table 1 metric x 100 (:data:`attnbook.data.glue_metrics.TABLE1_METRIC`) on the dev set
 (whole by default: :func:`dev_outputs`), with its 95% interval over dev examples (:func:`score_estimate`: exact
-for accuracy, bootstrap for F1 and Pearson r) and a paired comparison with the task's constant predictor
+for accuracy, bootstrap for F1 and Pearson r), combined over the fine-tuning seeds by
+:func:`attnbook.stats.over_seeds` (the seed-to-seed spread and each run's own error over its examples; a cell with one
+seed borrows the pooled seed-to-seed spread of the table's cells with several, :func:`seed_spread`, so every
+fine-tuned cell has the same estimand; the untrained classifier, scored once, counts its examples), and a paired comparison with the task's constant predictor
 (:func:`versus_constant`: majority class, always "paraphrase" for F1, Pearson 0). The paper's numbers are
 :data:`attnbook.studies.kovaleva.paper.PAPER_TABLE1`, set beside ours here so the table reads "ours (paper)";
 the verdicts are :func:`attnbook.studies.kovaleva.paper.table1_comparisons`.
@@ -31,7 +34,8 @@ from attnbook.engine.evaluate import metrics_from_logits, predict_logits
 from attnbook.engine.finetune import DEV_SAMPLE_SEED, FinetuneParams, base_encoder, get_finetuned
 from attnbook.engine.jobs import seeds_for
 from attnbook.engine.models import LoadedModel
-from attnbook.stats import Estimate, bootstrap_counts, over_seeds, percentile_interval, proportion_interval
+from attnbook.stats import (Estimate, bootstrap_counts, over_seeds, percentile_interval, pooled_seed_sd,
+                            proportion_interval)
 from attnbook.studies.heads_off.learned import (
     constant_outputs,
     learned,
@@ -156,8 +160,11 @@ def table1(
     """Kovaleva et al.'s Table 1 for ``model``: one row per (task, init), the paper's numbers beside ours.
 
     Columns: ``task``, ``init``, ``metric`` (what ``ours``/``paper`` measure),
-    ``paper``, ``ours`` (mean over ``seeds``) with ``ours_low``/``ours_high`` (its 95% interval: over dev
-    examples for one seed, Student's t over seeds for several; ``unit`` says which), ``ours_std``,
+    ``paper``, ``ours`` (mean over ``seeds``) with ``ours_low``/``ours_high`` (its 95% interval,
+    :func:`attnbook.stats.over_seeds`: the seed-to-seed spread and the dev examples' own error; a fine-tuned
+    one-seed cell borrows the pooled seed spread of the table's multi-seed cells, :func:`seed_spread`, recorded in
+    ``seed_sd`` as ``(sd, degrees of freedom)``, None where there is none to borrow or for the untrained cell;
+    ``unit`` says which), ``ours_std``,
     ``paper_acc`` / ``ours_acc`` (MRPC and QQP, whose cell is "F1/Acc"), ``top_class_share``
     (share of the most frequent prediction; 1.0 = a constant classifier, NaN for STS-B), ``constant`` (the
     constant predictor's score) and ``vs_constant_low``/``vs_constant_high`` (the paired 95% interval of ours
@@ -198,7 +205,7 @@ def table1(
                 "top_class_share": float("nan"), "constant": float("nan"), "vs_constant_low": float("nan"),
                 "vs_constant_high": float("nan"), "n_train": 0, "n_dev": 0, "n_dev_total": 0,
                 "seeds": ",".join(map(str, init_seeds)), "note": "", "outputs": None, "learned": {},
-                "seed_scores": {}, "seed_runs": {},
+                "seed_scores": {}, "seed_runs": {}, "seed_sd": None,
             }
             needed = ["dev"] + ([] if init == "pretrained" else ["train"])
             absent = [s for s in needed if not available(spec, s)]
@@ -231,8 +238,7 @@ def table1(
             row["ours"] = float(np.mean(scores))
             row["ours_std"] = float(np.std(scores)) if len(scores) > 1 else float("nan")
             logits, labels = outputs[0]
-            est = over_seeds(runs)
-            row.update(ours_low=est.low, ours_high=est.high, unit=est.unit, outputs=outputs, learned=learned,
+            row.update(outputs=outputs, learned=learned, runs=runs,
                        seed_scores={int(s): float(v) for s, v in zip(init_seeds, scores)})
             vs = versus_constant(spec.name, logits, labels, n_resamples=n_resamples)
             row["constant"] = score_of(spec.name, constant_outputs(spec.name, labels), labels)
@@ -241,7 +247,36 @@ def table1(
                 row["ours_acc"] = float(np.mean(accs))
             row["top_class_share"] = float(np.mean(shares))
             rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(combine_seeds(rows))
+
+
+def combine_seeds(rows: list[dict]) -> list[dict]:
+    """Each Table 1 row's interval from its seeds' runs (``runs``: one :class:`~attnbook.stats.Estimate` per seed,
+    its interval over the dev examples; removed from the row): :func:`attnbook.stats.over_seeds`, the seed-to-seed
+    spread and the examples' own error together, clipped to the metric's range; a fine-tuned row with one seed
+    borrows :func:`seed_spread` of the table's rows with several (``seed_sd``), so every fine-tuned cell has the
+    same estimand. The untrained ``"pretrained"`` cell is not fine-tuned, so no fine-tuning spread applies to it:
+    its interval counts its dev examples. Sets ``ours_low``, ``ours_high``, ``unit`` and ``seed_sd``; returns
+    ``rows``."""
+    pooled = seed_spread(rows)
+    for row in rows:
+        runs = row.pop("runs", None)
+        if not runs:
+            continue
+        borrowed = pooled if len(runs) == 1 and row.get("init") != "pretrained" else None
+        bounds = (-100.0, 100.0) if TABLE1_METRIC[task_spec(row["task"]).name] == "pearson" else (0.0, 100.0)
+        est = over_seeds(runs, seed_sd=borrowed, bounds=bounds)
+        row.update(ours_low=est.low, ours_high=est.high, unit=est.unit, seed_sd=borrowed)
+    return rows
+
+
+def seed_spread(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The pooled seed-to-seed standard deviation of a Table 1's cells run with several seeds
+    (:func:`attnbook.stats.pooled_seed_sd` of their ``seed_scores``) and its degrees of freedom: what a cell with one
+    seed borrows, so that its interval, like the others', counts the spread of fine-tuning seeds; ``None`` when no
+    cell has two seeds."""
+    return pooled_seed_sd([list(r["seed_scores"].values()) for r in rows
+                           if isinstance(r.get("seed_scores"), Mapping) and len(r["seed_scores"]) >= 2])
 
 
 def table1_wide(df) -> Any:

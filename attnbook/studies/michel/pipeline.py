@@ -264,4 +264,5 @@ class PruningPipeline(Pipeline):
             task_pairs=self.task_importance().pairs, agreement=runs.seed_agreement(self.analysed()),
             speed=speed.summary, share=speed.share, dynamics=self.dynamics().statistics,
             constant=headstudy.trivial_score(self.p["task"], first.ablation.gold),
-            disable_vs_mask=self.disable_vs_mask().agreement, tolerance=self.p["tolerance"])
+            disable_vs_mask=self.disable_vs_mask().agreement, tolerance=self.p["tolerance"], task=self.p["task"],
+            step=self.p["step"])

@@ -9,11 +9,12 @@ random orders (§4.2, Fig. 3) with their intervals (:func:`~attnbook.studies.mic
 
 Across seeds: :func:`seed_agreement` (Spearman ρ of the importance scores and of the single-head Δ between seeds,
 overlap of their top heads), :func:`curve_band` (the spread of the pruning curves), and :func:`across_seeds`,
-which combines per-seed estimates by the book's one seed rule (:data:`attnbook.stats.SEED_POLICY`).
+which combines per-seed estimates by the book's one seed rule (:data:`attnbook.stats.SEED_POLICY`: the seeds' spread
+and each run's own error over the dev examples, with its resolution floor, :func:`with_floor`, in one interval).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any, Mapping, Sequence
 
@@ -100,13 +101,28 @@ def analyse(run: SeedRun, task: str, dev_b: Sequence[Batch], imp_b: Sequence[Bat
 # ----------------------------------------------------------------------------- across seeds
 
 
-def across_seeds(estimates: Sequence[Estimate], unit: str | None = None) -> Estimate:
-    """Per-seed estimates combined by the book's seed rule (:func:`attnbook.stats.over_seeds`)."""
+def with_floor(est: Estimate, floor: float | None) -> Estimate:
+    """``est`` with its interval widened to at least ``floor`` either side of its value (a resolution floor: what
+    the sample could not resolve, e.g. :func:`attnbook.studies.heads_off.effects.resolution` points on ``n``
+    examples, or half a pruning step for a share read on the pruning grid); unchanged without ``floor`` or without
+    an interval; every other field kept."""
+    if not floor or not est.has_interval:
+        return est
+    v = float(est.value)
+    return replace(est, low=min(float(est.low), v - floor), high=max(float(est.high), v + floor))
+
+
+def across_seeds(estimates: Sequence[Estimate], unit: str | None = None, *, floor: float | None = None,
+                 bounds: tuple[float, float] | None = None) -> Estimate:
+    """Per-seed estimates combined by the book's seed rule (:func:`attnbook.stats.over_seeds`): each seed enters with
+    its own interval over the dev examples (widened to ``floor`` first, :func:`with_floor`, so a run's resolution
+    floor reaches the combined interval), and the result counts both the seed-to-seed spread and the examples' own
+    error; clipped to ``bounds``. ``unit`` renames the result's unit (its degrees of freedom and variance components
+    are kept)."""
     if not estimates:
         raise EmptyDataError("no seeds")
-    ests = list(estimates)
-    est = over_seeds(ests)
-    return Estimate(est.value, est.low, est.high, est.n, unit) if unit else est
+    est = over_seeds([with_floor(e, floor) for e in estimates], bounds=bounds)
+    return replace(est, unit=unit) if unit else est
 
 
 def seed_agreement(runs: Sequence[SeedRun], k: int = 10) -> dict:

@@ -7,6 +7,13 @@ The words are those of the cue statistics (:func:`attnbook.studies.niven_kao.cue
 "not"); the vectors here are GloVe 6B 50d (the paper: 840B 300d). The probes of §5 drop the claim
 and/or the reason (:data:`attnbook.studies.niven_kao.pairwise.INPUTS`).
 
+**What this architecture cannot see.** The two warrants are compared through a softmax over ``z_0`` and ``z_1``, and
+the argument enters both scores through the same term, ``W_a · pool(argument)``: it cancels in ``z_0 − z_1``, so
+at prediction time (dropout off) these models choose a warrant whatever the claim and the reason say
+(:data:`ARGUMENT_CANCELS`; ``tests/test_niven_kao_paper.py`` checks it on the model with random weights). The paper's
+code builds them the same way, so its "C, R, W" baselines can do no better than "W", and on the adversarial test
+set, whose two copies of an item differ only in the claim, any of them scores exactly 0.5.
+
 Training is the paper's grid-searched recipe (:data:`PAPER_WORD_CONFIGS`): Adam, the learning
 rate times 0.1 whenever dev accuracy drops, the best dev epoch kept, through the one training loop
 (:func:`attnbook.engine.train.fit`). :func:`run_word_seeds` runs one input variant over seeds
@@ -28,6 +35,14 @@ from attnbook.engine.inputs import pad_rows
 from attnbook.engine.train import Recipe, epochs_of, fit
 from attnbook.studies.niven_kao.pairwise import INPUTS, accuracy_of
 from attnbook.studies.niven_kao.cues import tokenize
+
+
+#: What the BoV and BiLSTM architecture forces, in one sentence a page can show (see the module's docstring).
+ARGUMENT_CANCELS = ("the BoV and BiLSTM baselines score each warrant as Linear([pool(argument); pool(warrant)]) and "
+                    "compare the two scores by a softmax, so the argument's term is the same for both warrants and "
+                    "cancels: these models cannot use the claim or the reason, their (C, R, W) runs can do no better "
+                    "than (W), and on the adversarial test set, whose two copies of an item differ only in the claim, "
+                    "they score exactly 0.5 by construction (the paper's code builds them the same way)")
 
 
 @dataclass
@@ -75,7 +90,9 @@ def embedding_matrix(vocab: Sequence[str], glove: Any, seed: int = 0) -> tuple[n
 
 
 class WordPairScorer(nn.Module):
-    """The BoV and BiLSTM baselines: ``z_j = Linear([pool(argument); pool(w_j)])`` (Niven & Kao §3).
+    """The BoV and BiLSTM baselines: ``z_j = Linear([pool(argument); pool(w_j)])`` (Niven & Kao §3). The argument's
+    part of the linear layer adds the same amount to ``z_0`` and ``z_1``, so in eval mode ``z_0 - z_1`` does not
+    depend on the claim or the reason (:data:`ARGUMENT_CANCELS`).
 
     * ``bov``: max-pool of word vectors over claim+reason (one pool) and over the warrant.
     * ``bilstm``: one shared one-layer BiLSTM; max-pool of its states over the reason,

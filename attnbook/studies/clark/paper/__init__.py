@@ -5,7 +5,8 @@ table (§3 :data:`SURFACE`, §4.1 :data:`SPLIT_WORD_SHARE`, §4.2 :data:`TABLE1`
 :data:`COREF_HEAD`, §5 :data:`TABLE3` and :data:`TABLE3_FINDINGS`), and computes nothing;
 :mod:`~attnbook.studies.clark.paper.rows` (§3-5) and :mod:`~attnbook.studies.clark.paper.cluster_rows` (§6) turn
 this run's measurements into comparison rows, each judged by a rule of :mod:`attnbook.verdict` on a bootstrap
-interval (the resample counts and the book's thresholds live beside them);
+interval (the resample counts, the book's thresholds and each rule's tolerance, with its source, live beside
+them), the best head of many chosen inside the estimate by :mod:`~attnbook.studies.clark.paper.crossfit`;
 :mod:`~attnbook.studies.clark.paper.tables` sets the paper's Tables 1-3 beside this run's (:class:`Report`); and
 :mod:`~attnbook.studies.clark.paper.text` writes the sentences generated from the numbers, the closing summaries
 through :func:`attnbook.verdict.summary_markdown`; :mod:`~attnbook.studies.clark.paper.detect` quotes what each row's
@@ -22,29 +23,41 @@ from attnbook.studies.clark.paper.claims import (
     SPLIT_WORD_SHARE,
     SURFACE,
     TABLE1,
+    TABLE1_EDGES,
     TABLE2,
     TABLE3,
     TABLE3_FINDINGS,
+    TABLE3_WORDS,
     PaperRow,
 )
 from attnbook.studies.clark.paper.cluster_rows import (
+    K_RANGE,
     N_RESAMPLES_CLUSTERS,
+    SILHOUETTE_RULE,
+    STRESS_RULE,
+    best_cut,
     clustering_comparison,
 )
 from attnbook.studies.clark.paper.detect import bootstrap_detectable, compared, holds_detectable
 from attnbook.studies.clark.paper.rows import (
     BROAD_SHARE,
-    MARGIN_RULE,
+    CLS_ENTROPY_RULE,
+    COREF_CLOSE_RULE,
+    COREF_GAIN_RULE,
     N_RESAMPLES,
-    SHARE_RULE,
     SPECIALIST_MARGIN,
     coref_comparison,
+    margin_rule,
     mlm_head_rows,
+    paper_spread,
     probe_comparison,
     relative_layers,
     resampled_surface,
+    share_rule,
     surface_comparison,
     syntax_comparison,
+    table1_rule,
+    table3_rule,
 )
 from attnbook.studies.clark.paper.tables import (
     Report,
@@ -70,11 +83,13 @@ from attnbook.studies.clark.paper.text import (
 __all__ = [
     # claims: the paper's numbers
     "SURFACE", "PAPER_MODEL", "PAPER_LAYERS", "PAPER_HEADS", "SPLIT_WORD_SHARE", "PaperRow", "TABLE1",
-    "FIGURE5_RELATIONS", "TABLE2", "COREF_HEAD", "TABLE3", "TABLE3_FINDINGS",
+    "TABLE1_EDGES", "FIGURE5_RELATIONS", "TABLE2", "COREF_HEAD", "TABLE3", "TABLE3_FINDINGS", "TABLE3_WORDS",
     # rows: "paper vs this run"
-    "N_RESAMPLES", "BROAD_SHARE", "SPECIALIST_MARGIN", "MARGIN_RULE", "SHARE_RULE", "relative_layers",
+    "N_RESAMPLES", "BROAD_SHARE", "SPECIALIST_MARGIN", "CLS_ENTROPY_RULE", "COREF_GAIN_RULE", "COREF_CLOSE_RULE",
+    "paper_spread", "margin_rule", "table1_rule", "table3_rule", "share_rule", "relative_layers",
     "resampled_surface", "surface_comparison", "mlm_head_rows", "syntax_comparison", "coref_comparison",
-    "probe_comparison", "N_RESAMPLES_CLUSTERS", "clustering_comparison",
+    "probe_comparison", "N_RESAMPLES_CLUSTERS", "K_RANGE", "SILHOUETTE_RULE", "STRESS_RULE", "best_cut",
+    "clustering_comparison",
     # detect: what a row compared, what an undecided row's sample could detect
     "compared", "bootstrap_detectable", "holds_detectable",
     # tables: the paper's columns beside this run's

@@ -20,6 +20,7 @@ SURFACE = {
     "sep_majority_layers": [6, 7, 8, 9, 10],  # §3.2: layers where over half of the attention goes to [SEP]
     "sep_sep_share": 0.9,  # §3.2: from [SEP], over 90% of the attention stays on [SEP]
     "cls_entropy_last_layer": 3.89,  # §3.3: mean entropy from [CLS] in the last layer (nats)
+    "segment_pieces": 128,  # §3.2: "most of our segments are 128 tokens long" (at most 128 pieces each)
     "grad_sep_small_from_layer": 5,  # §3.2, Fig. 3: gradients to [SEP] become small from layer 5 on
     "n_layers": 12,
 }
@@ -64,6 +65,18 @@ TABLE1: dict[str, PaperRow] = {
     "prt": PaperRow("6-7", 99.1, 91.4, -1),
 }
 
+#: Table 1's test set: how many edges of each relation Clark et al. scored, on the PTB development set (WSJ §22,
+#: Stanford Dependencies), as their released analysis notebook prints them (``Syntax_Analysis.ipynb`` of
+#: github.com/clarkkev/attention-analysis); "All" is every word of that set (WSJ §22: 40,117 words in 1,700 sentences,
+#: of which the notebook keeps 1,696). The sampling error of each Table 1 number follows from these counts.
+TABLE1_EDGES: dict[str, int] = {
+    "All": 40117, "prep": 3760, "pobj": 3720, "det": 3337, "nn": 3192, "nsubj": 2804, "amod": 2505, "dobj": 1591,
+    "advmod": 1241, "aux": 1237, "poss": 708, "auxpass": 286, "ccomp": 557, "mark": 420, "prt": 116,
+}
+
+#: the precision Table 1 prints its accuracies with (points)
+TABLE1_PRECISION = 0.1
+
 #: the relations of Clark's Figure 5, in its order
 FIGURE5_RELATIONS = ("pobj", "det", "dobj", "poss", "auxpass")
 
@@ -78,8 +91,17 @@ TABLE2: dict[str, dict[str, float | None]] = {
     "Head 5-4": {"all": 65, "pronoun": 64, "proper": 73, "nominal": 58},
 }
 
+#: the precision Table 2 prints its accuracies with (points): whole points
+TABLE2_PRECISION = 1.0
+
 #: the paper's best coreference head (1-based layer-head), Clark et al. §4.3 / Figure 5 (65.1%)
 COREF_HEAD = "5-4"
+
+#: Clark et al. §4.3's own words for the best head's two margins: "improving by over 10 accuracy points on the
+#: string-matching baseline and performing close to the rule-based system" (Table 2: +13 and -4). The paper gives no
+#: count of mentions (its coreference code was not released), so these words, not a sampling error, size the claims:
+#: an improvement is over 10 points, and a gap under those 10 points is "close".
+COREF_GAIN_OVER_HEAD_MATCH = 10.0
 
 # =============================================================================================
 # §5 probing classifiers (chapter 2)
@@ -94,6 +116,11 @@ TABLE3: dict[str, float] = {
     "attn": 61.0,
     "attn_words": 77.0,
 }
+
+#: Table 3's test set: the words of the PTB development set (WSJ §22: 40,117 words in 1,700 sentences), where Clark
+#: §5 evaluates every probe; Table 3 prints UAS to the whole point
+TABLE3_WORDS = 40117
+TABLE3_PRECISION = 1.0
 
 #: Clark §5 findings read off Table 3 as margins (row A minus row B, UAS points), with the paper's wording
 TABLE3_FINDINGS: tuple[tuple[str, str, str], ...] = (

@@ -1,13 +1,13 @@
 """How much a row of chapters 1-3 could tell: the numbers its rule compared, and what an undecided row's sample could
-detect (issue 32).
+detect.
 
 Every judged row's note quotes what its rule compared (:func:`compared`, :func:`holds_compared`), so a reader (and
 ``tests/test_rows32_reviewed.py``) can judge the row again from the results file. A row the data leave
-``inconclusive`` states the smallest effect its sample could detect at 95% and the sample that would decide it
-(:func:`bootstrap_detectable` for an interval over segments, sentences, documents or groups of segments;
-:func:`holds_detectable` for a claim checked resample by resample), filled in by :func:`with_detectable`. The sample
-sizes assume what a bootstrap interval does for a mean or a ratio of sums: its half-width shrinks as one over the
-square root of the number of units, this run's estimate staying where it is. Nothing here measures.
+``inconclusive`` says between which two outcomes it lies, the smallest effect its sample detects with 80% power and
+the sample that would decide it were the truth the one its rule is planned for (:func:`bootstrap_detectable`, which
+is :func:`attnbook.verdict.detectable_effect`, for an interval over segments, sentences, documents or groups of
+segments; :func:`holds_detectable` for a claim checked resample by resample), filled in by :func:`with_detectable`.
+Nothing here measures, and nothing here sizes a sample: :mod:`attnbook.verdict` does, for every chapter.
 """
 from __future__ import annotations
 
@@ -20,75 +20,34 @@ from attnbook import verdict
 from attnbook.stats import Estimate
 from attnbook.verdict import Comparison
 
-#: the share of bootstrap resamples that decides a :class:`attnbook.verdict.Holds` row (both sides), as a normal z
-_Z975 = 1.959964
-
-
-#: the narrowest shrink :func:`deciding_scale` tries: an estimate on a rule's bound is decided only by a zero-width
-#: interval (:class:`attnbook.verdict.Beyond` counts one ending on its threshold as outside), which no sample gives
-_NARROWEST = 1e-9
-
-
-def deciding_scale(rule: verdict.Rule, paper_value, est: Estimate) -> float | None:
-    """The largest factor ``s <= 1`` by which ``est``'s 95% interval, shrunk about the estimate, is decided by ``rule``
-    (``1`` when it already is); ``None`` when not even an interval a billionth as wide is (the estimate sits on
-    one of the rule's bounds: only a sample without end would decide it)."""
-    v = est.value
-    lo, hi = est.bounds
-
-    def decided(s: float) -> bool:
-        shrunk = Estimate(v, v - s * (v - lo), v + s * (hi - v), est.n, est.unit)
-        return verdict.judge(rule, paper_value, shrunk) != verdict.INCONCLUSIVE
-
-    if decided(1.0):
-        return 1.0
-    if not decided(_NARROWEST):
-        return None
-    a, b = _NARROWEST, 1.0
-    for _ in range(60):
-        mid = (a + b) / 2
-        a, b = (mid, b) if decided(mid) else (a, mid)
-    return a
-
-
-def _about(n: float) -> str:
-    """A sample size as a reader reads it: two significant digits from 100 on (``2963 -> "3,000"``)."""
-    if not math.isfinite(n) or n > 1e7:
-        return "more than 10 million"
-    n = math.ceil(n)
-    return f"{n:,}" if n < 100 else f"{int(round(n, 1 - int(math.log10(n)))):,}"
-
 
 def bootstrap_detectable(rule: verdict.Rule, paper_value, est: Estimate, units: str = "") -> str:
-    """What an undecided row's bootstrap interval over ``est.n`` units could detect: its half-width (an effect of about
-    that size is the smallest the sample could show at 95%) and how many units would decide the rule were the estimate
-    to stay where it is (the half-width shrinking as one over the square root of the units). ``units``: the unit of
-    the quantity (``" points"``)."""
-    lo, hi = est.bounds
-    half = (hi - lo) / 2
-    text = f"±{half:.2g}{units}: the half-width of the 95% interval over {est.n:,} {est.unit}"
-    s = deciding_scale(rule, paper_value, est)
-    if s is None:
-        return text + "; the estimate sits on the rule's bound, so no sample would decide it"
-    return (text + f"; the rule decides at about ±{s * half:.2g}{units}, which takes about {_about(est.n / s ** 2)} "
-                   f"{est.unit} if the estimate stays at {est.value:.3g}")
+    """What an undecided row's bootstrap interval over ``est.n`` units could detect
+    (:func:`attnbook.verdict.detectable_effect`): between which two outcomes it lies, the smallest effect its sample
+    detects with 80% power (about 2.8 standard errors, in ``units``, e.g. ``" points"``) and how many units would
+    decide the rule with 80% power were the truth the value the rule is planned for (the paper's, for a reproduced
+    number). ``""`` for a decided row."""
+    return verdict.detectable_effect(est, rule, paper_value, units)
 
 
 def holds_detectable(holds: np.ndarray, n: int, unit: str) -> str:
     """What an undecided :class:`attnbook.verdict.Holds` row could detect: the share of resamples in which the claim
     holds (it needs 97.5% to agree, 2.5% to disagree) and, reading that share as a normal margin that shrinks as one
-    over the square root of the units, about how many units would decide it."""
+    over the square root of the units, about how many units would decide it with 80% power
+    (:func:`attnbook.verdict.deciding_sample`)."""
     holds = np.asarray(holds, dtype=bool).ravel()
     k, total = int(holds.sum()), int(holds.size)
-    text = (f"the claim holds in {k} of {total} resamples of {n:,} {unit}; deciding takes at least 97.5% of them "
-            "(agrees) or at most 2.5% (disagrees)")
-    p = min(max(k / total, 0.5 / total), 1 - 0.5 / total)
-    from scipy.stats import norm
-
-    z = float(norm.ppf(p))
-    if abs(z) < 0.05:
+    rule = verdict.Holds("the claim")
+    text = (f"the claim holds in {k} of {total} resamples of {n:,} {unit}; deciding takes at least "
+            f"{1 - rule.alpha / 2:.1%} of them (agrees) or at most {rule.alpha / 2:.1%} (disagrees)")
+    share = min(max(k / total, 0.5 / total), 1 - 0.5 / total)
+    need = verdict.deciding_sample(Estimate(share, None, None, int(n), unit), rule)
+    if need is None:
+        return text
+    if math.isinf(need):
         return text + ": an even split, which no sample size decides"
-    return text + f": about {_about(n * (_Z975 / abs(z)) ** 2)} {unit} if its margin shrinks as one over their square root"
+    return (text + f": about {verdict.rounded_count(need)} {unit} would decide it with 80% power were the share of "
+                   "resamples to stay as it is")
 
 
 def compared(est: Estimate, paper_value=None) -> str:

@@ -6,7 +6,8 @@ rows, the sentences. Callers use ``paper.X`` for every name below; the package h
 * :mod:`~attnbook.studies.kovaleva.paper.learned` - which Table 1 classifiers learned their task, so which rows can
   be compared (the criterion itself, :func:`constant_reason`, is in :mod:`attnbook.studies.kovaleva.reference`,
   which the Table 1 measurement imports too);
-* :mod:`~attnbook.studies.kovaleva.paper.rows` - the rules, stated in words in every row, and the "paper vs this run"
+* :mod:`~attnbook.studies.kovaleva.paper.rows` - the rules, stated in words in every row with the source of each
+  tolerance (the published seed spread of fine-tuning, the paper's own sampling error), and the "paper vs this run"
   rows made by :func:`attnbook.verdict.row` (:func:`table1_comparisons`, :func:`taxonomy_comparisons`,
   :func:`fig2_comparisons`, :func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_rows`; chapter
   5's :func:`disabling_comparisons` in :mod:`~attnbook.studies.kovaleva.paper.disabling_rows`);
@@ -30,40 +31,52 @@ from attnbook.studies.kovaleva.paper.learned import (
     row_reason,
 )
 from attnbook.studies.kovaleva.paper.rows import (
-    BELOW_UNTRAINED,
-    CELL_RULE,
+    DEFAULT_SEED_SD,
+    F1_RULE,
     FEATURE_ROWS,
     FRAME_RULE,
     GAIN_POSITIVE,
-    GAIN_RULE,
     HETEROGENEOUS_SLACK,
     LAYER_DROP_EFFECT,
+    LAYER_DROP_RULE,
     MATCH_RULE,
+    PAPER_MAPS,
+    RTE_DEV,
+    SEED_SD,
     SHARE_RULE,
     TRANSFER_REASON,
     VERTICAL_RULE,
-    CONSTANT_RULE,
     beside_table1,
+    cell_rule,
+    cell_rule_words,
     change_comparisons,
+    constant_rule,
+    difference_rule,
     feature_claims,
     feature_comparisons,
     feature_rows,
     fig2_comparisons,
     framenet_comparisons,
+    gain_rule,
     holds_estimate,
     in_range,
     last_layers,
+    layer_one_rule,
     missing_data,
     most_changed_layers,
     not_run_row,
     peak_layer,
     row_difference,
+    sampling_rule,
+    seed_sd,
+    seed_variance,
     table1_comparisons,
+    with_seed_spread,
     taxonomy_comparisons,
     top_cls_feature,
     versus_constant_estimate,
 )
-from attnbook.studies.kovaleva.paper.disabling_rows import disabling_comparisons
+from attnbook.studies.kovaleva.paper.disabling_rows import cross_fit_words, disabling_comparisons
 from attnbook.studies.kovaleva.paper.text import (
     agreement_markdown,
     caution_markdown,
@@ -82,13 +95,15 @@ __all__: list[str] = [
     "CONSTANT_PREDICTOR_SHARE", "is_constant_predictor", "constant_reason", "row_reason", "not_learned_seeds",
     "paper_constant_reason", "learned_tasks", "constant_predictors", "is_missing",
     # rows: the rules, the helpers, the comparisons
-    "BELOW_UNTRAINED", "CELL_RULE", "CONSTANT_RULE", "GAIN_RULE", "SHARE_RULE", "FRAME_RULE", "GAIN_POSITIVE", "VERTICAL_RULE", "MATCH_RULE",
-    "HETEROGENEOUS_SLACK", "LAYER_DROP_EFFECT", "TRANSFER_REASON", "FEATURE_ROWS",
+    "SEED_SD", "DEFAULT_SEED_SD", "PAPER_MAPS", "RTE_DEV", "F1_RULE", "SHARE_RULE", "FRAME_RULE", "GAIN_POSITIVE",
+    "VERTICAL_RULE", "MATCH_RULE", "HETEROGENEOUS_SLACK", "LAYER_DROP_EFFECT", "LAYER_DROP_RULE", "TRANSFER_REASON",
+    "FEATURE_ROWS", "seed_sd", "cell_rule", "cell_rule_words", "constant_rule", "difference_rule", "gain_rule",
+    "sampling_rule", "layer_one_rule", "seed_variance", "with_seed_spread",
     "in_range", "last_layers", "most_changed_layers", "holds_estimate", "not_run_row", "row_difference",
     "missing_data", "versus_constant_estimate",
     "table1_comparisons", "beside_table1", "taxonomy_comparisons", "fig2_comparisons", "framenet_comparisons",
     "change_comparisons", "top_cls_feature", "peak_layer", "feature_claims", "feature_comparisons", "feature_rows",
-    "disabling_comparisons",
+    "disabling_comparisons", "cross_fit_words",
     # text
     "table1_note", "finetune_markdown", "setting_markdown", "agreement_markdown", "caution_markdown",
     "disabling_setting", "disabling_findings",

@@ -18,7 +18,7 @@ from attnbook.engine.precision import resolve_bf16, training_sentence
 from attnbook.stats import Estimate
 from attnbook.studies.kovaleva.paper.claims import PAPER_MODEL
 from attnbook.studies.kovaleva.paper.learned import constant_predictors, is_missing, row_reason
-from attnbook.studies.kovaleva.paper.rows import CELL_RULE, row_difference
+from attnbook.studies.kovaleva.paper.rows import cell_rule_words, row_difference
 
 Comparison = verdict.Comparison
 
@@ -26,13 +26,40 @@ Comparison = verdict.Comparison
 # ---------------------------------------------------------------------------------------------
 # chapter 4: Table 1
 # ---------------------------------------------------------------------------------------------
+def seeds_sentence(df) -> str:
+    """How Table 1's intervals combine the seeds (from the table's ``seeds``, ``unit`` and ``seed_sd`` columns): one
+    estimand for every cell, a one-seed cell borrowing the pooled seed-to-seed spread of the cells with several."""
+    run = df[df["ours"] == df["ours"]] if "ours" in df else df
+    if "init" in run:
+        run = run[run["init"] != "pretrained"]
+    if not len(run):
+        return ""
+    k = run["seeds"].map(lambda x: len(str(x).split(","))) if "seeds" in run else None
+    text = ("Each fine-tuned cell is the mean over its fine-tuning seeds; its interval counts both the dev examples' "
+            "own error and the seed-to-seed spread of fine-tuning (the recipe's expected score, the same estimand in "
+            "every fine-tuned cell; the untrained classifier, scored once, counts its dev examples).")
+    if k is None or (k > 1).all():
+        return text
+    borrowed = [x for x in run.get("seed_sd", []) if isinstance(x, (tuple, list)) and len(x) == 2]
+    if borrowed:
+        sd, dof = borrowed[0]
+        return text + (f" The fine-tuned cells with one seed ({int((k == 1).sum())}) borrow the pooled seed-to-seed "
+                       f"standard deviation of the cells with several: {sd:.2f} points on {dof:g} degrees of "
+                       "freedom.")
+    return text + (" No cell here has two seeds, so there is no seed spread to borrow: each interval counts the dev "
+                   "examples only.")
+
+
 def table1_note(df, cpu_seconds: float) -> str:
-    """The paragraph under Table 1: how to read a cell, the CPU time of fine-tuning and scoring, the tasks not
-    run, and a warning naming the fine-tuned classifiers no better than their constant predictor."""
+    """The paragraph under Table 1: how to read a cell and how its interval combines seeds and dev examples
+    (:func:`seeds_sentence`), the CPU time of fine-tuning and scoring, the tasks not run, and a warning naming the
+    fine-tuned classifiers no better than their constant predictor."""
     notes = df[df["note"] != ""][["task", "init", "note"]].drop_duplicates("task")
     constant = constant_predictors(df)
-    return (f"Cells read *ours [95% interval over dev examples] (paper)*; MRPC/QQP cells are F1/accuracy. "
-            f"Fine-tuning and scoring took {cpu_seconds:.0f} CPU seconds in this run (near 0 when every checkpoint "
+    seeds = seeds_sentence(df)
+    return (f"Cells read *ours [95% interval] (paper)*; MRPC/QQP cells are F1/accuracy. "
+            + (seeds + " " if seeds else "")
+            + f"Fine-tuning and scoring took {cpu_seconds:.0f} CPU seconds in this run (near 0 when every checkpoint "
             "was cached). "
             + ("Not run: " + "; ".join(f"{r.task} ({r.note.replace('not run: ', '')})" for r in notes.itertuples())
                + ". " if len(notes) else "")
@@ -95,17 +122,19 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 def setting_markdown(rows: Sequence[Comparison], model_name: str) -> str:
     """The setting of chapter 4's closing summary: this run's model beside the paper's, and what became of the
-    Table 1 cells (how many are not comparable, and how many of the others agree by :data:`CELL_RULE`). It counts no
-    finding: :func:`attnbook.verdict.summary_markdown` does."""
+    Table 1 cells (how many are not comparable, and how many of the others agree by the cell rule,
+    :func:`~attnbook.studies.kovaleva.paper.rows.cell_rule`). It counts no finding:
+    :func:`attnbook.verdict.summary_markdown` does."""
     text = f"The model here is {model_name}; the paper's is {PAPER_MODEL}."
     every = [r for r in rows if r.experiment == "Table 1" and "," in r.quantity]
     cells = [r for r in every if r.kind == verdict.CLAIM]
     if cells:
+        tasks = list(dict.fromkeys(r.quantity.split(",")[0] for r in cells))
         nc = sum(r.verdict == verdict.NOT_COMPARABLE for r in cells)
         agree = sum(r.verdict == verdict.AGREES for r in cells)
         text += (f" Of the {len(cells)} Table 1 cells, {nc} are not comparable (not run, or our classifier no better "
                  f"than its constant predictor); of the other {len(cells) - nc}, {agree} agree with the paper by the "
-                 f"cell rule ({CELL_RULE.words}) or, where the paper's cell is a constant predictor's score, by "
+                 f"cell rule ({cell_rule_words(tasks)}) or, where the paper's cell is a constant predictor's score, by "
                  "comparing ours with its own constant predictor.")
     if len(every) > len(cells):
         text += f" {len(every) - len(cells)} cells are not reproduced: this book's data has no training set for them."
@@ -134,15 +163,17 @@ def caution_markdown(not_learned: Mapping[str, str]) -> str:
 def disabling_setting(rows: Sequence[Comparison], surviving: Mapping[str, Sequence[str]], model_name: str,
                       n_layers: int, n_swept: Mapping[str, int], n_dev: Mapping[str, int]) -> str:
     """The setting of chapter 5's closing summary: why a row can be undecided (the sweeps score a sample of each dev
-    set), the single-head gains that survive Holm (``surviving[task]``, head labels), and what differs from the
+    set, and a pick is scored on held-out examples or on the half it was not chosen on), the single-head gains that
+    survive Holm (``surviving[task]``, head labels), and what differs from the
     paper's set-up (``model_name`` with ``n_layers`` layers; ``n_swept[task]`` of ``n_dev[task]`` dev examples
     swept). It counts no outcome: :func:`attnbook.verdict.summary_markdown` does."""
     swept = ", ".join(f"{t} {n_swept[t]:,} of {n_dev[t]:,}" for t in n_swept)
     text = ""
     if any(r.verdict == verdict.INCONCLUSIVE for r in rows):
         text += ("An undecided row's paired 95% interval contains 0: the sweeps score a sample of each dev set, and "
-                 "the best head and layer chosen there are tested on at most the rest of it: too few examples to "
-                 "tell a gain of the paper's size from none. ")
+                 "the best head and layer chosen there are tested on the rest of it or, where nothing is left out, "
+                 "chosen on one half of the sample and scored on the other: too few examples to tell a gain of the "
+                 "paper's size from none. ")
     text += ("Gains that survive the Holm correction: "
              + ("; ".join(f"{t}: {', '.join(s)}" for t, s in surviving.items() if s) or "none")
              + f". The model here is {model_name} ({n_layers} layers); the sweeps score dev examples ({swept}); "

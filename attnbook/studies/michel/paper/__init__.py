@@ -31,6 +31,9 @@ from attnbook.studies.michel.paper.rows import (
     no_effect_counts,
     one_head_all_rows,
     one_head_rows,
+    paper_prunable_share,
+    paper_r_low,
+    prunable_rule,
     pruning_rows,
     pruning_summary,
     rank_interval,
@@ -60,7 +63,8 @@ __all__: list[str] = [
     # rows and tables
     "THRESHOLDS", "no_effect_counts", "mean_head_effect", "ablation_rows", "one_head_rows", "one_head_all_rows",
     "across_rows", "pruning_rows", "seed_rows", "speed_share", "speed_rows", "dynamics_rows", "masking_rows",
-    "comparisons", "table4", "pruning_summary", "mt_row", "heads_detectable", "rank_interval",
+    "comparisons", "table4", "pruning_summary", "mt_row", "heads_detectable", "rank_interval", "paper_r_low",
+    "paper_prunable_share", "prunable_rule",
     # text
     "not_reproduced_markdown", "seeds_markdown", "ablation_markdown", "one_head_markdown", "seeds_agreement_markdown",
     "across_markdown", "importance_markdown", "halves_markdown", "disable_vs_mask_markdown", "setting_markdown",

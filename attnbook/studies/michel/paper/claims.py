@@ -16,7 +16,10 @@ PAPER: dict[str, Any] = {
     "one_head_bert": "most heads: no significant change (BERT on MNLI, §3.2)",
     "layers_one_head_significant": (0, 12),  # §3.3, Table 3 (BERT): layers where one head alone differs significantly
     "ablation_pearson_across": 0.68,  # §3.4: Pearson r of the single-head Δ, MNLI-matched vs mismatched
-    "prunable_share": 0.40,  # §4.2, Fig. 3: share of BERT's heads pruned by I_h with little loss
+    "ablation_pearson_heads": 144,  # §3.4: the heads that r is over (bert-base, 12 x 12)
+    "prunable_share": 0.40,  # §4.2, Fig. 3: share of BERT's heads pruned by I_h with little loss (MNLI)
+    "prunable_share_by_task": {"SST-2": 0.60, "CoLA": 0.50, "MRPC": 0.50},  # App. B: the same on other GLUE tasks
+    "pruning_step": 0.10,  # §4.2: 10% of all heads are pruned per step, so a prunable share is read to one step
     "table4_share": 0.50,  # §4.3, Table 4: share of heads removed for the speed test
     # §4.3, Table 4 (GTX 1080Ti): batch size -> (original ex/s, pruned ex/s, gain %)
     "table4": {1: (17.0, 17.3, 1.9), 4: (67.3, 69.1, 2.7), 16: (114.0, 134.0, 17.5), 64: (124.7, 146.6, 17.5)},

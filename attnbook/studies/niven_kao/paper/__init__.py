@@ -3,8 +3,9 @@ sentences. Callers use ``paper.X`` for every name below; the package holds them 
 
 * :mod:`~attnbook.studies.niven_kao.paper.claims` - :data:`PAPER`, every number of the paper the chapter uses, with
   its table or section (data only);
-* :mod:`~attnbook.studies.niven_kao.paper.rows` - the rules (:data:`RULES`), the tables in the paper's layout, this
-  run's numbers as estimates with 95% intervals, and the "paper vs this run" rows (:func:`paper_comparison`);
+* :mod:`~attnbook.studies.niven_kao.paper.rows` - the rules (:func:`accuracy_rule`, :func:`cue_rule`, :data:`RULES`),
+  the tables in the paper's layout, this run's numbers as estimates with 95% intervals, and the "paper vs this run"
+  rows (:func:`paper_comparison`);
 * :mod:`~attnbook.studies.niven_kao.paper.detect` - what each row's rule compared, as its note quotes it, and what an
   undecided row's seeds could detect;
 * :mod:`~attnbook.studies.niven_kao.paper.text` - the sentences from the numbers and the rows, and the closing
@@ -19,29 +20,35 @@ from __future__ import annotations
 
 from attnbook.studies.niven_kao.paper.claims import PAPER
 from attnbook.studies.niven_kao.paper.rows import (
-    ACCURACY_RULE,
     BELOW_CHANCE_RULE,
     COUNT_RULE,
-    CUE_RULE,
     E_FULL,
     E_ORIGINAL_ADV,
     E_WARRANTS,
+    MEDIAN_MIN_SEEDS,
+    Q_ADV_MEAN,
     Q_GAP,
     Q_HALVES,
     Q_MAX,
     Q_MEAN,
     Q_MEDIAN,
     RULES,
+    WORD_ADVERSARIAL_REASON,
+    accuracy_rule,
     adversarial_experiment,
     adversarial_seed_table,
     combined_estimate,
+    below_chance_rule,
     constant_accuracy,
     cue_estimate,
+    cue_rule,
     degenerate_mask,
+    max_sd,
     median_estimate,
     non_degenerate,
     not_cue_table,
     original_adv_experiment,
+    over_constant,
     paper_comparison,
     probe_experiment,
     probe_seed_table,
@@ -64,21 +71,25 @@ from attnbook.studies.niven_kao.paper.text import (
     setting_markdown,
     training_markdown,
     warrants_markdown,
+    word_baselines_markdown,
 )
 
 __all__: list[str] = [
     # claims
     "PAPER",
     # rows: the rules, the tables in the paper's layout, the estimates, the rows and their labels
-    "ACCURACY_RULE", "CUE_RULE", "BELOW_CHANCE_RULE", "COUNT_RULE", "RULES",
+    "accuracy_rule", "max_sd", "cue_rule", "below_chance_rule", "BELOW_CHANCE_RULE", "COUNT_RULE", "RULES",
+    "WORD_ADVERSARIAL_REASON", "MEDIAN_MIN_SEEDS",
     "not_cue_table", "seed_table", "table1_seed_table", "probe_seed_table", "adversarial_seed_table",
-    "run_estimate", "seed_estimate", "median_estimate", "combined_estimate", "cue_estimate", "productivity_vs_chance",
+    "run_estimate", "seed_estimate", "median_estimate", "combined_estimate", "over_constant", "cue_estimate",
+    "productivity_vs_chance",
     "constant_accuracy", "degenerate_mask", "non_degenerate", "seeds_note", "seed_records",
-    "E_FULL", "E_WARRANTS", "E_ORIGINAL_ADV", "Q_MEAN", "Q_MEDIAN", "Q_MAX", "Q_GAP", "Q_HALVES",
+    "E_FULL", "E_WARRANTS", "E_ORIGINAL_ADV", "Q_MEAN", "Q_MEDIAN", "Q_MAX", "Q_ADV_MEAN", "Q_GAP",
+    "Q_HALVES",
     "original_adv_experiment", "probe_experiment", "adversarial_experiment", "paper_comparison",
     # detect: what a row compared, what an undecided row's seeds could detect
     "compared", "seed_detectable", "seeds_needed",
     # text
     "run_markdown", "degenerate_markdown", "cue_markdown", "not_cue_markdown", "training_markdown",
-    "warrants_markdown", "adversarial_markdown", "setting_markdown", "agreement_markdown",
+    "warrants_markdown", "adversarial_markdown", "word_baselines_markdown", "setting_markdown", "agreement_markdown",
 ]

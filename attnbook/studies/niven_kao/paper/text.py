@@ -4,7 +4,8 @@
   filter left out (:func:`degenerate_markdown`);
 * the cues in words (:func:`cue_markdown`, :func:`not_cue_markdown`, beside Table 2);
 * the paper's two headline findings as this run's rows decide them (:func:`warrants_markdown`, §5;
-  :func:`adversarial_markdown`, §6);
+  :func:`adversarial_markdown`, §6), and what the word baselines' architecture forces
+  (:func:`word_baselines_markdown`);
 * the closing summary (:func:`agreement_markdown`): :func:`attnbook.verdict.summary_markdown` counts and lists the
   rows; this module writes only its setting (:func:`setting_markdown`).
 """
@@ -16,6 +17,7 @@ from attnbook import verdict
 from attnbook.engine.precision import training_sentence
 from attnbook.studies.niven_kao import cues
 from attnbook.studies.niven_kao.pairwise import INPUTS, TrainConfig
+from attnbook.studies.niven_kao.word_baselines import ARGUMENT_CANCELS
 from attnbook.studies.niven_kao.paper.claims import PAPER
 from attnbook.studies.niven_kao.paper.rows import (
     E_FULL,
@@ -161,8 +163,8 @@ def warrants_markdown(rows: Sequence[Comparison]) -> str:
     gap, full, w = by.get((E_WARRANTS, Q_GAP)), by.get((E_FULL, Q_MEAN)), by.get((probe_experiment("W"), Q_MEAN))
     if gap is None or full is None or w is None:
         return ""
-    numbers = (f"mean test accuracy {full.ours} with the full input and {w.ours} with the warrants alone, "
-               f"a gap of {gap.ours} (paper: {gap.paper}, Table 3)")
+    numbers = (f"mean test accuracy over the constant predictor {full.ours} with the full input and {w.ours} with "
+               f"the warrants alone, a gap of {gap.ours} (paper: {gap.paper}, Table 3)")
     outcome = gap.verdict
     if outcome == verdict.AGREES and full.verdict == verdict.DISAGREES:  # a small gap between two weak models
         return (f"As in the paper, the warrants alone get about as far as the full input here, though the full input "
@@ -170,7 +172,8 @@ def warrants_markdown(rows: Sequence[Comparison]) -> str:
     if outcome == verdict.AGREES:
         return f"As in the paper, the warrants alone get about as far as the full input here: {numbers}."
     if outcome == verdict.PARTLY:
-        return f"The warrants alone come near the full input, though not as near as in the paper: {numbers}."
+        return (f"The warrants alone come near the full input here: the gap lies within the rule's wider band around "
+                f"the paper's, though not shown within its narrower one: {numbers}.")
     if outcome == verdict.DISAGREES:
         short = gap.low is not None and gap.low > float(gap.paper)
         how = "fall well short of the full input" if short else "do clearly better than the full input"
@@ -188,7 +191,7 @@ def adversarial_markdown(rows: Sequence[Comparison], inputs: str = "full") -> st
     mean, halves = by.get((adversarial_experiment(inputs), Q_MEAN)), by.get((adversarial_experiment(inputs), Q_HALVES))
     if mean is None:
         return ""
-    numbers = f"mean test accuracy {mean.ours} (paper: {mean.paper}, Table 4)"
+    numbers = f"mean test accuracy less the constant predictor's {mean.ours} (paper: {mean.paper}, Table 4)"
     outcome = mean.verdict
     if outcome == verdict.NOT_COMPARABLE:
         return f"The adversarial test cannot be judged here: {_reason(mean)}."
@@ -209,6 +212,14 @@ def adversarial_markdown(rows: Sequence[Comparison], inputs: str = "full") -> st
     return text
 
 
+def word_baselines_markdown(rows: Sequence[Comparison]) -> str:
+    """What the BoV and BiLSTM architecture forces (:data:`~attnbook.studies.niven_kao.word_baselines.
+    ARGUMENT_CANCELS`), when the rows have any of their runs; ``""`` otherwise."""
+    if not any("BoV" in r.experiment or "BiLSTM" in r.experiment for r in rows):
+        return ""
+    return f"The BoV and BiLSTM rows carry a caveat of their own: {ARGUMENT_CANCELS}."
+
+
 # ---- the closing summary -------------------------------------------------------------------------
 
 
@@ -216,14 +227,15 @@ def setting_markdown(rows: Sequence[Comparison], cfg: TrainConfig | None, *, n_l
                      model_name: str = "", n_runs: int | None = None) -> str:
     """The setting of the chapter's closing summary: what this run's BERT fine-tuned (from ``cfg``, and from the
     §3 full-input row the seeds its means are over, of ``n_runs`` run: the caveat every BERT finding carries), then
-    the paper's two headline findings (§5 warrants alone, §6 adversarial test) as this run's rows decide them.
+    the paper's two headline findings (§5 warrants alone, §6 adversarial test) as this run's rows decide them, and
+    what the word baselines' architecture forces (:func:`word_baselines_markdown`).
     Counts nothing: :func:`attnbook.verdict.summary_markdown` does."""
     parts = []
     full = next((r for r in rows if r.experiment == E_FULL and r.quantity == Q_MEAN), None)
     if full is not None:
         n_seeds = int(full.n) if full.unit == "seeds" else (1 if full.low is not None else 0)
         parts.append(training_markdown(cfg, n_layers, model_name, n_seeds, n_runs))
-    parts += [t for t in (warrants_markdown(rows), adversarial_markdown(rows)) if t]
+    parts += [t for t in (warrants_markdown(rows), adversarial_markdown(rows), word_baselines_markdown(rows)) if t]
     return " ".join(parts)
 
 

@@ -1,0 +1,51 @@
+"""What would decide the undecided claims (attnbook.chapters.decide): planned samples, the parameter that sets them,
+the cheapest choice that reaches a decided share."""
+from __future__ import annotations
+
+import pytest
+
+from attnbook import verdict
+from attnbook.chapters import decide
+from attnbook.stats import Estimate
+
+
+def results():
+    """Chapter 5 with two undecided per-task claims over dev examples, one decided claim and one direction-only claim,
+    and chapter 7 with an undecided claim over seeds."""
+    gain = verdict.Within(1.0, 2.0, unit="points", signed=True)
+    rows5 = [verdict.row("§4.6", "SST-2: layer 1 off (points)", paper=3.2, ours=Estimate(1.5, -1.0, 4.0, 96, "dev examples"),
+                         rule=gain),
+             verdict.row("§4.6", "MRPC: layer 1 off (points)", paper=3.2, ours=Estimate(0.5, -4.0, 5.0, 96, "dev examples"),
+                         rule=gain),
+             verdict.row("§4.6", "decided", paper=3.2, ours=Estimate(3.1, 2.9, 3.3, 96, "dev examples"), rule=gain),
+             verdict.row("§4.6", "direction only", paper="> 0", ours=Estimate(0.1, -1.0, 1.2, 96, "dev examples"),
+                         rule=verdict.Beyond(0.0))]
+    rows7 = [verdict.row("§4", "accuracy", paper=0.71, ours=Estimate(0.70, 0.62, 0.78, 3, "seeds", df=3.0,
+                                                                     seed_var=0.0009, item_var=0.0003),
+                         rule=verdict.Within(0.03, 0.08))]
+    return {"05_kovaleva_disabling": {"params": {}, "comparisons": [r.as_dict() for r in rows5]},
+            "07_arct_cues": {"params": {}, "comparisons": [r.as_dict() for r in rows7]}}
+
+
+def test_each_undecided_claim_gets_its_planned_sample_and_the_parameter_that_sets_it():
+    found = {x.quantity: x for x in decide.needs(results())}
+    assert set(found) == {"SST-2: layer 1 off (points)", "MRPC: layer 1 off (points)", "accuracy"}  # not the others
+    sst = found["SST-2: layer 1 off (points)"]
+    assert (sst.param, sst.key, sst.n) == ("dev_caps", "SST-2", 96)
+    se = 2.5 / verdict.Z975
+    assert sst.planned[1] == pytest.approx(96 * (se / (1.0 / (verdict.Z975 + verdict.Z90))) ** 2)
+    assert found["MRPC: layer 1 off (points)"].factor > sst.factor
+    arct = found["accuracy"]
+    assert arct.param == "n_seeds" and arct.planned[0] < arct.planned[1]
+
+
+def test_the_cheapest_claims_are_chosen_until_the_target_share_is_expected():
+    res = results()
+    found = decide.needs(res)
+    chosen, share = decide.choose(res, found, target=0.5)
+    # 5 claims: 1 decided now, the direction-only and the 3 planned undecided; each chosen one counts 0.8
+    assert share["now"] == pytest.approx(0.2) and share["claims"] == 5
+    assert [x.quantity for x in chosen] == ["SST-2: layer 1 off (points)", "MRPC: layer 1 off (points)"][:len(chosen)]
+    assert share["expected"] >= 0.5 or share["expected"] == share["best"]
+    over = decide.overrides(chosen)
+    assert over["05_kovaleva_disabling"]["dev_caps"]["SST-2"] == chosen[0].target > 96
