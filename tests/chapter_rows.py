@@ -113,7 +113,7 @@ def chapter5_rows() -> list:
 
     e = lambda v: Estimate(v[0], v[1], v[2], 96, "dev examples (paired)")  # noqa: E731
 
-    from attnbook.studies.kovaleva.disabling import SplitChanges
+    from attnbook.studies.kovaleva.crossfit import SplitChanges
 
     def split(layers, seed=0):
         """Each layer's change on two halves of 96 examples, and in 200 resamples (the layer's centre, spread 1)."""

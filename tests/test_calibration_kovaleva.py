@@ -9,8 +9,8 @@ effect on accuracy or F1. The row's own code then chooses the best head and judg
 * the **old** procedure, choosing and scoring on the same examples with the chosen head's own paired bootstrap
   interval (:func:`attnbook.studies.kovaleva.disabling.same_data_best`, the resolution floor included), agrees far
   more often than 5%: the regression evidence;
-* the **cross-fitted** gain (:func:`~attnbook.studies.kovaleva.disabling.split_changes` and
-  :func:`~attnbook.studies.kovaleva.disabling.cross_fitted`, as :func:`~attnbook.studies.kovaleva.disabling.
+* the **cross-fitted** gain (:func:`~attnbook.studies.kovaleva.crossfit.split_changes` and
+  :func:`~attnbook.studies.kovaleva.crossfit.cross_fitted`, as :func:`~attnbook.studies.kovaleva.disabling.
   sweep_effects` computes it) agrees at most 5% of the time, within simulation error;
 * with one head given a true gain, the share of simulations that agree is the row's power at that gain.
 

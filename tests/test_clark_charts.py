@@ -114,3 +114,20 @@ def test_example_heads_chart_draws_two_heads_per_row():
     titles = [[v["title"] for v in row["hconcat"]] for row in spec["vconcat"]]
     assert titles == [["broad: head 1-1", "next token: head 1-2"], ["[SEP]: head 2-1", "punctuation: head 2-2"]]
     assert "hconcat" in charts.example_heads_chart(tokens, maps, {"broad": (0, 0)}).to_dict()
+
+
+def test_the_sink_panel_draws_the_token_the_row_tests():
+    """Clark Fig. 2 (bottom) is drawn for the model's sink token: with a [CLS] sink the panel shows [CLS]->[CLS]
+    (the row's claim), not [SEP]->[SEP], and its caption says so."""
+    from test_clark_paper import surface_stats
+
+    from attnbook.studies.clark import charts as clark_charts
+
+    for sink, token, series in (("cls", "[CLS]", {"[CLS] -> [CLS]", "all -> [CLS]"}),
+                                ("sep", "[SEP]", {"[SEP] -> [SEP]", "other -> [SEP]"})):
+        spec = clark_charts.sink_self_chart(surface_stats(sink=sink)).to_dict()
+        title = spec["title"]
+        assert title["text"].startswith(f"Attention to {token} from {token}")
+        assert f"sink token is {token}" in title["subtitle"]
+        shown = {v for d in spec["datasets"].values() for row in d for v in row.values() if isinstance(v, str)}
+        assert series <= shown, shown

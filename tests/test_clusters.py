@@ -213,3 +213,23 @@ def test_test_numbers_texts_and_tables():
     counts = clusters.behaviour_counts(behaviours)
     assert counts["heads"].to_dict() == {"attends to [CLS]": 4, clusters.NO_BEHAVIOUR: 4, "attends to next": 4}
     assert counts.index.name == "behaviour (primary)"
+
+
+def test_the_clustering_rows_count_their_sample_in_segments_when_given():
+    """Regression: chapter 3 stated its samples in groups of segments, whose number is fixed (40); a reader adds
+    segments, so the rows count segments when the chapter gives them."""
+    from attnbook.studies.clark import clusters as cl
+    from attnbook.studies.clark import embedding
+    from attnbook.studies.clark.paper import clustering_comparison
+
+    rng = np.random.default_rng(0)
+    L, H = 3, 4
+    x = rng.normal(size=(L * H, 3))
+    d = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
+    boot = np.stack([d * (1 + 0.05 * rng.normal()) for _ in range(30)])
+    args = (cl.layer_permutation_test(d, L, H, n_permutations=99), cl.cluster_heads(d, L, H, n_clusters=3),
+            embedding.mds_embedding(d), None)
+    by_segments = clustering_comparison(*args, resampled=boot, n_groups=40, k_range=3, n_segments=1000)
+    by_groups = clustering_comparison(*args, resampled=boot, n_groups=40, k_range=3)
+    assert {r.n for r in by_segments if r.n} == {1000} and all("40 groups" in r.unit for r in by_segments if r.n)
+    assert {r.n for r in by_groups if r.n} == {40} and all(r.unit == "groups of segments" for r in by_groups if r.n)

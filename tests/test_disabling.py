@@ -11,6 +11,7 @@ from attnbook.core.errors import ParameterError
 from attnbook.engine.inputs import Batch
 from attnbook.engine.models import wrap_model
 from attnbook.studies.kovaleva import disabling as D
+from attnbook.studies.kovaleva import crossfit as C
 
 
 @pytest.fixture
@@ -222,7 +223,7 @@ def test_split_changes_score_each_half_with_the_tasks_metric():
         base = weighted_scores("MRPC", sweep.baseline_outputs, sweep.gold, w)[0]
         want = [weighted_scores("MRPC", o, sweep.gold, w)[0] - base for o in sweep.flat_outputs()]
         assert np.allclose(got.point[half], want)
-    counts, mask = bootstrap_counts(60, 50, 4), D._half_masks(60, 50, 4)
+    counts, mask = bootstrap_counts(60, 50, 4), C._half_masks(60, 50, 4)
     assert (mask.sum(1) == 30).all() and not (mask[0] == mask[1]).all()
     w = (counts * ~mask)[7:8]
     base = weighted_scores("MRPC", sweep.baseline_outputs, sweep.gold, w)[0]

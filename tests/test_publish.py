@@ -88,7 +88,8 @@ def test_summary_box_is_generated_from_the_run_and_goes_under_the_title(tmp_path
     from attnbook.chapters.summary import SUMMARY_TAG, outcome_text, summary_markdown
 
     assert outcome_text([_row("agrees")] * 2 + [_row("partly agrees"), _row("not comparable")]) \
-        == "4 rows: 2 agree, 1 partly agree, 1 not comparable"
+        == ("4 rows: 2 agree, 1 partly agree, 1 not comparable (each judged at 95%: about 0.2 of the 3 judged claims "
+            "would come out against the paper by chance alone)")
     results, prov = _results(["agrees", "disagrees", "disagrees"])
     box = summary_markdown(results, prov, seconds=130)
     assert box.startswith("```{admonition} This run") and "1,000 WikiText-2 segments of at most 128" in box
@@ -127,5 +128,6 @@ def test_summary_box_counts_the_papers_claims_and_names_the_rest_apart():
     rows = [_row("agrees"), _row("agrees").replace(kind=verdict.OWN), _row("inconclusive").replace(kind=verdict.OWN),
             _row("not comparable").replace(kind=verdict.NOT_REPRODUCED)]
     assert outcome_text(rows) == ("1 claim of the paper: 1 agree; 2 of the book's own questions: 1 supported, "
-                                  "1 undecided; 1 not reproduced")
-    assert outcome_text(rows[:1]) == "1 row: 1 agree"
+                                  "1 undecided; 1 not reproduced (each judged at 95%: about 0.1 of the 1 judged claim "
+                                  "would come out against the paper by chance alone)")
+    assert outcome_text(rows[:1]).startswith("1 row: 1 agree (each judged at 95%")

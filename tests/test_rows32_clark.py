@@ -81,12 +81,13 @@ def _estimate(row):
 
 
 def _undecided_rows():
-    """Rows of chapters 1 and 2 that the data leave undecided: a previous-token head at the 50% line (§3.1), a margin
+    """Rows of chapters 1 and 2 that the data leave undecided: a previous-token head outside the paper's band of
+    relative depth at the 50% line (§3.1), a margin
     on eight sentences (§4.2), a near tie between two mention types (§4.3)."""
     close = surface_stats(prev_layers=(1, 2, 4), noise=0.05)
     k = STAT_NAMES.index("prev")
-    close["per_segment"][:, k, 3, 0] += 0.5 - close["per_segment"][:, k, 3, 0].mean()
-    close["prev"][3, 0] = 0.5
+    close["per_segment"][:, k, 5, 0] += 0.5 - close["per_segment"][:, k, 5, 0].mean()
+    close["prev"][5, 0] = 0.5
     rows = paper.surface_comparison(close, n_resamples=400)
     few = accuracy_for({"All": (0.43, "dep->head", 0.316)}, n_sentences=8, edges=2)
     rows += paper.syntax_comparison(few, n_resamples=500)
@@ -112,5 +113,5 @@ def test_every_judged_row_quotes_what_its_rule_compared():
     for r in rows:
         if r.verdict != verdict.NOT_COMPARABLE:
             assert "compared: " in r.note, r.quantity
-    holds = next(r for r in rows if r.rule.startswith("the same layers as the paper's"))
+    holds = next(r for r in rows if r.rule.startswith("such a head exists, and every such head lies within"))
     assert "compared: holds in " in holds.note and " of 400 resamples" in holds.note

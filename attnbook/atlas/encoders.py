@@ -335,7 +335,7 @@ def cluster_rows(loaded: LoadedModel, c: Clusters, p3: Mapping[str, Any]) -> lis
     beh = clark_clusters.behaviour_test(d, c.behaviours, n_permutations=n, seed=seed)
     boot = distances.resampled_distances(c.arrays, clark.N_RESAMPLES_CLUSTERS, seed=seed)
     return clark.clustering_comparison(layer_test, c.clustering, mds, beh, resampled=boot, head_behaviours=c.behaviours,
-                                       n_groups=distances.n_groups(c.arrays))
+                                       n_groups=distances.n_groups(c.arrays), n_segments=int(c.arrays["n_examples"]))
 
 
 # --------------------------------------------------------------------------------------------- rows across models

@@ -144,7 +144,8 @@ def outcome_text(comparisons: list[Comparison]) -> str:
         text += f"; {len(gone)} not reproduced"
     judged, chance = expected_by_chance(claims)
     if judged:
-        text += f" (at 95% a row, about {chance:.1f} of the {judged} judged claims would come out against the paper by chance alone)"
+        text += (f" (each judged at 95%: about {chance:.1f} of the {judged} judged claim{'s' if judged != 1 else ''} "
+                 "would come out against the paper by chance alone)")
     return text
 
 

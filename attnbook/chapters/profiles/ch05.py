@@ -13,7 +13,7 @@ profiles; the smoke profile scores chapter 4's smoke sample, so the logits are c
 chosen on the sample, are tested again (issue 32: a pick scored on the examples it was chosen on is biased upwards);
 about three forward passes per example, a sixteenth of a swept example's cost. The paper profile sweeps the whole
 dev sets, so nothing is held out: its best head and best layer are cross-fitted (chosen on one half of the dev
-examples, scored on the other, both ways; :func:`attnbook.studies.kovaleva.disabling.cross_fitted`).
+examples, scored on the other, both ways; :func:`attnbook.studies.kovaleva.crossfit.cross_fitted`).
 
 Cost: a single-head sweep of the 6x12 embedded model costs about 48 forward passes' worth of compute per
 example (the fast sweep reuses the hidden states below the disabled head). The one-seed quick profile used to

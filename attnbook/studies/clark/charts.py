@@ -12,15 +12,38 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attnbook.charts import COLUMN_WIDTH, head_heatmap, line_view
+from attnbook.charts import COLUMN_WIDTH, head_heatmap, layer_scatter, line_view
 from attnbook.core.errors import EmptyDataError
 from attnbook.core.heads import all_head_labels, head_label
 from attnbook.studies.clark.clusters import BROAD, NO_BEHAVIOUR, Clustering, primary_behaviour
+from attnbook.studies.clark.surface import sink_token
 
 
 # ---------------------------------------------------------------------------------------------
 # §3 surface patterns
 # ---------------------------------------------------------------------------------------------
+
+
+def sink_self_chart(stats: dict[str, np.ndarray], names: dict[str, str] | None = None) -> alt.Chart:
+    """Clark Fig. 2 (bottom) drawn for the token the §3.2 row tests: the model's sink token
+    (:func:`attnbook.studies.clark.surface.sink_token`; [SEP] in bert-base, [CLS] in a model that parks its attention
+    there), one point per head: the attention the sink token keeps on itself beside the attention other tokens give
+    it ([SEP]: from the other tokens; [CLS]: from all tokens, [CLS] among them, the statistic measured). The title
+    says which token is drawn and why. ``names`` maps "[CLS]" / "[SEP]" to the model's own spelling of the token."""
+    sink = sink_token(stats)
+    token = "[SEP]" if sink == "sep" else "[CLS]"
+    shown = (names or {}).get(token, token)
+    if sink == "sep":
+        series = {f"{shown} -> {shown}": stats["sep_sep"], f"other -> {shown}": stats["rest_sep"]}
+        subtitle = "The model's sink token is [SEP], as in bert-base: the token the [SEP]->[SEP] row tests."
+    else:
+        series = {f"{shown} -> {shown}": stats["cls_cls"], f"all -> {shown}": stats["cls"]}
+        subtitle = ("The model's sink token is [CLS], not bert-base's [SEP]: the paper's [SEP]->[SEP] claim is "
+                    "tested on [CLS]->[CLS], so that is what is drawn.")
+    chart = layer_scatter(series, y_title="avg. attention",
+                          title=f"Attention to {token} from {token} and from other tokens (Clark Fig. 2, bottom)")
+    return chart.properties(title=alt.TitleParams(
+        f"Attention to {token} from {token} and from other tokens (Clark Fig. 2, bottom)", subtitle=subtitle))
 def example_heads_chart(tokens: Sequence[str], maps: np.ndarray, picks: dict[str, tuple[int, int]],
                         threshold: float = 0.05, width: int = 170):
     """Clark Fig. 1: one line view per example head (``picks``: kind -> 0-based ``(layer, head)``), two per row.

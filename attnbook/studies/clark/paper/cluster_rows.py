@@ -86,6 +86,7 @@ def clustering_comparison(
     head_behaviours: list[list[str]] | None = None,
     n_groups: int | None = None,
     k_range=K_RANGE,
+    n_segments: int | None = None,
 ) -> list[Comparison]:
     """Clark §6's claims beside this run's numbers (:func:`attnbook.verdict.row`), each with a 95% bootstrap
     interval over groups of segments: ``resampled[resample, i, j]`` are the mean JS divergences recomputed in every
@@ -108,6 +109,9 @@ def clustering_comparison(
       this run's plane against the resampled divergences is one of the book's own questions (kind
       :data:`~attnbook.verdict.OWN`): below 0.2, below 0.1 to be fully supported (:data:`STRESS_RULE`).
 
+    ``n_segments``: the segments behind the groups; given, the rows count their sample in segments (what a reader can
+    add to: the number of groups is fixed), else in groups.
+
     The permutation p-values (labels shuffled, distances fixed) are in the notes, with what each rule compared; an
     undecided row says what its sample could detect (:mod:`~attnbook.studies.clark.paper.detect`). How this run's
     distance differs from the paper's is a setting, not a claim:
@@ -117,8 +121,11 @@ def clustering_comparison(
     n_heads = boot.shape[1]
     n_layers = max(int(m.split("-")[0]) for ms in clusters.members.values() for m in ms)
     n_units = int(n_groups) if n_groups else int(boot.shape[0])
-    unit = "groups of segments"
     how = f"{boot.shape[0]} bootstrap resamples of {n_units} groups of segments"
+    # the groups are a fixed number of runs of segments: a sample grows by its segments, each group's mean getting
+    # less noisy, so the rows count segments (the variance of a mean over groups falls as one over the segments)
+    unit = f"segments (resampled in {n_units} groups)" if n_segments else "groups of segments"
+    n_units = int(n_segments) if n_segments else n_units
     rows = []
     per_layer = n_heads // n_layers
     cut, value = clusters, _several(clusters, min_size)  # the chapter's cut, chosen by the same rule on all groups

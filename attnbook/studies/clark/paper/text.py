@@ -15,6 +15,7 @@ import numpy as np
 from attnbook import verdict
 from attnbook.studies.clark import coref
 from attnbook.studies.clark.paper.claims import PAPER_HEADS, PAPER_LAYERS, PAPER_MODEL, SPLIT_WORD_SHARE, TABLE2, TABLE3
+from attnbook.studies.clark.paper.rows import gradient_layers
 from attnbook.studies.clark.surface import layer_means, sink_token
 from attnbook.verdict import Comparison
 
@@ -62,8 +63,31 @@ def mlm_markdown(mlm) -> str:
         "Clark et al.'s measurement on a model with its own MLM head.")
 
 
-def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray]) -> str:
-    """What the gradient row says about a [CLS] sink, only what it supports."""
+def _carriers_sentence(layers) -> str:
+    """Which [CLS]-heavy layers carry the gradient contrast (``layers``: a
+    :class:`~attnbook.studies.clark.paper.rows.GradientLayers`), from the per-layer numbers."""
+    def listed(ls):
+        return ("layer " if len(ls) == 1 else "layers ") + ", ".join(map(str, ls))
+
+    carriers, against = layers.carriers, layers.against
+    ratios = ", ".join(f"{layers.ratio[l]:.2f}" for l in carriers)
+    text = (f" gradients to [CLS], relative to other tokens, are smaller in {listed(carriers)} (ratio {ratios}) than "
+            f"in the layers that attend to it less (mean ratio {layers.rest_mean:.2f})")
+    if against:
+        text += (f"; in {listed(against)}, which also give [CLS] at least the median attention, they are not clearly smaller "
+                 f"({', '.join(f'{layers.ratio[l]:.2f}' for l in against)}), so the contrast rests on "
+                 f"{listed(carriers)} ({layers.share_of_contrast(carriers):.0%} of it)")
+    top_rest = max(layers.rest, key=lambda l: layers.attention[l], default=None)
+    heavy_mean = float(np.mean([layers.attention[l] for l in layers.heavy]))
+    if top_rest is not None and layers.attention[top_rest] >= heavy_mean / 2:  # a layer that attends to it much too
+        text += (f"; layer {top_rest}, giving [CLS] {layers.attention[top_rest]:.0%} of its attention, is among the "
+                 f"layers that attend to it less (ratio {layers.ratio[top_rest]:.2f})")
+    return text
+
+
+def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray], grads=None) -> str:
+    """What the gradient row says about a [CLS] sink, only what it supports; with ``grads`` (the gradients behind
+    the row), which layers carry the contrast (:func:`~attnbook.studies.clark.paper.rows.gradient_layers`)."""
     means = {k: layer_means(stats[k]) for k in ("cls", "sep")}
     head = (f"The largest difference is the no-op target: this model sends up to {means['cls'].max():.0%} of a "
             f"layer's attention to [CLS] and at most {means['sep'].max():.0%} to [SEP], so the [SEP]-centred "
@@ -73,9 +97,17 @@ def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray]) -> 
         return head + " Without the gradients, whether [CLS] plays the no-op role [SEP] plays in bert-base is open."
     outcome = grad[0].verdict
     if outcome == verdict.AGREES:
-        return head + (" The pattern behind them does: gradients to [CLS] are smaller, relative to other tokens, in "
-                       "the layers that attend to it most, as the paper found for [SEP] (a fixed special token "
-                       "absorbing attention a head does not need).")
+        if grads is None:
+            heavy = np.flatnonzero(means["cls"] >= np.median(means["cls"])) + 1
+            return head + (" The pattern behind them holds on average: gradients to [CLS], relative to other tokens, "
+                           "are smaller in the layers giving it at least the median attention taken together (layers "
+                           + ", ".join(map(str, heavy)) + ") than in the rest, as the paper found for [SEP] (a fixed "
+                           "special token absorbing attention a head does not need); the gradient row's note says "
+                           "which layers carry it.")
+        layers = gradient_layers(stats, grads, "cls")
+        return head + (" The pattern behind them holds on average:" + _carriers_sentence(layers)
+                       + ". Read it as the paper's no-op pattern (for [SEP]) in those layers, not in every layer "
+                         "that attends to [CLS].")
     if outcome == verdict.DISAGREES:
         return head + (" Nor does the pattern behind them: gradients to [CLS] are not smaller in the layers that "
                        "attend to it most, so the no-op reading of the sink is not supported here.")
@@ -86,15 +118,17 @@ def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray]) -> 
                    "interval of their contrast includes no difference.")
 
 
-def surface_findings(rows: Sequence[Comparison], stats: dict[str, np.ndarray], model_name: str) -> str:
+def surface_findings(rows: Sequence[Comparison], stats: dict[str, np.ndarray], model_name: str,
+                     grads: dict[str, np.ndarray] | None = None) -> str:
     """Chapter 1's closing summary: :func:`attnbook.verdict.summary_markdown` of the rows of
     :func:`~attnbook.studies.clark.paper.rows.surface_comparison` (and
     :func:`~attnbook.studies.clark.paper.rows.mlm_head_rows`), set by the model's shape beside bert-base's and,
-    when this model's sink is [CLS] rather than [SEP], by what the gradient row says about that sink."""
+    when this model's sink is [CLS] rather than [SEP], by what the gradient row says about that sink (with
+    ``grads``, the gradients behind that row, layer by layer)."""
     n_layers, n_heads = np.shape(stats["sep"])
     setting = _setting(model_name, n_layers, n_heads)
     if sink_token(stats) == "cls":
-        setting += " " + _sink_sentence(rows, stats)
+        setting += " " + _sink_sentence(rows, stats, grads)
     return verdict.summary_markdown(rows, setting)
 
 

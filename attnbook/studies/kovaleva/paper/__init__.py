@@ -48,6 +48,7 @@ from attnbook.studies.kovaleva.paper.rows import (
     VERTICAL_RULE,
     beside_table1,
     cell_rule,
+    classifier_gap_words,
     cell_rule_words,
     change_comparisons,
     constant_rule,
@@ -70,6 +71,7 @@ from attnbook.studies.kovaleva.paper.rows import (
     sampling_rule,
     seed_sd,
     seed_variance,
+    table1_cells,
     table1_comparisons,
     with_seed_spread,
     taxonomy_comparisons,
@@ -80,9 +82,11 @@ from attnbook.studies.kovaleva.paper.disabling_rows import cross_fit_words, disa
 from attnbook.studies.kovaleva.paper.text import (
     agreement_markdown,
     caution_markdown,
+    classifier_confound,
     disabling_findings,
     disabling_setting,
     finetune_markdown,
+    recipe_confound,
     setting_markdown,
     table1_note,
 )
@@ -101,10 +105,12 @@ __all__: list[str] = [
     "sampling_rule", "layer_one_rule", "seed_variance", "with_seed_spread",
     "in_range", "last_layers", "most_changed_layers", "holds_estimate", "not_run_row", "row_difference",
     "missing_data", "versus_constant_estimate",
-    "table1_comparisons", "beside_table1", "taxonomy_comparisons", "fig2_comparisons", "framenet_comparisons",
+    "table1_cells", "table1_comparisons", "beside_table1", "classifier_gap_words", "taxonomy_comparisons",
+    "fig2_comparisons", "framenet_comparisons",
     "change_comparisons", "top_cls_feature", "peak_layer", "feature_claims", "feature_comparisons", "feature_rows",
     "disabling_comparisons", "cross_fit_words",
     # text
-    "table1_note", "finetune_markdown", "setting_markdown", "agreement_markdown", "caution_markdown",
+    "table1_note", "finetune_markdown", "recipe_confound", "classifier_confound", "setting_markdown",
+    "agreement_markdown", "caution_markdown",
     "disabling_setting", "disabling_findings",
 ]

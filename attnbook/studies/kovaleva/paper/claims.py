@@ -30,6 +30,7 @@ PAPER: dict[str, Any] = {
     "cls_top": {"MRPC": "[SEP]", "SST-2": "[SEP]", "QQP": "[SEP]", "MNLI-m": "[SEP]",
                 "STS-B": "punctuation", "RTE": "punctuation", "QNLI": "punctuation"},
     "changed_last_two_except": ("QQP",),  # §4.3 / Fig. 5: the last two layers change most, except on QQP
+    "finetune_epochs": 3,  # §3: fine-tuned with batch size 32 for 3 epochs (Devlin et al.'s recipe)
 }
 
 #: Kovaleva et al. §4.6 (Fig. 8-9) and §5: disabling heads and layers of fine-tuned bert-base (chapter 5).

@@ -7,7 +7,7 @@ the seeds (:class:`~attnbook.verdict.Cases`), and when undecided says what each 
 
 A row that reports the best of many configurations (the best head, the best layer, the task where a layer helps or
 hurts most) never judges the pick where it was picked: it judges the pick on held-out dev examples where the sweep left
-some out, and otherwise the **cross-fitted** gain (:func:`attnbook.studies.kovaleva.disabling.cross_fitted`: chosen
+some out, and otherwise the **cross-fitted** gain (:func:`attnbook.studies.kovaleva.crossfit.cross_fitted`: chosen
 on one half of the swept examples and scored on the other, both ways, averaged; the interval re-does the choice in
 every resample). The note says which.
 """
@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from attnbook import verdict
 from attnbook.stats import Estimate
+from attnbook.studies.kovaleva.crossfit import cross_fitted
 from attnbook.studies.kovaleva.paper.claims import PAPER_DISABLING
 from attnbook.studies.kovaleva.paper.rows import (GAIN_POSITIVE, LAYER_DROP_RULE, MATCH_RULE, layer_one_rule,
                                                   not_run_row)
@@ -62,7 +63,7 @@ def _n(e: Mapping[str, Any]) -> Any:
 
 
 def _choice(e: Mapping[str, Any], key: str = "best_choice") -> str:
-    """The configurations the two halves chose (:meth:`~attnbook.studies.kovaleva.disabling.CrossFit.chosen_text`)."""
+    """The configurations the two halves chose (:meth:`~attnbook.studies.kovaleva.crossfit.CrossFit.chosen_text`)."""
     c = e.get(key)
     return c.chosen_text() if c is not None else ""
 
@@ -92,8 +93,6 @@ def _largest_layer_gain(effects, judged, held_out, P) -> Comparison:
     every judged task's layers is cross-fitted (each task halved and resampled on its own); ``not comparable`` when
     neither is available (effects without ``layer_split``, not made by
     :func:`~attnbook.studies.kovaleva.disabling.sweep_effects`)."""
-    from attnbook.studies.kovaleva.disabling import cross_fitted
-
     cells = [(t, i) for t in judged for i in range(len(effects[t]["layers"]))]
     t, layer = max(cells, key=lambda x: effects[x[0]]["layers"][x[1]].value)
     h = next(iter(held_out.get(t, {}).values()), None)  # the task's first seed: the run ``effects`` has
@@ -121,8 +120,6 @@ def _layer_one_drop(effects, judged, P) -> Comparison:
     points on QNLI and MNLI). The quantity is layer 1's change on the task where it is lowest: with one task that
     task's change; with several, the task is chosen by cross-fitting (lowest on one half, scored on the other, both
     ways), so the pick is not the largest of several noisy drops; ``not comparable`` without the halves."""
-    from attnbook.studies.kovaleva.disabling import cross_fitted
-
     q = "largest drop from disabling layer 1 (points)"
     if len(judged) == 1:
         t = judged[0]

@@ -4,7 +4,7 @@ A row scored on a classifier no better than its constant predictor (majority cla
 Pearson 0) cannot fail and is ``not comparable`` with the reason - ours (:func:`row_reason`, per seed
 :func:`not_learned_seeds`; the criterion is :func:`attnbook.studies.kovaleva.reference.constant_reason`) or, in Table 1,
 the paper's (:func:`paper_constant_reason`). :func:`learned_tasks` gives the reason per task to every later section,
-:func:`constant_predictors` names the classifiers for the warning under Table 1. The rows are
+:func:`constant_predictors` lists the classifiers no better than a constant predictor. The rows are
 :func:`attnbook.studies.kovaleva.table1.table1`'s.
 """
 from __future__ import annotations

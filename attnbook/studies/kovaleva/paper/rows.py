@@ -2,7 +2,7 @@
 
 Each function turns a measurement's results into rows made by :func:`attnbook.verdict.row`, each with its rule from
 :mod:`attnbook.verdict` stated in words and this run's number as an :class:`~attnbook.stats.Estimate` with its 95%
-interval where it is a sample estimate: Table 1 (:func:`table1_comparisons`), §4.1 (:func:`taxonomy_comparisons`,
+interval where it is a sample estimate: Table 1 (:func:`table1_comparisons`, its cells :func:`table1_cells`), §4.1 (:func:`taxonomy_comparisons`,
 :func:`fig2_comparisons`), §4.2 (:func:`framenet_comparisons`), §4.3 (:func:`change_comparisons`), §4.4-4.5
 (:func:`feature_comparisons`, :func:`feature_rows`, on the claims of :func:`feature_claims`); chapter 5's §4.6, §5
 are in :mod:`~attnbook.studies.kovaleva.paper.disabling_rows` (:func:`disabling_comparisons`).
@@ -50,6 +50,7 @@ from attnbook.studies.kovaleva.paper.learned import (
     paper_constant_reason,
     row_reason,
 )
+from attnbook.studies.kovaleva.patterns import CLASSES
 from attnbook.studies.kovaleva.table1 import paired_mean_difference
 
 Comparison = verdict.Comparison
@@ -323,31 +324,14 @@ def _difference_row(experiment: str, q: str, task: str, a, b, rule: verdict.Rule
                        note=note + (f"; {counts}" if counts else ""))
 
 
-def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Comparison]:
-    """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
-
-    * each cell: ours (95% interval over dev examples and seeds) against the paper's, :func:`cell_rule`; ``not
-      comparable`` when our fine-tuned classifier is no better than its constant predictor (an untrained
-      ``"pretrained"`` cell is compared as measured: the paper's is untrained too)
-      (:func:`~attnbook.studies.kovaleva.paper.learned.row_reason`) or when the task was not run (``not
-      reproduced`` when its data is not here: Kovaleva's QQP, MNLI and QNLI training sets);
-    * a cell whose paper value is a constant predictor's score
-      (:func:`~attnbook.studies.kovaleva.paper.learned.paper_constant_reason`: MRPC random init 81.2, SST-2 untrained
-      49.1, RTE 52.7) claims "no better than a constant predictor": judged on both sides, this run's classifier minus
-      its own constant predictor (paired, ``vs_constant_low``/``_high``) by :func:`constant_rule`;
-    * per task, pre-trained + fine-tuning minus random init + fine-tuning, paired over the dev examples (its
-      interval also counts both rows' seed-to-seed spread, :func:`seed_variance`, where the table gives it),
-      against the paper's difference, on its sign and its size (:func:`difference_rule`); not comparable when our
-      pre-trained + fine-tuning classifier is no better than its constant predictor;
-    * where the paper's random init + fine-tuning scores below its untrained pre-trained model (STS-B and QNLI, as
-      §4.3's text says), that difference, paired over the dev examples, against the paper's, on its sign and its
-      size (:func:`difference_rule`);
-    * the mean gain of fine-tuning (pre-trained + fine-tuning minus pre-trained) over the tasks whose fine-tuned
-      classifier learned, against the paper's mean over the same tasks (:func:`gain_rule`, signed; each task
-      resampled on its own dev examples).
-    """
+def table1_cells(df) -> list[Comparison]:
+    """The rows of Table 1's cells, one per row of ``df`` (:func:`attnbook.studies.kovaleva.table1.table1`), as
+    :func:`table1_comparisons` judges them: ours against the paper's by :func:`cell_rule`; against our own constant
+    predictor by :func:`constant_rule` where the paper's cell is a constant predictor's score; ``not comparable``
+    where our fine-tuned classifier is no better than its constant predictor; not run or ``not reproduced`` where
+    the task was not run. The page's sentences about the cells read these rows
+    (:mod:`~attnbook.studies.kovaleva.paper.text`)."""
     rows = []
-    by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
     for _, r in df.iterrows():
         q = f"{r['task']}, {r['init']}"
         if is_missing(r["ours"]):
@@ -379,6 +363,34 @@ def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Co
             note += "; seeds no better than their constant predictor: " + ", ".join(map(str, not_learned_seeds(r)))
         rows.append(verdict.row("Table 1", q, paper=float(r["paper"]), ours=_cell_estimate(r), rule=rule, note=note,
                                 fmt=".1f"))
+    return rows
+
+
+def table1_comparisons(df, *, n_resamples: int = 2000, seed: int = 0) -> list[Comparison]:
+    """Rows for Table 1 (``df`` from :func:`attnbook.studies.kovaleva.table1.table1`).
+
+    * each cell: ours (95% interval over dev examples and seeds) against the paper's, :func:`cell_rule`; ``not
+      comparable`` when our fine-tuned classifier is no better than its constant predictor (an untrained
+      ``"pretrained"`` cell is compared as measured: the paper's is untrained too)
+      (:func:`~attnbook.studies.kovaleva.paper.learned.row_reason`) or when the task was not run (``not
+      reproduced`` when its data is not here: Kovaleva's QQP, MNLI and QNLI training sets);
+    * a cell whose paper value is a constant predictor's score
+      (:func:`~attnbook.studies.kovaleva.paper.learned.paper_constant_reason`: MRPC random init 81.2, SST-2 untrained
+      49.1, RTE 52.7) claims "no better than a constant predictor": judged on both sides, this run's classifier minus
+      its own constant predictor (paired, ``vs_constant_low``/``_high``) by :func:`constant_rule`;
+    * per task, pre-trained + fine-tuning minus random init + fine-tuning, paired over the dev examples (its
+      interval also counts both rows' seed-to-seed spread, :func:`seed_variance`, where the table gives it),
+      against the paper's difference, on its sign and its size (:func:`difference_rule`); not comparable when our
+      pre-trained + fine-tuning classifier is no better than its constant predictor;
+    * where the paper's random init + fine-tuning scores below its untrained pre-trained model (STS-B and QNLI, as
+      §4.3's text says), that difference, paired over the dev examples, against the paper's, on its sign and its
+      size (:func:`difference_rule`);
+    * the mean gain of fine-tuning (pre-trained + fine-tuning minus pre-trained) over the tasks whose fine-tuned
+      classifier learned, against the paper's mean over the same tasks (:func:`gain_rule`, signed; each task
+      resampled on its own dev examples).
+    """
+    rows = table1_cells(df)
+    by = {(r["task"], r["init"]): r for _, r in df.iterrows()}
     tasks = list(dict.fromkeys(df["task"]))
     learned = learned_tasks(df)
     for t in tasks:
@@ -470,8 +482,36 @@ def taxonomy_comparisons(cnn_f1: Estimate, vertical_share: Estimate, *, reviewed
     ]
 
 
+def _share_of(shares: Any, name: str) -> float | None:
+    """Class ``name``'s share in ``shares``: a mapping class -> share (or :class:`~attnbook.stats.Estimate`), or a
+    sequence in :data:`attnbook.studies.kovaleva.patterns.CLASSES` order; ``None`` when it has none."""
+    if shares is None:
+        return None
+    if isinstance(shares, Mapping):
+        v = shares.get(name)
+    else:
+        seq = list(np.asarray(shares, dtype=np.float64).ravel())
+        v = seq[CLASSES.index(name)] if name in CLASSES and len(seq) == len(CLASSES) else None
+    if isinstance(v, Estimate):
+        v = v.value
+    return None if v is None or is_missing(float(v)) else float(v)
+
+
+#: what a Fig. 2 row's interval counts, and what it does not
+SHARE_INTERVAL_WORDS = "the interval counts the inputs sampled, not the CNN's labelling error"
+
+
+def classifier_gap_words(cnn: float, rules: float | None) -> str:
+    """The note of a Fig. 2 row: what its interval counts and, with the rule set's share of the same maps
+    (``rules``), the CNN's share minus it in points, the measure of the labelling error the interval leaves out."""
+    if rules is None:
+        return SHARE_INTERVAL_WORDS
+    return (f"rule set {100 * rules:.1f}%, CNN minus rule set {100 * (cnn - rules):+.1f} points; "
+            f"{SHARE_INTERVAL_WORDS}, of which that gap is the measure")
+
+
 def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapping[str, str] | None = None,
-                     transfer: str = "") -> list[Comparison]:
+                     transfer: str = "", rules: Mapping[str, Any] | None = None) -> list[Comparison]:
     """Rows for §4.1 / Fig. 2 from ``shares[task][class]`` (the fine-tuned models' maps, CNN classes, each an
     :class:`~attnbook.stats.Estimate` over inputs):
 
@@ -483,6 +523,11 @@ def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapp
 
     A task whose fine-tuned classifier learned nothing (``learned[task]`` non-empty) is ``not comparable``; so is
     every row when the CNN learned its classes from another model's labelled maps (``transfer``).
+
+    Each interval is a bootstrap over the inputs: it counts the maps sampled, not the CNN's labelling error. With
+    ``rules[task]`` (the rule set's class shares of the same maps, class -> share or a sequence in
+    :data:`~attnbook.studies.kovaleva.patterns.CLASSES` order) each row's note gives the CNN's share minus the rule
+    set's (:func:`classifier_gap_words`), the measure of that error.
     """
     low, high = PAPER["heterogeneous"]
     mid, half = (low + high) / 2, (high - low) / 2
@@ -498,11 +543,14 @@ def fig2_comparisons(shares: Mapping[str, Mapping[str, Estimate]], learned: Mapp
         rows.append(verdict.row(
             "§4.1 Fig. 2", f"{t}: Heterogeneous share", paper=f"{het:.0%}" if t in own else f"{low:.0%} to {high:.0%}",
             paper_value=het, ours=s["Heterogeneous"], rule=verdict.NotComparable(reason) if reason else rule,
-            note="fine-tuned model, CNN classes" + ("" if t in own else
-                                                     "; the paper's range across tasks")))
+            note="fine-tuned model, CNN classes" + ("" if t in own else "; the paper's range across tasks")
+                 + "; " + classifier_gap_words(s["Heterogeneous"].value, _share_of((rules or {}).get(t),
+                                                                                   "Heterogeneous"))))
         rows.append(verdict.row(
             "§4.1 Fig. 2", f"{t}: Vertical share", paper="at least about 1/3", ours=s["Vertical"],
-            rule=verdict.NotComparable(reason) if reason else VERTICAL_RULE, note="fine-tuned model, CNN classes"))
+            rule=verdict.NotComparable(reason) if reason else VERTICAL_RULE,
+            note="fine-tuned model, CNN classes; " + classifier_gap_words(
+                s["Vertical"].value, _share_of((rules or {}).get(t), "Vertical"))))
     return rows
 
 
@@ -615,8 +663,10 @@ def feature_claims(ft: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray], 
     ``pre[key][resample, ...]`` of the fine-tuned and the pre-trained model (the same draws of inputs; see
     :func:`attnbook.studies.kovaleva.features.resampled_statistics`). Each value is a bool per resample:
 
-    * ``dominate``: the largest head value of ``[CLS]``/``[SEP]`` received is at least twice the largest of any
-      linguistic feature;
+    * ``dominate``: each special token dominates the linguistic features, as §4.4 states it ("the attention weights of
+      such tokens were negligible compared to [CLS] and [SEP]"): the largest head value ``[CLS]`` received and the
+      largest ``[SEP]`` received are *each* at least twice the largest of any linguistic feature; ``dominate/[CLS]``
+      and ``dominate/[SEP]`` are the two halves, so a row can say which one holds;
     * ``order``: the layer where ``[CLS]`` gets most (mean over heads) comes before the one of ``[SEP]``;
     * ``small_gain``: the largest increase under fine-tuning of any linguistic feature is below half the special
       tokens' largest value;
@@ -630,8 +680,11 @@ def feature_claims(ft: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray], 
 
     out: dict[str, np.ndarray] = {}
     special, ling = peak(ft, ("[CLS]", "[SEP]")), peak(ft, LINGUISTIC)
-    if special is not None and ling is not None:
-        out["dominate"] = special >= 2 * ling
+    each = {n: peak(ft, (n,)) for n in ("[CLS]", "[SEP]")}
+    if ling is not None and all(v is not None for v in each.values()):
+        for n, v in each.items():
+            out[f"dominate/{n}"] = v >= 2 * ling
+        out["dominate"] = out["dominate/[CLS]"] & out["dominate/[SEP]"]
     if "received/[CLS]" in ft and "received/[SEP]" in ft:
         out["order"] = (np.nanmean(ft["received/[CLS]"], axis=2).argmax(1)
                         < np.nanmean(ft["received/[SEP]"], axis=2).argmax(1))
@@ -657,8 +710,9 @@ def feature_claims(ft: Mapping[str, np.ndarray], pre: Mapping[str, np.ndarray], 
 
 #: §4.4-4.5: the quantity, the paper's finding and the claim of each key of :func:`feature_claims`
 FEATURE_ROWS: dict[str, tuple[str, str, str, str]] = {
-    "dominate": ("§4.4 Fig. 6", "[CLS]/[SEP] dominate linguistic features", "linguistic features negligible",
-                 "[CLS]/[SEP]'s largest head value is at least twice any linguistic feature's"),
+    "dominate": ("§4.4 Fig. 6", "[CLS] and [SEP] each dominate linguistic features",
+                 "linguistic features negligible compared to [CLS] and [SEP]",
+                 "[CLS]'s largest head value and [SEP]'s are each at least twice any linguistic feature's"),
     "order": ("§4.4 Fig. 6", "[CLS] peaks in an earlier layer than [SEP]", "every task",
               "the layer where [CLS] gets most comes before [SEP]'s"),
     "small_gain": ("§4.4", "fine-tuning gains of linguistic features are small", "small, on some tasks",
@@ -675,7 +729,8 @@ def feature_comparisons(claims: Mapping[str, Mapping[str, np.ndarray]], point: M
                         n_inputs: Mapping[str, int], learned: Mapping[str, str] | None = None) -> list[Comparison]:
     """Rows for §4.4 (Fig. 6) and §4.5 (Fig. 7) per task: ``claims[task][key]`` from :func:`feature_claims` (one
     bool per bootstrap resample of the task's inputs), ``point[task][key]`` whether the claim holds on all inputs,
-    judged by :class:`~attnbook.verdict.Holds`. A task whose fine-tuned classifier learned nothing is
+    judged by :class:`~attnbook.verdict.Holds`. A claim made of parts (``dominate``: ``point[task]["dominate/[CLS]"]``
+    and ``["dominate/[SEP]"]``) shows which part holds. A task whose fine-tuned classifier learned nothing is
     ``not comparable``; a claim the data cannot make (no verb-subject pair) is left out."""
     rows = []
     for key, (exp, quantity, paper, words) in FEATURE_ROWS.items():
@@ -686,6 +741,10 @@ def feature_comparisons(claims: Mapping[str, Mapping[str, np.ndarray]], point: M
             est = holds_estimate(c[key], n_inputs[t], "inputs")
             p = f"{PAPER['cls_top'][t]}" if key == "cls_top" else paper
             shown = f"{'yes' if point[t].get(key) else 'no'} ({est.value:.0%} of resamples)"
+            parts = [f"{n} {'yes' if point[t][f'{key}/{n}'] else 'no'}" for n in ("[CLS]", "[SEP]")
+                     if f"{key}/{n}" in point[t]]
+            if parts:
+                shown = shown.replace(" (", ": " + ", ".join(parts) + " (", 1)
             rows.append(verdict.row(exp, f"{t}: {quantity}", paper=p, ours=shown, estimate=est,
                                     rule=verdict.NotComparable(reason) if reason else verdict.Holds(words),
                                     note="fine-tuned model; bootstrap over inputs"))

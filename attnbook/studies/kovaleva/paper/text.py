@@ -1,7 +1,9 @@
 """Kovaleva et al. beside this run, in sentences: chapters 4 and 5's paragraphs, written from the numbers.
 
-* chapter 4: under Table 1 (:func:`table1_note`, :func:`finetune_markdown`) and the closing summary
-  (:func:`agreement_markdown`, with :func:`setting_markdown` as its setting);
+* chapter 4: under Table 1 (:func:`table1_note`, :func:`finetune_markdown`, both reading the cell rows of
+  :func:`~attnbook.studies.kovaleva.paper.rows.table1_cells`) and the closing summary (:func:`agreement_markdown`,
+  with :func:`setting_markdown` as its setting), with the confounds the rows carry (:func:`recipe_confound`,
+  :func:`classifier_confound`);
 * chapter 5: the caution under the baseline table (:func:`caution_markdown`) and the closing summary
   (:func:`disabling_findings`, with :func:`disabling_setting` as its setting).
 
@@ -16,9 +18,11 @@ from typing import Any, Mapping, Sequence
 from attnbook import verdict
 from attnbook.engine.precision import resolve_bf16, training_sentence
 from attnbook.stats import Estimate
-from attnbook.studies.kovaleva.paper.claims import PAPER_MODEL
-from attnbook.studies.kovaleva.paper.learned import constant_predictors, is_missing, row_reason
-from attnbook.studies.kovaleva.paper.rows import cell_rule_words, row_difference
+import re
+
+from attnbook.studies.kovaleva.paper.claims import PAPER, PAPER_MODEL
+from attnbook.studies.kovaleva.paper.learned import is_missing, not_learned_seeds
+from attnbook.studies.kovaleva.paper.rows import SHARE_INTERVAL_WORDS, cell_rule_words, row_difference, table1_cells
 
 Comparison = verdict.Comparison
 
@@ -50,22 +54,67 @@ def seeds_sentence(df) -> str:
                    "examples only.")
 
 
-def table1_note(df, cpu_seconds: float) -> str:
+def _are(n: int, one: str = "is", many: str = "are") -> str:
+    """``one`` for a count of 1, else ``many`` (``"1 is"``, ``"2 are"``)."""
+    return one if n == 1 else many
+
+
+def _cell_rows(rows: Sequence[Comparison]) -> list[Comparison]:
+    """The Table 1 cell rows among ``rows`` (quantity ``"task, init"``)."""
+    return [r for r in rows if r.experiment == "Table 1" and "," in r.quantity]
+
+
+def _against_constant(r: Comparison) -> bool:
+    """Whether a cell row judges the paper's claim "no better than a constant predictor"."""
+    return "a constant predictor's score" in str(r.paper)
+
+
+def _not_learned_cells(cells: Sequence[Comparison]) -> list[Comparison]:
+    """The measured claim cells that are ``not comparable`` (our classifier no better than its constant predictor)."""
+    return [r for r in cells if r.kind == verdict.CLAIM and r.verdict == verdict.NOT_COMPARABLE
+            and not is_missing(r.value)]
+
+
+def table1_note(df, cpu_seconds: float, cells: Sequence[Comparison] | None = None) -> str:
     """The paragraph under Table 1: how to read a cell and how its interval combines seeds and dev examples
-    (:func:`seeds_sentence`), the CPU time of fine-tuning and scoring, the tasks not run, and a warning naming the
-    fine-tuned classifiers no better than their constant predictor."""
+    (:func:`seeds_sentence`), the CPU time of fine-tuning and scoring, the tasks not run, and what the cell rows
+    (``cells``, default :func:`~attnbook.studies.kovaleva.paper.rows.table1_cells` of ``df``) say of the
+    classifiers: the cells that are not comparable with their reason, the cells whose paper value is a constant
+    predictor's score with their outcome, and the seeds no better than their constant predictor in a cell that
+    stays comparable."""
+    cells = _cell_rows(table1_cells(df) if cells is None else cells)
     notes = df[df["note"] != ""][["task", "init", "note"]].drop_duplicates("task")
-    constant = constant_predictors(df)
     seeds = seeds_sentence(df)
-    return (f"Cells read *ours [95% interval] (paper)*; MRPC/QQP cells are F1/accuracy. "
+    text = (f"Cells read *ours [95% interval] (paper)*; MRPC/QQP cells are F1/accuracy. "
             + (seeds + " " if seeds else "")
             + f"Fine-tuning and scoring took {cpu_seconds:.0f} CPU seconds in this run (near 0 when every checkpoint "
             "was cached). "
             + ("Not run: " + "; ".join(f"{r.task} ({r.note.replace('not run: ', '')})" for r in notes.itertuples())
-               + ". " if len(notes) else "")
-            + ("**Warning:** " + ", ".join(constant) + " are no better than a constant predictor (majority class; "
-               "always 'paraphrase' for F1; Pearson 0): their cells are not comparable, and the fine-tuned maps "
-               "below carry little of such a task." if constant else ""))
+               + ". " if len(notes) else ""))
+    constant = [r for r in cells if _against_constant(r)]
+    if constant:
+        one = len(constant) == 1
+        text += (f"The paper's cell{'' if one else 's'} {'; '.join(r.quantity for r in constant)} "
+                 + ("is a constant predictor's score" if one else "are constant predictors' scores")
+                 + f", so the claim there is 'no better than a constant predictor' and the row{'' if one else 's'} "
+                 f"judge{'s' if one else ''} ours against our own constant predictor: "
+                 + "; ".join(f"{r.quantity} {r.outcome_words}" for r in constant) + ". ")
+    flat = _not_learned_cells(cells)
+    if flat:
+        maps = any(r.quantity.endswith("pretrained_ft") for r in flat)
+        text += (f"**Warning:** {len(flat)} cell{'' if len(flat) == 1 else 's'} {_are(len(flat))} not comparable, "
+                 "our classifier no better than its constant predictor (majority class; always 'paraphrase' for F1; "
+                 "Pearson 0): " + "; ".join(f"{r.quantity} ({r.reason})" for r in flat) + "."
+                 + (" The fine-tuned maps below carry little of such a task." if maps else "") + " ")
+    judged = {r.quantity for r in cells if r.verdict != verdict.NOT_COMPARABLE}
+    some = [f"{r['task']}, {r['init']} (seed{'s' if len(not_learned_seeds(r)) > 1 else ''} "
+            f"{', '.join(map(str, not_learned_seeds(r)))} of {len(r.get('learned') or {})})"
+            for _, r in df.iterrows() if f"{r['task']}, {r['init']}" in judged and r["init"] != "pretrained"
+            and not_learned_seeds(r)]
+    if some:
+        text += ("Seeds no better than their constant predictor in a cell that is still compared (its mean counts "
+                 "them): " + "; ".join(some) + ".")
+    return text.strip()
 
 
 def _per_task(value: Any, tasks: Sequence[str], fmt: str = "g", none: str = "all") -> str:
@@ -79,10 +128,46 @@ def _per_task(value: Any, tasks: Sequence[str], fmt: str = "g", none: str = "all
     return one(value)
 
 
-def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
-    """How the classifiers of this run were fine-tuned (from the recipe, so it holds in every profile) and how
+def recipe_confound(cells: Sequence[Comparison], recipe: Mapping[str, Any] | None = None) -> str:
+    """The fine-tuning recipe as a confound of every row on a fine-tuned model, from the Table 1 cell rows: the
+    pre-trained + fine-tuning cells whose interval does not reach the paper's cell from below (ours lower, not
+    agreeing) and the fine-tuned cells not comparable because the classifier learned nothing; with ``recipe``, its
+    epochs beside the paper's (§3: 3 epochs). ``""`` when no cell falls short."""
+    cells = _cell_rows(cells)
+    short = [r for r in cells if r.kind == verdict.CLAIM and r.quantity.endswith(", pretrained_ft")
+             and r.verdict in (verdict.DISAGREES, verdict.PARTLY, verdict.INCONCLUSIVE)
+             and isinstance(r.paper, (int, float)) and r.value is not None and r.value < r.paper]
+    flat = [r for r in _not_learned_cells(cells) if not r.quantity.endswith(", pretrained")]
+    if not short and not flat:
+        return ""
+    what = []
+    if short:
+        what.append("pre-trained + fine-tuning below the paper's cell ("
+                    + ", ".join(f"{r.quantity.split(',')[0]} {r.value:.1f} against {float(r.paper):g}" for r in short)
+                    + ")")
+    if flat:
+        what.append("classifiers no better than their constant predictor ("
+                    + ", ".join(r.quantity for r in flat) + ")")
+    epochs = ""
+    if recipe is not None and recipe.get("epochs") is not None:
+        tasks = list(dict.fromkeys(r.quantity.split(",")[0] for r in short + flat))
+        epochs = (f" (this recipe: {_per_task(recipe.get('epochs'), tasks)} epoch(s), training examples "
+                  f"{_per_task(recipe.get('train_cap'), tasks, ',')}; the paper's: {PAPER['finetune_epochs']} epochs "
+                  "on the whole training sets, §3)")
+    return ("The fine-tuning recipe is a confound of every row on a fine-tuned model: "
+            + " and ".join(what) + " may owe as much to the recipe's epochs and training examples" + epochs
+            + " as to the model, and the maps of a classifier that learned less carry less of its task.")
+
+
+def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any], cells: Sequence[Comparison] | None = None
+                      ) -> str:
+    """How the classifiers of this run were fine-tuned (from the recipe, so it holds in every profile), how
     much fine-tuning moved each task's score over the untrained classifier (from the Table 1 rows, with the paired
-    interval; a task whose fine-tuned classifier is no better than its constant predictor is named as such)."""
+    interval; a task whose pre-trained + fine-tuning cell row is not comparable, its classifier no better than its
+    constant predictor, is named as such) and the recipe as a confound (:func:`recipe_confound`). ``cells``: the
+    cell rows (default :func:`~attnbook.studies.kovaleva.paper.rows.table1_cells` of ``df``)."""
+    cells = _cell_rows(table1_cells(df) if cells is None else cells)
+    flat_cells = {r.quantity for r in _not_learned_cells(cells)}
     tasks = [t for t in dict.fromkeys(df["task"])
              if not is_missing(df[(df["task"] == t) & (df["init"] == "pretrained_ft")]["ours"].max())]
     seeds = recipe.get("seeds") or [0]
@@ -102,7 +187,7 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
         a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
         if b is None or is_missing(b["ours"]):
             continue
-        if row_reason(a):
+        if f"{t}, pretrained_ft" in flat_cells:
             flat.append(t)
             continue
         est = row_difference(t, a, b, 1000, 0)
@@ -113,32 +198,68 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any]) -> str:
                  "over dev examples): " + ", ".join(moved) + ". ")
     if flat:
         text += ("On " + ", ".join(flat) + " the fine-tuned classifier is no better than a constant predictor: "
-                 "for those tasks there is little that fine-tuning could have changed in the maps.")
-    return text.strip()
+                 "for those tasks there is little that fine-tuning could have changed in the maps. ")
+    return (text + recipe_confound(cells, recipe)).strip()
 
 
 # ---------------------------------------------------------------------------------------------
 # chapter 4: the closing summary
 # ---------------------------------------------------------------------------------------------
+_GAP = re.compile(r"rule set (\d+(?:\.\d+)?)%, CNN minus rule set ([+-]\d+(?:\.\d+)?) points")
+
+
+def classifier_confound(rows: Sequence[Comparison]) -> str:
+    """What the Fig. 2 rows' intervals leave out, from the rows: they count the inputs sampled, not the CNN's
+    labelling error; where the rows' notes give the rule set's share of the same maps
+    (:func:`~attnbook.studies.kovaleva.paper.rows.classifier_gap_words`), the largest CNN-minus-rules gap is named as
+    the measure of that error. ``""`` without Fig. 2 rows."""
+    fig2 = [r for r in rows if r.experiment == "§4.1 Fig. 2"]
+    if not fig2:
+        return ""
+    text = "The Fig. 2 shares' intervals count the inputs sampled, not the CNN's labelling error."
+    gaps = [(abs(float(m.group(2))), r, m) for r in fig2 for m in [_GAP.search(r.note or "")] if m]
+    if gaps:
+        _, r, m = max(gaps, key=lambda g: g[0])
+        text += (f" The CNN's share minus the rule set's, on the same maps, reaches {m.group(2)} points "
+                 f"({r.quantity}: CNN {r.ours}, rule set {m.group(1)}%): that disagreement, not the interval, is the "
+                 "measure of the shares' labelling error.")
+    return text
+
+
 def setting_markdown(rows: Sequence[Comparison], model_name: str) -> str:
-    """The setting of chapter 4's closing summary: this run's model beside the paper's, and what became of the
-    Table 1 cells (how many are not comparable, and how many of the others agree by the cell rule,
-    :func:`~attnbook.studies.kovaleva.paper.rows.cell_rule`). It counts no finding:
-    :func:`attnbook.verdict.summary_markdown` does."""
+    """The setting of chapter 4's closing summary, from the rows only: this run's model beside the paper's; what
+    became of the Table 1 cells (how many are not comparable, each with its reason, and how many of the others
+    agree, by the cell rule, :func:`~attnbook.studies.kovaleva.paper.rows.cell_rule`, or against our own constant
+    predictor where the paper's cell is a constant predictor's score); the confounds the rows carry: the
+    fine-tuning recipe (:func:`recipe_confound`) and the pattern classifier's labelling error
+    (:func:`classifier_confound`). It counts no finding: :func:`attnbook.verdict.summary_markdown` does."""
     text = f"The model here is {model_name}; the paper's is {PAPER_MODEL}."
-    every = [r for r in rows if r.experiment == "Table 1" and "," in r.quantity]
+    every = _cell_rows(rows)
     cells = [r for r in every if r.kind == verdict.CLAIM]
     if cells:
         tasks = list(dict.fromkeys(r.quantity.split(",")[0] for r in cells))
-        nc = sum(r.verdict == verdict.NOT_COMPARABLE for r in cells)
-        agree = sum(r.verdict == verdict.AGREES for r in cells)
-        text += (f" Of the {len(cells)} Table 1 cells, {nc} are not comparable (not run, or our classifier no better "
-                 f"than its constant predictor); of the other {len(cells) - nc}, {agree} agree with the paper by the "
-                 f"cell rule ({cell_rule_words(tasks)}) or, where the paper's cell is a constant predictor's score, by "
-                 "comparing ours with its own constant predictor.")
+        nc = [r for r in cells if r.verdict == verdict.NOT_COMPARABLE]
+        judged = [r for r in cells if r.verdict != verdict.NOT_COMPARABLE]
+        by_constant = [r for r in judged if _against_constant(r)]
+        by_cell = [r for r in judged if not _against_constant(r)]
+        agree = lambda rs: sum(r.verdict == verdict.AGREES for r in rs)  # noqa: E731
+        text += (f" Of the {len(cells)} Table 1 cells, {len(nc)} {_are(len(nc))} not comparable"
+                 + (" (" + "; ".join(f"{r.quantity}: {r.reason}" for r in nc) + ")" if nc else "")
+                 + f"; of the other {len(judged)}, {agree(judged)} {_are(agree(judged), 'agrees', 'agree')} with "
+                 "the paper")
+        parts = []
+        if by_cell:
+            parts.append(f"{agree(by_cell)} of {len(by_cell)} by the cell rule ({cell_rule_words(tasks)})")
+        if by_constant:
+            parts.append(f"{agree(by_constant)} of {len(by_constant)} whose paper cell is a constant predictor's "
+                         "score by comparing ours with our own constant predictor")
+        text += (": " + ", ".join(parts) if judged else "") + "."
     if len(every) > len(cells):
-        text += f" {len(every) - len(cells)} cells are not reproduced: this book's data has no training set for them."
-    return text
+        n = len(every) - len(cells)
+        text += (f" {n} cell{'' if n == 1 else 's'} {_are(n)} not reproduced: this book's data has no training set "
+                 "for them.")
+    confounds = [c for c in (recipe_confound(rows), classifier_confound(rows)) if c]
+    return " ".join([text] + confounds)
 
 
 def agreement_markdown(rows: Sequence[Comparison], model_name: str) -> str:
