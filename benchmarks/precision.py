@@ -90,7 +90,7 @@ def _importance(clf, imp_batches, *, bf16: bool = False) -> np.ndarray:
 
 
 def _table(base, tasks, recipe, seeds):
-    from attnbook.studies.kovaleva.paper.rows import table1_comparisons
+    from attnbook.studies.kovaleva.paper.table1_rows import table1_comparisons
     from attnbook.studies.kovaleva.table1 import table1
 
     df = table1(base, tasks, recipe, seeds=seeds, random_seeds=seeds[:1], inits=("pretrained", "pretrained_ft"),

@@ -74,7 +74,7 @@ def test_results_files_are_deterministic(tmp_path):
     assert data["numbers"]["arr"] == [0, 1, 2] and data["comparisons"][0]["ours"] == 0.9877
     second = data["comparisons"][1]
     assert second["low"] == 0.64 and second["high"] == 0.7 and second["n"] == 400 and second["verdict"] == "disagrees"
-    assert second["rule"].startswith("within 0.05 agrees")
+    assert second["rule"].startswith("whole 95% interval within ±0.05 of the paper's value agrees")
     prov = json.loads((tmp_path / "a" / "01_test.provenance.json").read_text())
     assert prov["seed"] == 0 and "torch" in prov["packages"] and prov["timings"] == {"fit": 12.3}
     with pytest.raises(ValueError, match="verdict"):

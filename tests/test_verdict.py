@@ -173,13 +173,14 @@ def test_detectable_effect_reports_80_percent_power_and_the_sample_planned_for_t
 
 
 def test_deciding_scale_has_one_home():
-    """The shrink factor that decides a row is defined once, in verdict.py."""
+    """The shrink factor that decides a row is defined once in the package, in attnbook/verdict/power.py."""
     import pathlib
     import re
 
-    root = pathlib.Path(verdict.__file__).parent
-    homes = [p for p in root.rglob("*.py") if re.search(r"^def deciding_scale\b", p.read_text(), re.M)]
-    assert [p.name for p in homes] == ["verdict.py"]
+    root = pathlib.Path(verdict.__file__).parents[1]  # attnbook/, the whole package
+    homes = [p.relative_to(root).as_posix() for p in root.rglob("*.py")
+             if re.search(r"^def deciding_scale\b", p.read_text(), re.M)]
+    assert homes == ["verdict/power.py"]
     est = Estimate(0.5, -0.3, 1.3, 100)
     s = verdict.deciding_scale(verdict.Beyond(0.0), None, est)
     assert verdict.judge(verdict.Beyond(0.0), None, Estimate(0.5, 0.5 - s * 0.8 * 0.999, 0.5 + s * 0.8)) == "agrees"

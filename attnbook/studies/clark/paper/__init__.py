@@ -3,14 +3,15 @@
 What lives where: :mod:`~attnbook.studies.clark.paper.claims` holds the paper's numbers, each with its section or
 table (§3 :data:`SURFACE`, §4.1 :data:`SPLIT_WORD_SHARE`, §4.2 :data:`TABLE1`, §4.3 :data:`TABLE2` and
 :data:`COREF_HEAD`, §5 :data:`TABLE3` and :data:`TABLE3_FINDINGS`), and computes nothing;
-:mod:`~attnbook.studies.clark.paper.rows` (§3-5) and :mod:`~attnbook.studies.clark.paper.cluster_rows` (§6) turn
-this run's measurements into comparison rows, each judged by a rule of :mod:`attnbook.verdict` on a bootstrap
-interval (the resample counts, the book's thresholds and each rule's tolerance, with its source, live beside
-them), the best head of many chosen inside the estimate by :mod:`~attnbook.studies.clark.paper.crossfit`;
-:mod:`~attnbook.studies.clark.paper.tables` sets the paper's Tables 1-3 beside this run's (:class:`Report`); and
-:mod:`~attnbook.studies.clark.paper.text` writes the sentences generated from the numbers, the closing summaries
-through :func:`attnbook.verdict.summary_markdown`; :mod:`~attnbook.studies.clark.paper.detect` quotes what each row's
-rule compared and says what an undecided row's sample could detect. Chapters and tests use the names below as ``paper.X``.
+:mod:`~attnbook.studies.clark.paper.surface_rows` (§3), :mod:`~attnbook.studies.clark.paper.rows` (§4-5) and
+:mod:`~attnbook.studies.clark.paper.cluster_rows` (§6) turn this run's measurements into comparison rows, each
+judged by a rule of :mod:`attnbook.verdict` on a bootstrap interval (the resample counts, the book's thresholds and
+each rule's tolerance, with its source, live beside them), the best head of many chosen inside the estimate by
+:mod:`~attnbook.studies.clark.paper.crossfit`; :mod:`~attnbook.studies.clark.paper.tables` sets the paper's Tables
+1-3 beside this run's (:class:`Report`); and :mod:`~attnbook.studies.clark.paper.text` writes the sentences
+generated from the numbers, the closing summaries through :func:`attnbook.verdict.summary_markdown`;
+:mod:`~attnbook.studies.clark.paper.detect` quotes what each row's rule compared and says what an undecided row's
+sample could detect. Chapters and tests use the names below as ``paper.X``.
 """
 from __future__ import annotations
 
@@ -40,29 +41,31 @@ from attnbook.studies.clark.paper.cluster_rows import (
 )
 from attnbook.studies.clark.paper.detect import bootstrap_detectable, compared, holds_detectable
 from attnbook.studies.clark.paper.rows import (
-    BROAD_SHARE,
-    CLS_ENTROPY_RULE,
     COREF_CLOSE_RULE,
     COREF_GAIN_RULE,
     N_RESAMPLES,
     SPECIALIST_MARGIN,
     convergence_text,
     coref_comparison,
-    gradient_layers,
     last_epoch_fall,
-    in_band,
     margin_rule,
-    mlm_head_rows,
-    paper_band,
     paper_spread,
     probe_comparison,
-    relative_layers,
-    resampled_surface,
     share_rule,
-    surface_comparison,
     syntax_comparison,
     table1_rule,
     table3_rule,
+)
+from attnbook.studies.clark.paper.surface_rows import (
+    BROAD_SHARE,
+    CLS_ENTROPY_RULE,
+    gradient_layers,
+    in_band,
+    mlm_head_rows,
+    paper_band,
+    relative_layers,
+    resampled_surface,
+    surface_comparison,
 )
 from attnbook.studies.clark.paper.tables import (
     Report,

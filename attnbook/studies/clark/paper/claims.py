@@ -1,9 +1,9 @@
 """Clark et al. (2019), "What does BERT look at?": the paper's numbers, each with the section or table it is from.
 
-Data only: the comparisons that read these numbers are in :mod:`~attnbook.studies.clark.paper.rows`, the tables
-that set them beside this run's in :mod:`~attnbook.studies.clark.paper.tables`, the sentences in
-:mod:`~attnbook.studies.clark.paper.text`. All numbers are for bert-base-uncased (12 layers x 12 heads); layers
-and heads are 1-based, as the paper writes them.
+Data only: the comparisons that read these numbers are in :mod:`~attnbook.studies.clark.paper.surface_rows` (§3) and
+:mod:`~attnbook.studies.clark.paper.rows` (§4-5), the tables that set them beside this run's in
+:mod:`~attnbook.studies.clark.paper.tables`, the sentences in :mod:`~attnbook.studies.clark.paper.text`. All numbers
+are for bert-base-uncased (12 layers x 12 heads); layers and heads are 1-based, as the paper writes them.
 """
 from __future__ import annotations
 

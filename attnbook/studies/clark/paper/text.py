@@ -15,7 +15,7 @@ import numpy as np
 from attnbook import verdict
 from attnbook.studies.clark import coref
 from attnbook.studies.clark.paper.claims import PAPER_HEADS, PAPER_LAYERS, PAPER_MODEL, SPLIT_WORD_SHARE, TABLE2, TABLE3
-from attnbook.studies.clark.paper.rows import gradient_layers
+from attnbook.studies.clark.paper.surface_rows import gradient_layers
 from attnbook.studies.clark.surface import layer_means, sink_token
 from attnbook.verdict import Comparison
 
@@ -65,7 +65,7 @@ def mlm_markdown(mlm) -> str:
 
 def _carriers_sentence(layers) -> str:
     """Which [CLS]-heavy layers carry the gradient contrast (``layers``: a
-    :class:`~attnbook.studies.clark.paper.rows.GradientLayers`), from the per-layer numbers."""
+    :class:`~attnbook.studies.clark.paper.surface_rows.GradientLayers`), from the per-layer numbers."""
     def listed(ls):
         return ("layer " if len(ls) == 1 else "layers ") + ", ".join(map(str, ls))
 
@@ -87,7 +87,7 @@ def _carriers_sentence(layers) -> str:
 
 def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray], grads=None) -> str:
     """What the gradient row says about a [CLS] sink, only what it supports; with ``grads`` (the gradients behind
-    the row), which layers carry the contrast (:func:`~attnbook.studies.clark.paper.rows.gradient_layers`)."""
+    the row), which layers carry the contrast (:func:`~attnbook.studies.clark.paper.surface_rows.gradient_layers`)."""
     means = {k: layer_means(stats[k]) for k in ("cls", "sep")}
     head = (f"The largest difference is the no-op target: this model sends up to {means['cls'].max():.0%} of a "
             f"layer's attention to [CLS] and at most {means['sep'].max():.0%} to [SEP], so the [SEP]-centred "
@@ -121,8 +121,8 @@ def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray], gra
 def surface_findings(rows: Sequence[Comparison], stats: dict[str, np.ndarray], model_name: str,
                      grads: dict[str, np.ndarray] | None = None) -> str:
     """Chapter 1's closing summary: :func:`attnbook.verdict.summary_markdown` of the rows of
-    :func:`~attnbook.studies.clark.paper.rows.surface_comparison` (and
-    :func:`~attnbook.studies.clark.paper.rows.mlm_head_rows`), set by the model's shape beside bert-base's and,
+    :func:`~attnbook.studies.clark.paper.surface_rows.surface_comparison` (and
+    :func:`~attnbook.studies.clark.paper.surface_rows.mlm_head_rows`), set by the model's shape beside bert-base's and,
     when this model's sink is [CLS] rather than [SEP], by what the gradient row says about that sink (with
     ``grads``, the gradients behind that row, layer by layer)."""
     n_layers, n_heads = np.shape(stats["sep"])

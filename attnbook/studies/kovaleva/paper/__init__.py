@@ -7,10 +7,11 @@ rows, the sentences. Callers use ``paper.X`` for every name below; the package h
   be compared (the criterion itself, :func:`constant_reason`, is in :mod:`attnbook.studies.kovaleva.reference`,
   which the Table 1 measurement imports too);
 * :mod:`~attnbook.studies.kovaleva.paper.rows` - the rules, stated in words in every row with the source of each
-  tolerance (the published seed spread of fine-tuning, the paper's own sampling error), and the "paper vs this run"
-  rows made by :func:`attnbook.verdict.row` (:func:`table1_comparisons`, :func:`taxonomy_comparisons`,
-  :func:`fig2_comparisons`, :func:`framenet_comparisons`, :func:`change_comparisons`, :func:`feature_rows`; chapter
-  5's :func:`disabling_comparisons` in :mod:`~attnbook.studies.kovaleva.paper.disabling_rows`);
+  tolerance (the paper's own sampling error, its reported sizes), and the "paper vs this run" rows made by
+  :func:`attnbook.verdict.row` (:func:`taxonomy_comparisons`, :func:`fig2_comparisons`, :func:`framenet_comparisons`,
+  :func:`change_comparisons`, :func:`feature_rows`); Table 1's rules (their tolerance the published seed spread of
+  fine-tuning) and rows (:func:`table1_comparisons`) in :mod:`~attnbook.studies.kovaleva.paper.table1_rows`;
+  chapter 5's :func:`disabling_comparisons` in :mod:`~attnbook.studies.kovaleva.paper.disabling_rows`;
 * :mod:`~attnbook.studies.kovaleva.paper.text` - the sentences from the numbers and the closing summaries
   (:func:`agreement_markdown` for chapter 4, :func:`disabling_findings` for chapter 5, both written by
   :func:`attnbook.verdict.summary_markdown` with the chapter's setting).
@@ -31,7 +32,6 @@ from attnbook.studies.kovaleva.paper.learned import (
     row_reason,
 )
 from attnbook.studies.kovaleva.paper.rows import (
-    DEFAULT_SEED_SD,
     F1_RULE,
     FEATURE_ROWS,
     FRAME_RULE,
@@ -42,40 +42,43 @@ from attnbook.studies.kovaleva.paper.rows import (
     MATCH_RULE,
     PAPER_MAPS,
     RTE_DEV,
-    SEED_SD,
     SHARE_RULE,
     TRANSFER_REASON,
     VERTICAL_RULE,
-    beside_table1,
-    cell_rule,
     classifier_gap_words,
-    cell_rule_words,
     change_comparisons,
-    constant_rule,
-    difference_rule,
     feature_claims,
     feature_comparisons,
     feature_rows,
     fig2_comparisons,
     framenet_comparisons,
-    gain_rule,
     holds_estimate,
     in_range,
     last_layers,
     layer_one_rule,
-    missing_data,
     most_changed_layers,
     not_run_row,
     peak_layer,
-    row_difference,
     sampling_rule,
+    taxonomy_comparisons,
+    top_cls_feature,
+)
+from attnbook.studies.kovaleva.paper.table1_rows import (
+    DEFAULT_SEED_SD,
+    SEED_SD,
+    beside_table1,
+    cell_rule,
+    cell_rule_words,
+    constant_rule,
+    difference_rule,
+    gain_rule,
+    missing_data,
+    row_difference,
     seed_sd,
     seed_variance,
     table1_cells,
     table1_comparisons,
     with_seed_spread,
-    taxonomy_comparisons,
-    top_cls_feature,
     versus_constant_estimate,
 )
 from attnbook.studies.kovaleva.paper.disabling_rows import cross_fit_words, disabling_comparisons

@@ -3,8 +3,8 @@ table.
 
 Data only: :data:`PAPER` (§4.1-4.5), :data:`PAPER_TABLE1` (Table 1) and :data:`PAPER_DISABLING` (§4.6, §5), all for
 bert-base-uncased (12 layers x 12 heads; heads written ``layer-head``, 1-based, as the paper writes them). The rows
-that read them are in :mod:`~attnbook.studies.kovaleva.paper.rows`, the sentences in
-:mod:`~attnbook.studies.kovaleva.paper.text`.
+that read them are in :mod:`~attnbook.studies.kovaleva.paper.rows` (Table 1's in
+:mod:`~attnbook.studies.kovaleva.paper.table1_rows`), the sentences in :mod:`~attnbook.studies.kovaleva.paper.text`.
 
 :data:`PAPER_TABLE1` is defined in :mod:`attnbook.studies.kovaleva.reference`, beside the constant predictor, because
 the Table 1 measurement (:mod:`attnbook.studies.kovaleva.table1`) sets it beside its own scores and must import it

@@ -1,15 +1,15 @@
 """Kovaleva et al. beside this run, in sentences: chapters 4 and 5's paragraphs, written from the numbers.
 
 * chapter 4: under Table 1 (:func:`table1_note`, :func:`finetune_markdown`, both reading the cell rows of
-  :func:`~attnbook.studies.kovaleva.paper.rows.table1_cells`) and the closing summary (:func:`agreement_markdown`,
-  with :func:`setting_markdown` as its setting), with the confounds the rows carry (:func:`recipe_confound`,
-  :func:`classifier_confound`);
+  :func:`~attnbook.studies.kovaleva.paper.table1_rows.table1_cells`) and the closing summary
+  (:func:`agreement_markdown`, with :func:`setting_markdown` as its setting), with the confounds the rows carry
+  (:func:`recipe_confound`, :func:`classifier_confound`);
 * chapter 5: the caution under the baseline table (:func:`caution_markdown`) and the closing summary
   (:func:`disabling_findings`, with :func:`disabling_setting` as its setting).
 
 Both closing summaries are written by :func:`attnbook.verdict.summary_markdown` (the outcomes counted per experiment,
 the rows that differ or that the data cannot decide listed with their numbers); the settings here count none of them.
-The rows are :mod:`~attnbook.studies.kovaleva.paper.rows`'.
+The rows are :mod:`~attnbook.studies.kovaleva.paper.rows`' and :mod:`~attnbook.studies.kovaleva.paper.table1_rows`'.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ import re
 
 from attnbook.studies.kovaleva.paper.claims import PAPER, PAPER_MODEL
 from attnbook.studies.kovaleva.paper.learned import is_missing, not_learned_seeds
-from attnbook.studies.kovaleva.paper.rows import SHARE_INTERVAL_WORDS, cell_rule_words, row_difference, table1_cells
+from attnbook.studies.kovaleva.paper.rows import SHARE_INTERVAL_WORDS
+from attnbook.studies.kovaleva.paper.table1_rows import cell_rule_words, row_difference, table1_cells
 
 Comparison = verdict.Comparison
 
@@ -78,7 +79,7 @@ def _not_learned_cells(cells: Sequence[Comparison]) -> list[Comparison]:
 def table1_note(df, cpu_seconds: float, cells: Sequence[Comparison] | None = None) -> str:
     """The paragraph under Table 1: how to read a cell and how its interval combines seeds and dev examples
     (:func:`seeds_sentence`), the CPU time of fine-tuning and scoring, the tasks not run, and what the cell rows
-    (``cells``, default :func:`~attnbook.studies.kovaleva.paper.rows.table1_cells` of ``df``) say of the
+    (``cells``, default :func:`~attnbook.studies.kovaleva.paper.table1_rows.table1_cells` of ``df``) say of the
     classifiers: the cells that are not comparable with their reason, the cells whose paper value is a constant
     predictor's score with their outcome, and the seeds no better than their constant predictor in a cell that
     stays comparable."""
@@ -165,7 +166,7 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any], cells: Seque
     much fine-tuning moved each task's score over the untrained classifier (from the Table 1 rows, with the paired
     interval; a task whose pre-trained + fine-tuning cell row is not comparable, its classifier no better than its
     constant predictor, is named as such) and the recipe as a confound (:func:`recipe_confound`). ``cells``: the
-    cell rows (default :func:`~attnbook.studies.kovaleva.paper.rows.table1_cells` of ``df``)."""
+    cell rows (default :func:`~attnbook.studies.kovaleva.paper.table1_rows.table1_cells` of ``df``)."""
     cells = _cell_rows(table1_cells(df) if cells is None else cells)
     flat_cells = {r.quantity for r in _not_learned_cells(cells)}
     tasks = [t for t in dict.fromkeys(df["task"])
@@ -229,8 +230,8 @@ def classifier_confound(rows: Sequence[Comparison]) -> str:
 def setting_markdown(rows: Sequence[Comparison], model_name: str) -> str:
     """The setting of chapter 4's closing summary, from the rows only: this run's model beside the paper's; what
     became of the Table 1 cells (how many are not comparable, each with its reason, and how many of the others
-    agree, by the cell rule, :func:`~attnbook.studies.kovaleva.paper.rows.cell_rule`, or against our own constant
-    predictor where the paper's cell is a constant predictor's score); the confounds the rows carry: the
+    agree, by the cell rule, :func:`~attnbook.studies.kovaleva.paper.table1_rows.cell_rule`, or against our own
+    constant predictor where the paper's cell is a constant predictor's score); the confounds the rows carry: the
     fine-tuning recipe (:func:`recipe_confound`) and the pattern classifier's labelling error
     (:func:`classifier_confound`). It counts no finding: :func:`attnbook.verdict.summary_markdown` does."""
     text = f"The model here is {model_name}; the paper's is {PAPER_MODEL}."

@@ -3,9 +3,11 @@ sentences. Callers use ``paper.X`` for every name below; the package holds them 
 
 * :mod:`~attnbook.studies.niven_kao.paper.claims` - :data:`PAPER`, every number of the paper the chapter uses, with
   its table or section (data only);
+* :mod:`~attnbook.studies.niven_kao.paper.estimates` - this run's numbers as estimates with 95% intervals
+  (:func:`seed_estimate`, :func:`median_estimate`, :func:`combined_estimate`), the cue counts as a census
+  (:func:`cue_estimate`) and the constant predictor (:func:`constant_accuracy`);
 * :mod:`~attnbook.studies.niven_kao.paper.rows` - the rules (:func:`accuracy_rule`, :func:`cue_rule`, :data:`RULES`),
-  the tables in the paper's layout, this run's numbers as estimates with 95% intervals, and the "paper vs this run"
-  rows (:func:`paper_comparison`);
+  the tables in the paper's layout, and the "paper vs this run" rows (:func:`paper_comparison`);
 * :mod:`~attnbook.studies.niven_kao.paper.detect` - what each row's rule compared, as its note quotes it, and what an
   undecided row's seeds could detect;
 * :mod:`~attnbook.studies.niven_kao.paper.text` - the sentences from the numbers and the rows, and the closing
@@ -19,13 +21,22 @@ BiLSTM).
 from __future__ import annotations
 
 from attnbook.studies.niven_kao.paper.claims import PAPER
+from attnbook.studies.niven_kao.paper.estimates import (
+    MEDIAN_MIN_SEEDS,
+    combined_estimate,
+    constant_accuracy,
+    cue_estimate,
+    median_estimate,
+    productivity_vs_chance,
+    run_estimate,
+    seed_estimate,
+)
 from attnbook.studies.niven_kao.paper.rows import (
     BELOW_CHANCE_RULE,
     COUNT_RULE,
     E_FULL,
     E_ORIGINAL_ADV,
     E_WARRANTS,
-    MEDIAN_MIN_SEEDS,
     Q_ADV_MEAN,
     Q_GAP,
     Q_HALVES,
@@ -37,14 +48,10 @@ from attnbook.studies.niven_kao.paper.rows import (
     accuracy_rule,
     adversarial_experiment,
     adversarial_seed_table,
-    combined_estimate,
     below_chance_rule,
-    constant_accuracy,
-    cue_estimate,
     cue_rule,
     degenerate_mask,
     max_sd,
-    median_estimate,
     non_degenerate,
     not_cue_table,
     original_adv_experiment,
@@ -52,9 +59,6 @@ from attnbook.studies.niven_kao.paper.rows import (
     paper_comparison,
     probe_experiment,
     probe_seed_table,
-    productivity_vs_chance,
-    run_estimate,
-    seed_estimate,
     seed_records,
     seed_table,
     seeds_note,
@@ -77,7 +81,7 @@ from attnbook.studies.niven_kao.paper.text import (
 __all__: list[str] = [
     # claims
     "PAPER",
-    # rows: the rules, the tables in the paper's layout, the estimates, the rows and their labels
+    # rows and estimates: the rules, the tables in the paper's layout, the estimates, the rows and their labels
     "accuracy_rule", "max_sd", "cue_rule", "below_chance_rule", "BELOW_CHANCE_RULE", "COUNT_RULE", "RULES",
     "WORD_ADVERSARIAL_REASON", "MEDIAN_MIN_SEEDS",
     "not_cue_table", "seed_table", "table1_seed_table", "probe_seed_table", "adversarial_seed_table",

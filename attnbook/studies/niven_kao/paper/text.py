@@ -19,6 +19,7 @@ from attnbook.studies.niven_kao import cues
 from attnbook.studies.niven_kao.pairwise import INPUTS, TrainConfig
 from attnbook.studies.niven_kao.word_baselines import ARGUMENT_CANCELS
 from attnbook.studies.niven_kao.paper.claims import PAPER
+from attnbook.studies.niven_kao.paper.estimates import productivity_vs_chance
 from attnbook.studies.niven_kao.paper.rows import (
     E_FULL,
     E_WARRANTS,
@@ -28,7 +29,6 @@ from attnbook.studies.niven_kao.paper.rows import (
     adversarial_experiment,
     degenerate_mask,
     probe_experiment,
-    productivity_vs_chance,
 )
 from attnbook.verdict import Comparison
 
@@ -125,7 +125,7 @@ def cue_markdown(table: Any, *, min_applicability: int, cue: str = "not", n: int
 
 def not_cue_markdown(not_rows: Any) -> str:
     """Productivity of "not" per split beside Table 2, with exact 95% intervals over the items it applies to
-    (:func:`~attnbook.studies.niven_kao.paper.rows.productivity_vs_chance`: whether the cue beats a coin on such
+    (:func:`~attnbook.studies.niven_kao.paper.estimates.productivity_vs_chance`: whether the cue beats a coin on such
     items; the counts themselves are a census, judged exactly in the comparison rows), and whether the test set's
     lies above chance (a sentence for each case)."""
     table = not_rows.set_index("split")
