@@ -407,7 +407,7 @@ def test_margin_rows_judge_the_sign_and_the_papers_spread():
 def test_share_rows_allow_one_relation():
     """Claims over every relation of Table 1 were judged within 0.2 of all relations (agrees) or 0.5 (partly): 10 of 14
     relations, [9, 11] of 14, partly agreed. The tolerance is now one relation in 14 (the share's step, its measurement
-    floor), two partly: 13 of 14 agrees and 10 of 14 disagrees."""
+    floor), two partly: 13 of 14 agree and 10 of 14 disagree."""
     from attnbook.stats import Estimate
 
     old, new = verdict.Within(0.2, 0.5, unit="(share of relations)"), paper.share_rule(14)
@@ -878,7 +878,7 @@ def test_distance_setting_and_agreement_sentence():
     rows = [comparison("§6", f"q{k}", 1, 1, v)
             for k, v in enumerate((verdict.AGREES, verdict.DISAGREES, verdict.AGREES, verdict.NOT_COMPARABLE))]
     text = paper.agreement_markdown(rows, "tiny", 2, 3)
-    assert text.startswith("**What this run found.** Of 4 comparisons, 2 agrees, 1 disagrees, 1 not comparable.")
+    assert text.startswith("**What this run found.** Of 4 comparisons, 2 agree, 1 disagrees, 1 not comparable.")
     assert "tiny (2 layers x 3 heads)" in text
 
 

@@ -278,7 +278,7 @@ def test_table1_gains_are_paired_over_dev_examples():
     rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=300)}
     gain = rows["SST-2: pre-trained + FT minus random init + FT (points)"]
     assert gain.verdict == verdict.AGREES and gain.low > 0 and gain.n == 2000 and gain.paper == 11.5
-    assert "signed" not in gain.rule and "surely on the other side of 0 disagrees" in gain.rule
+    assert "signed" not in gain.rule and "surely on the other side of 0 disagree" in gain.rule
     assert "an assumed seed-to-seed SD of BERT fine-tuning on SST-2 of 1.5 points" in gain.rule
     mean = rows["mean gain of fine-tuning (points)"]
     assert mean.low is not None and mean.low < mean.high
@@ -294,7 +294,7 @@ def test_fine_tuning_gain_tolerance_is_the_seed_spread():
     """Regression (issue 47, "tolerances chosen wide"): the mean gain of fine-tuning was judged within ±10 / ±25
     points, so a gain of 11 against the paper's 35.9 "partly agreed". Its tolerance is now the seed spread of a mean
     of differences of two fine-tuned cells (:func:`~attnbook.studies.kovaleva.paper.gain_rule`), signed: 11 [9, 13]
-    disagrees, and a gain on the other side of 0 disagrees whatever the bands."""
+    disagrees, and a gain on the other side of 0 disagree whatever the bands."""
     tasks = ["SST-2", "MRPC", "STS-B", "RTE"]
     rule = kovaleva.gain_rule(tasks)
     sd = np.sqrt(2 * (1.5 ** 2 + 3 * 3.0 ** 2)) / 4
@@ -452,7 +452,7 @@ def test_agreement_markdown_is_the_one_summary_with_chapter_4s_setting():
     assert "Of the 2 Table 1 cells, 1 is not comparable (A, random_ft: a rule in words)" in setting
     assert "of the other 1, 1 agrees with the paper" in setting
     assert "Of 6" not in setting and "last layers" not in setting  # the setting counts and names no finding
-    assert text.count("Of 6 comparisons") == 1 and "2 agrees, 1 disagrees, 1 inconclusive, 2 not comparable" in text
+    assert text.count("Of 6 comparisons") == 1 and "2 agree, 1 disagrees, 1 inconclusive, 2 not comparable" in text
     assert "last layers (disagrees" in text and "top head (paper" in text and "99th" not in text
     assert kovaleva.agreement_markdown([], "tiny") == verdict.summary_markdown([], kovaleva.setting_markdown([], "tiny"))
 

@@ -195,7 +195,7 @@ def test_agreement_markdown_is_the_verdict_summary_with_the_chapters_setting():
     counts = {o: sum(r.verdict == o for r in claims) for o in verdict.OUTCOMES}
     first, rest = text.split(". ", 1)
     assert first.startswith(f"**What this run found.** Of {len(claims)} comparisons") and first.endswith(
-        ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+        ", ".join(f"{n} {o if n == 1 else verdict.PLURAL.get(o, o)}" for o, n in counts.items() if n))
     assert rest.startswith(verdict.multiplicity_words(claims) + " " + training)
     assert text.count("comparisons") == 1 and "**Agreement.**" not in text
     # gap 0.0117 [-0.05, 0.073]: within the paper's wider band only -> partly; adversarial mean exactly 0.5, but its

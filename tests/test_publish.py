@@ -127,7 +127,7 @@ def test_summary_box_counts_the_papers_claims_and_names_the_rest_apart():
 
     rows = [_row("agrees"), _row("agrees").replace(kind=verdict.OWN), _row("inconclusive").replace(kind=verdict.OWN),
             _row("not comparable").replace(kind=verdict.NOT_REPRODUCED)]
-    assert outcome_text(rows) == ("1 claim of the paper: 1 agree; 2 of the book's own questions: 1 supported, "
-                                  "1 undecided; 1 not reproduced (each judged at 95%: about 0.1 of the 1 judged claim "
-                                  "would come out against the paper by chance alone)")
+    assert outcome_text(rows) == ("1 claim of the paper: 1 agree (each judged at 95%: about 0.1 of the 1 judged claim "
+                                  "would come out against the paper by chance alone); 2 of the book's own questions: "
+                                  "1 supported, 1 undecided; 1 not reproduced")
     assert outcome_text(rows[:1]).startswith("1 row: 1 agree (each judged at 95%")

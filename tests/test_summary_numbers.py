@@ -48,7 +48,7 @@ def test_every_number_in_the_summary_is_carried_by_the_rows(chapter):
     counts = {o: sum(r.verdict == o for r in claims) for o in verdict.OUTCOMES}
     for outcome, k in counts.items():
         if k:
-            assert f"{k} {outcome}" in text
+            assert f"{k} {outcome if k == 1 else verdict.PLURAL.get(outcome, outcome)}" in text
 
 
 def test_a_stray_number_is_caught():

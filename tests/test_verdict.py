@@ -255,3 +255,11 @@ def test_a_one_seed_row_with_a_borrowed_spread_is_planned_in_seeds():
     assert "seeds would decide it" in verdict.detectable_effect(
         Estimate(0.62, 0.55, 0.69, 1, "seed (seed spread borrowed)", 30.0, 0.0009, 0.00001), verdict.Within(0.03, 0.05),
         0.60)
+
+
+def test_the_summary_counts_outcomes_with_plural_verbs():
+    """Regression: the closing summary read "5 agrees, 4 disagrees"."""
+    rows = [verdict.row("§1", f"q{i}", paper=0.5, ours=Estimate(v, v - 0.01, v + 0.01, 100), rule=verdict.Within(0.05, 0.1))
+            for i, v in enumerate([0.5, 0.51, 0.9])]
+    text = verdict.summary_markdown(rows)
+    assert "Of 3 comparisons, 2 agree, 1 disagrees." in text

@@ -137,15 +137,15 @@ def outcome_text(comparisons: list[Comparison]) -> str:
     label = "row" if not (own or gone) else "claim of the paper" if n == 1 else "claims of the paper"
     text = (f"{n} {label}{'s' if n != 1 and label == 'row' else ''}: " + ", ".join(parts) if claims else
             "no claim of the paper" if own or gone else "no rows")
+    judged, chance = expected_by_chance(claims)
+    if judged:
+        text += (f" (each judged at 95%: about {chance:.1f} of the {judged} judged claim{'s' if judged != 1 else ''} "
+                 "would come out against the paper by chance alone)")
     if own:
         said = {w: sum(c.outcome_words == w for c in own) for w in dict.fromkeys(OWN_WORDS.values())}
         text += f"; {len(own)} of the book's own questions: " + ", ".join(f"{k} {w}" for w, k in said.items() if k)
     if gone:
         text += f"; {len(gone)} not reproduced"
-    judged, chance = expected_by_chance(claims)
-    if judged:
-        text += (f" (each judged at 95%: about {chance:.1f} of the {judged} judged claim{'s' if judged != 1 else ''} "
-                 "would come out against the paper by chance alone)")
     return text
 
 

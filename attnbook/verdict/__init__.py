@@ -40,7 +40,7 @@ from attnbook.verdict.rows import Comparison, row
 from attnbook.verdict.rules import (AGREES, CLAIM, DISAGREES, INCONCLUSIVE, KINDS, NOT_COMPARABLE, NOT_REPRODUCED,
     OUTCOMES, OWN, OWN_WORDS, PARTLY, RULES, Beyond, Cases, Holds, Margin, NoEffect, NotComparable, Rejects, Rule,
     Within, as_estimate, check, judge, margin_class, rule_from_spec, rule_spec)
-from attnbook.verdict.summary import expected_by_chance, multiplicity_words, summary_markdown
+from attnbook.verdict.summary import PLURAL, expected_by_chance, multiplicity_words, summary_markdown
 
 __all__ = [
     # rules: outcomes, kinds of row, the rules
@@ -53,7 +53,7 @@ __all__ = [
     # rows: a comparison row
     "Comparison", "row",
     # summary: the closing summary of a chapter
-    "expected_by_chance", "multiplicity_words", "summary_markdown",
+    "PLURAL", "expected_by_chance", "multiplicity_words", "summary_markdown",
     # the estimate a rule judges
     "Estimate",
 ]

@@ -15,6 +15,10 @@ def _listed(r: Comparison, outcome: str = "") -> str:
             + (f" [{r.detectable}]" if r.detectable else ""))
 
 
+#: an outcome counted more than once reads as a plural verb ("3 agree", not "3 agrees")
+PLURAL = {AGREES: "agree", PARTLY: "partly agree", DISAGREES: "disagree"}
+
+
 def expected_by_chance(rows: "Sequence[Comparison]", alpha: float = 0.05) -> tuple[int, float]:
     """How many of ``rows`` were decided by a rule that reads a 95% interval (not :data:`NOT_COMPARABLE`), and how many
     of those could come out against the paper by chance alone were every claim true: ``alpha`` of them (each such
@@ -52,7 +56,8 @@ def summary_markdown(rows: "Sequence[Comparison]", setting: str = "", *, title: 
     count = {o: sum(r.verdict == o for r in claims) for o in OUTCOMES}
     with_paper = " with the papers' claims" if own or gone else ""
     parts = [f"**{title}.** " + (f"Of {len(claims)} comparisons{with_paper}, "
-                                 + ", ".join(f"{n} {o}" for o, n in count.items() if n) + "."
+                                 + ", ".join(f"{n} {o if n == 1 else PLURAL.get(o, o)}" for o, n in count.items() if n)
+                                 + "."
                                  if claims else "No claim of a paper was compared here.")]
     chance = multiplicity_words(claims)
     if chance:
