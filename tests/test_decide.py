@@ -49,3 +49,15 @@ def test_the_cheapest_claims_are_chosen_until_the_target_share_is_expected():
     assert share["expected"] >= 0.5 or share["expected"] == share["best"]
     over = decide.overrides(chosen)
     assert over["05_kovaleva_disabling"]["dev_caps"]["SST-2"] == chosen[0].target > 96
+
+
+def test_a_count_two_parameters_share_goes_to_the_one_the_experiment_names():
+    params = {"syntax_sentences": 2001, "probe_dev_sentences": 2001}
+    assert decide._param_for(2001, "q", "sentences", params, "§5 probing classifiers") == ("probe_dev_sentences", None)
+    assert decide._param_for(2001, "q", "sentences", params, "§4.2 heads as parsers") == ("syntax_sentences", None)
+
+
+def test_a_book_already_at_its_target_says_so(monkeypatch):
+    res = results()
+    text = decide.report(res, target=0.1)
+    assert "already 20% decided, at or above the target 10%" in text

@@ -54,11 +54,16 @@ def _estimate(r: Comparison) -> Estimate:
     return Estimate(float(num(r.value)), num(r.low), num(r.high), r.n, r.unit)
 
 
-def _param_for(n: int, quantity: str, unit: str, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def _param_for(n: int, quantity: str, unit: str, params: Mapping[str, Any],
+               experiment: str = "") -> tuple[str | None, str | None]:
     """The chapter parameter whose value is ``n`` (a count), or the per-task cap in a dict parameter (``dev_caps``) for
-    the task the quantity names; over seeds (``unit``), only a ``seeds`` list's length or an ``n_seeds``-like count."""
+    the task the quantity names; over seeds (``unit``), only a ``seeds`` list's length or an ``n_seeds``-like count.
+    Where several parameters hold ``n``, the one whose first word (its stem) the experiment names comes first (``probe_*`` for
+    "§5 probing classifiers")."""
     seeds = "seed" in unit
-    for name, value in params.items():
+    said = experiment.lower()
+    ordered = sorted(params.items(), key=lambda kv: kv[0].split("_")[0][:4] not in said)  # "prob" in "probing"
+    for name, value in ordered:
         if isinstance(value, bool) or name in ("seed", "batch_size", "max_tokens", "max_length") \
                 or seeds != name.endswith("seeds") or "epoch" in name:
             continue
@@ -91,7 +96,7 @@ def needs(results: Mapping[str, Mapping[str, Any]], profile: str = "quick") -> l
                                  r.paper if r.paper_value is None else r.paper_value)
             if got is None:
                 continue
-            param, key = _param_for(int(r.n), r.quantity, r.unit, params)
+            param, key = _param_for(int(r.n), r.quantity, r.unit, params, r.experiment)
             out.append(Need(chapter, r.experiment, r.quantity, r.unit, int(r.n), got, param, key))
     return out
 
@@ -160,6 +165,9 @@ def report(results: Mapping[str, Mapping[str, Any]], profile: str = "quick", tar
         where = f"{x.param}[{x.key}]" if x.key else (x.param or "no parameter sets it")
         lines.append(f" {mark} {x.chapter} · {x.experiment}: {x.quantity[:70]} — {x.n:,} {x.unit} now, {need} "
                      f"planned ({where})")
+    if share["now"] >= target:
+        lines.append(f"The claims are already {share['now']:.0%} decided, at or above the target {target:.0%}.")
+        return "\n".join(lines)
     if not chosen:
         lines.append(f"No choice of these samples brings the claims to {target:.0%} decided.")
         return "\n".join(lines)
