@@ -25,7 +25,7 @@ from attnbook.engine import checkpoints, finetune
 CALLS: list[int] = []
 
 
-@cache.memoized("toy-sums")
+@cache.memoized("toy_sums")
 def toy_sum(values: list[int]) -> dict:
     CALLS.append(1)
     return {"sum": np.asarray(sum(values)), "values": np.asarray(values)}
@@ -64,7 +64,7 @@ def root(tmp_path, monkeypatch):
     for values in ([1, 2], [3, 4, 5], [6]):
         toy_sum(values)
     for i in range(2):
-        cache.save_arrays("toy-frames", {"frame": i}, {"x": np.arange(10 * (i + 1))})
+        cache.save_arrays("toy_frames", {"frame": i}, {"x": np.arange(10 * (i + 1))})
     for seed in (0, 1):
         parts = {"task": "SST-2", "init": "pretrained_ft", "seed": seed, "fraction": 1.0}
         checkpoints.save_checkpoint(_toy_classifier(), cache.key(parts), {"parts": parts})
@@ -78,10 +78,11 @@ def _by_kind(root=None):
 # ---------------------------------------------------------------------------------------------- list and size
 def test_entries_are_described_by_kind_size_age_and_source(root):
     found = cache_admin.entries()
-    assert _by_kind() == {"checkpoint": 2, "toy-frames": 2, "toy-sums": 3}
+    assert _by_kind() == {"checkpoint": 2, "toy_frames": 2, "toy_sums": 3}
     assert {e.status for e in found} == {UNCHECKED}  # complete; checksums not recomputed by a listing
-    assert cache_admin.total_size(root) == sum(_files(root).values())  # every byte belongs to an entry
-    sums = [e for e in found if e.kind == "toy-sums"]
+    # every byte belongs to an entry, but the module code hashes (attnbook.core.code_keys) beside them
+    assert cache_admin.total_size(root) == sum(n for p, n in _files(root).items() if p != cache_admin.MEMO_FILE)
+    sums = [e for e in found if e.kind == "toy_sums"]
     assert {e.key for e in sums} == {toy_sum.key(v) for v in ([1, 2], [3, 4, 5], [6])}
     assert all(e.source.endswith(".toy_sum") for e in sums)  # the function recorded in each entry's JSON
     assert all([p.suffix for p in e.paths] == [".json", ".npz"] for e in sums)  # the JSON removed first
@@ -97,13 +98,13 @@ def test_list_and_size_commands(root, capsys):
     out = capsys.readouterr().out
     assert f"attnbook cache at {root}: 7 entries" in out
     lines = {line.split()[0]: line.split() for line in out.splitlines()[2:5]}
-    assert set(lines) == {"checkpoint", "toy-frames", "toy-sums"}
-    assert lines["toy-sums"][1] == "3" and lines["toy-sums"][-1] == "-"  # 3 entries, no problems
+    assert set(lines) == {"checkpoint", "toy_frames", "toy_sums"}
+    assert lines["toy_sums"][1] == "3" and lines["toy_sums"][-1] == "-"  # 3 entries, no problems
     assert "by chapter: unknown: 7 entries" in out
     assert toy_sum.key([6]) not in out
     assert main(["cache", "list", "--all"]) == 0
     out = capsys.readouterr().out
-    assert f"toy-sums/{toy_sum.key([6])}" in out and "SST-2 pretrained_ft seed 1" in out
+    assert f"toy_sums/{toy_sum.key([6])}" in out and "SST-2 pretrained_ft seed 1" in out
     assert main(["cache", "size"]) == 0
     out = capsys.readouterr().out
     total = sum(_files(root).values())
@@ -131,29 +132,29 @@ def test_verify_passes_an_intact_cache(root, capsys):
 
 
 def test_verify_finds_corrupt_entries_as_the_cache_would(root, capsys):
-    npz = root / "toy-sums" / f"{toy_sum.key([3, 4, 5])}.npz"
+    npz = root / "toy_sums" / f"{toy_sum.key([3, 4, 5])}.npz"
     data = bytearray(npz.read_bytes())
     data[-30] ^= 0xFF
     npz.write_bytes(bytes(data))
     with pytest.warns(CacheCorruptWarning):  # the cache itself rejects it too
-        assert cache.load_arrays("toy-sums", toy_sum.parts([3, 4, 5])) is None
+        assert cache.load_arrays("toy_sums", toy_sum.parts([3, 4, 5])) is None
     weights = next((root / "finetune").iterdir()) / checkpoints.WEIGHTS_FILE
     weights.write_bytes(weights.read_bytes()[:-1] + b"\0")
     assert checkpoints.read_complete(weights.parent) is None
     problems = cache_admin.verify()
     assert {(p.entry.kind, p.entry.key, p.entry.status) for p in problems} == {
-        ("toy-sums", toy_sum.key([3, 4, 5]), CORRUPT), (CHECKPOINT_KIND, weights.parent.name, CORRUPT)}
+        ("toy_sums", toy_sum.key([3, 4, 5]), CORRUPT), (CHECKPOINT_KIND, weights.parent.name, CORRUPT)}
     assert any(checkpoints.WEIGHTS_FILE in p.message for p in problems)
     assert main(["cache", "verify"]) == 1
     out = capsys.readouterr().out
     assert "2 of 7 entries are broken" in out and toy_sum.key([3, 4, 5]) in out
-    assert "attnbook cache prune --kind checkpoint --kind toy-sums" in out
+    assert "attnbook cache prune --kind checkpoint --kind toy_sums" in out
     (rm,) = [line.split() for line in out.splitlines() if line.strip().startswith("rm -r")]
     assert set(rm[2:]) == {str(weights.parent), str(npz), str(npz.with_suffix(".json"))}
 
 
 def test_unreadable_metadata_is_corrupt(root):
-    meta = root / "toy-frames" / f"{cache.key({'frame': 0})}.json"
+    meta = root / "toy_frames" / f"{cache.key({'frame': 0})}.json"
     meta.write_text("{not json")
     (problem,) = cache_admin.verify()
     assert problem.entry.status == CORRUPT and "unreadable" in problem.entry.detail
@@ -170,31 +171,31 @@ def test_half_written_entries_are_reported_and_pruned(root, monkeypatch, capsys)
     monkeypatch.undo()
     monkeypatch.setenv("ATTNBOOK_CACHE", str(root))
     half_key = toy_sum.key([7, 8])
-    assert (root / "toy-sums" / f"{half_key}.npz").exists()
-    assert not (root / "toy-sums" / f"{half_key}.json").exists()
+    assert (root / "toy_sums" / f"{half_key}.npz").exists()
+    assert not (root / "toy_sums" / f"{half_key}.json").exists()
     # a writer killed inside atomic_path leaves its temp file
-    target = root / "toy-frames" / f"{cache.key({'frame': 9})}.npz"
+    target = root / "toy_frames" / f"{cache.key({'frame': 9})}.npz"
     code = ("import os, sys; from attnbook.core.io import atomic_path\n"
             "with atomic_path(sys.argv[1]) as tmp:\n    tmp.write_bytes(b'half'); os._exit(1)")
     assert subprocess.run([sys.executable, "-c", code, str(target)], check=False).returncode == 1
     (stale,) = [p for p in target.parent.iterdir() if ".tmp-" in p.name]
     # a writer still running (this process) is not a problem and is never removed
-    live = root / "toy-sums" / f".{toy_sum.key([9])}.npz.tmp-{os.getpid()}-abc"
+    live = root / "toy_sums" / f".{toy_sum.key([9])}.npz.tmp-{os.getpid()}-abc"
     live.write_bytes(b"being written")
 
     statuses = {(e.kind, e.status) for e in cache_admin.entries()}
-    assert ("toy-sums", INCOMPLETE) in statuses and ("toy-frames", STALE_TEMP) in statuses
-    assert ("toy-sums", WRITING) in statuses
+    assert ("toy_sums", INCOMPLETE) in statuses and ("toy_frames", STALE_TEMP) in statuses
+    assert ("toy_sums", WRITING) in statuses
     problems = cache_admin.verify()
     assert {(p.entry.key, p.entry.status) for p in problems} == {(half_key, INCOMPLETE),
                                                                   (target.stem, STALE_TEMP)}
     assert main(["cache", "verify"]) == 1
     assert stale.name in capsys.readouterr().out
     assert main(["cache", "list"]) == 0
-    assert "toy-frames" in capsys.readouterr().out
+    assert "toy_frames" in capsys.readouterr().out
 
-    report = cache_admin.prune(kinds=["toy-frames", "toy-sums"], dry_run=False)
-    assert not stale.exists() and not (root / "toy-sums" / f"{half_key}.npz").exists()
+    report = cache_admin.prune(kinds=["toy_frames", "toy_sums"], dry_run=False)
+    assert not stale.exists() and not (root / "toy_sums" / f"{half_key}.npz").exists()
     assert live.exists() and [e.status for e in report.writing] == [WRITING]
     assert cache_admin.verify() == []
 
@@ -219,13 +220,13 @@ def test_a_dry_run_removes_nothing(root, capsys):
 
 def test_prune_by_kind_removes_exactly_those_entries_and_their_checksums(root, capsys):
     before = _files(root)
-    sums = {str(p.relative_to(root)) for e in cache_admin.entries() if e.kind == "toy-sums" for p in e.paths}
+    sums = {str(p.relative_to(root)) for e in cache_admin.entries() if e.kind == "toy_sums" for p in e.paths}
     assert len(sums) == 6  # 3 entries: data and metadata (its checksum) each
-    assert main(["cache", "prune", "--kind", "toy-sums"]) == 0
+    assert main(["cache", "prune", "--kind", "toy_sums"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("removed 3 entries") and "4 entries left" in out
     assert _files(root) == {k: v for k, v in before.items() if k not in sums}
-    assert _by_kind() == {"checkpoint": 2, "toy-frames": 2}
+    assert _by_kind() == {"checkpoint": 2, "toy_frames": 2}
     toy_sum([6])  # gone, so computed again
     assert len(CALLS) == 4
 
@@ -234,21 +235,21 @@ def test_prune_checkpoints_removes_whole_folders(root):
     report = cache_admin.prune(kinds=["finetune"], dry_run=False)  # the folder's name works as the kind too
     assert [e.kind for e in report.removed] == [CHECKPOINT_KIND] * 2
     assert list((root / "finetune").iterdir()) == []  # no folder and no temporary left
-    assert _by_kind() == {"toy-frames": 2, "toy-sums": 3}
+    assert _by_kind() == {"toy_frames": 2, "toy_sums": 3}
 
 
 def test_prune_older_than_and_keep(root):
-    old = next(e for e in cache_admin.entries() if e.kind == "toy-frames")
+    old = next(e for e in cache_admin.entries() if e.kind == "toy_frames")
     then = time.time() - 40 * 86400
     for p in old.paths:
         os.utime(p, (then, then))
     report = cache_admin.prune(older_than=30, dry_run=False)
     assert [e.key for e in report.removed] == [old.key]
-    assert _by_kind() == {"checkpoint": 2, "toy-frames": 1, "toy-sums": 3}
-    newest = max((e for e in cache_admin.entries() if e.kind == "toy-sums"), key=lambda e: e.mtime)
-    kept = cache_admin.prune(kinds=["toy-sums"], keep=1, dry_run=False)
+    assert _by_kind() == {"checkpoint": 2, "toy_frames": 1, "toy_sums": 3}
+    newest = max((e for e in cache_admin.entries() if e.kind == "toy_sums"), key=lambda e: e.mtime)
+    kept = cache_admin.prune(kinds=["toy_sums"], keep=1, dry_run=False)
     assert len(kept.removed) == 2
-    assert [e.key for e in cache_admin.entries() if e.kind == "toy-sums"] == [newest.key]
+    assert [e.key for e in cache_admin.entries() if e.kind == "toy_sums"] == [newest.key]
 
 
 def test_prune_without_a_selector_refuses(root, capsys):
@@ -262,9 +263,9 @@ def test_prune_without_a_selector_refuses(root, capsys):
 
 
 def test_an_unknown_kind_is_named_and_nothing_is_removed(root, capsys):
-    assert main(["cache", "prune", "--kind", "toy-sum"]) == 0
+    assert main(["cache", "prune", "--kind", "toy_sum"]) == 0
     out = capsys.readouterr().out
-    assert "removed 0 entries" in out and "no entries of kind 'toy-sum' here" in out and "toy-sums" in out
+    assert "removed 0 entries" in out and "no entries of kind 'toy_sum' here" in out and "toy_sums" in out
 
 
 # ---------------------------------------------------------------------------------------------- what the book used
@@ -286,9 +287,9 @@ def test_the_process_records_every_entry_it_read_or_wrote_as_the_listing_names_i
     names = {e.name: e for e in cache_admin.entries()}
     used = cache.used_entries()
     assert set(used) <= set(names)  # the listing's own names
-    assert f"toy-sums/{toy_sum.key([1, 2])}" in used and f"toy-sums/{toy_sum.key([7])}" in used
+    assert f"toy_sums/{toy_sum.key([1, 2])}" in used and f"toy_sums/{toy_sum.key([7])}" in used
     assert ckpt[0].name in used and f"finetune/{'f' * 24}" in used
-    assert f"toy-sums/{toy_sum.key([6])}" not in used and ckpt[1].name not in used
+    assert f"toy_sums/{toy_sum.key([6])}" not in used and ckpt[1].name not in used
     cache.forget_used()
     assert cache.used_entries() == []
 
@@ -297,9 +298,9 @@ def test_prune_unused_removes_exactly_what_no_chapter_of_the_book_used(root, tmp
     results = tmp_path / "results"
     found = {e.name: e for e in cache_admin.entries()}
     ckpt = sorted(n for n in found if n.startswith("finetune/"))
-    sums = sorted(n for n in found if n.startswith("toy-sums/"))
+    sums = sorted(n for n in found if n.startswith("toy_sums/"))
     _provenance(results, "01_a", [sums[0], ckpt[0]])
-    _provenance(results, "02_b", [ckpt[0], "toy-sums/" + "0" * 24])  # an entry since removed: ignored
+    _provenance(results, "02_b", [ckpt[0], "toy_sums/" + "0" * 24])  # an entry since removed: ignored
     keep = {sums[0], ckpt[0]}
     assert main(["cache", "prune", "--unused", "--results", str(results), "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -310,7 +311,7 @@ def test_prune_unused_removes_exactly_what_no_chapter_of_the_book_used(root, tmp
     groups = out[out.index("by chapter of"):].splitlines()[1:4]
     assert {line[:31].strip(): line.split()[-3] for line in groups} == {
         "01_a": "2", "02_b": "1", cache_admin.UNUSED: str(len(found) - 2)}  # the shared checkpoint under both
-    report = cache_admin.prune(unused_by=cache_admin.book_record(results), kinds=["toy-sums"], dry_run=False)
+    report = cache_admin.prune(unused_by=cache_admin.book_record(results), kinds=["toy_sums"], dry_run=False)
     assert {e.name for e in report.removed} == set(sums) - keep  # with --kind: unused AND of that kind
     assert set(e.name for e in cache_admin.entries()) == set(found) - (set(sums) - keep)
     cache_admin.prune(unused_by=cache_admin.book_record(results), dry_run=False)
@@ -335,15 +336,15 @@ def test_prune_leaves_files_that_are_not_entries_and_never_follows_links(root, t
     outside.mkdir()
     (outside / "a.npz").write_bytes(b"keep me")
     (root / "README.txt").write_text("notes")
-    (root / "toy-sums" / "notes.txt").write_text("mine")
-    (root / "toy-sums" / f"{'a' * 24}.npz").symlink_to(outside / "a.npz")
+    (root / "toy_sums" / "notes.txt").write_text("mine")
+    (root / "toy_sums" / f"{'a' * 24}.npz").symlink_to(outside / "a.npz")
     (root / "elsewhere").symlink_to(outside, target_is_directory=True)
     assert {p.name for p in cache_admin.foreign(root)} == {"README.txt", "notes.txt", "a" * 24 + ".npz",
                                                            "elsewhere"}
     report = cache_admin.prune(root, everything=True, dry_run=False)
     assert len(report.removed) == 7 and not report.failed
     assert _files(outside) == {"a.npz": 7}
-    assert set(_files(root)) == {"README.txt", "toy-sums/notes.txt", f"toy-sums/{'a' * 24}.npz", "elsewhere"}
+    assert set(_files(root)) == {"README.txt", "toy_sums/notes.txt", f"toy_sums/{'a' * 24}.npz", "elsewhere"}
 
 
 def test_a_folder_that_is_not_a_cache_is_refused(tmp_path, monkeypatch, capsys):
@@ -391,3 +392,32 @@ def test_a_cache_with_only_the_readers_datasets_is_still_a_cache(tmp_path):
     folder.mkdir(parents=True)
     (folder / "data-00000-of-00001.arrow").write_bytes(b"x" * 10)
     assert cache_admin.entries(tmp_path / "cache") == []
+
+
+def test_the_code_hashes_file_is_not_an_entry_and_is_left_alone(tmp_path, monkeypatch):
+    """The module hashes :mod:`attnbook.core.code_keys` remembers sit in the cache root: a cache holding only them is
+    still a cache, and pruning every entry keeps them."""
+    from attnbook.core import code_keys
+
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
+    memo = tmp_path / "cache" / code_keys.MEMO_FILE
+    memo.parent.mkdir(parents=True)
+    memo.write_text("{}")
+    assert cache_admin.entries(memo.parent) == []
+    cache.save_arrays("toy_sums", {"x": 1}, {"x": np.zeros(1)})
+    cache_admin.prune(memo.parent, everything=True, dry_run=False)
+    assert cache_admin.entries(memo.parent) == [] and memo.read_text() == "{}"
+
+
+def test_entries_of_code_that_changed_are_pruned_as_unused_after_the_next_build(root, tmp_path):
+    """A change of code a memoized function runs names new entries; the build after it records only those, so
+    ``attnbook cache prune --unused`` removes the entries the old code wrote."""
+    stale = {**toy_sum.parts([3, 4, 5]), "code": "0" * 16}  # the same call, keyed on other code
+    cache.save_arrays("toy_sums", stale, {"sum": np.asarray(12), "values": np.asarray([3, 4, 5])})
+    cache.forget_used()
+    toy_sum([3, 4, 5])  # the build: reads the entry its current code names
+    results = tmp_path / "results"
+    _provenance(results, "01_a", cache.used_entries())
+    report = cache_admin.prune(unused_by=cache_admin.book_record(results), kinds=["toy_sums"], dry_run=False)
+    assert f"toy_sums/{cache.key(stale)}" in {e.name for e in report.removed}
+    assert f"toy_sums/{toy_sum.key([3, 4, 5])}" in {e.name for e in cache_admin.entries()}

@@ -138,6 +138,26 @@ def test_mnli_matched_and_mismatched_share_one_model(base):
     assert checkpoint_parts(base, "QNLI", "pretrained", p, 0) != checkpoint_parts(base, "RTE", "pretrained", p, 0)
 
 
+def test_the_checkpoint_key_holds_the_code_of_the_training_closure(env, base):
+    """A checkpoint is keyed on the code of engine/finetune.py's import closure (the train loop, the classifiers, the
+    data readers, the checkpoint files), not on a hand-kept version string; its meta.json still reads as plain JSON."""
+    import json
+
+    from attnbook.core import code_keys
+    from attnbook.engine import finetune
+
+    covered = code_keys.code_key("attnbook.engine.finetune")
+    for module in ("attnbook.engine.train", "attnbook.engine.classifiers", "attnbook.data.glue",
+                   "attnbook.engine.checkpoints"):
+        assert module in covered.modules
+    assert not hasattr(finetune, "CODE_VERSION")
+    parts = checkpoint_parts(base, "SST-2", "pretrained_ft", FinetuneParams.from_mapping(SMALL), 0)
+    assert parts["code"] == covered.hash == finetune.training_code()
+    clf, _ = get_finetuned(base, "SST-2", "pretrained_ft", SMALL, 0, progress=False, evaluate_dev=False)
+    meta = json.loads((checkpoints_root() / cache_key(parts) / "meta.json").read_text())
+    assert meta["parts"]["code"] == covered.hash and meta["parts"]["task"] == "SST-2"
+
+
 def test_per_task_train_caps(env, base):
     caps = FinetuneParams.from_mapping({**SMALL, "train_cap": {"SST-2": 16, "default": 8}})
     assert caps.for_task("sst2").train_cap == 16 and caps.for_task("STS-B").train_cap == 8

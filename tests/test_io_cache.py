@@ -146,12 +146,12 @@ def test_cached_frame_roundtrip_and_reuse(tmp_path):
                              "score": [81.5, 70.25]})
 
     parts = {"kind": "pruning", "ordering": digest(np.arange(6.0).reshape(2, 3))}
-    first = cached_frame("pruning-curves", parts, compute, root=tmp_path)
-    again = cached_frame("pruning-curves", parts, compute, root=tmp_path)
+    first = cached_frame("pruning_curves", parts, compute, root=tmp_path)
+    again = cached_frame("pruning_curves", parts, compute, root=tmp_path)
     assert len(calls) == 1
     pd.testing.assert_frame_equal(first, again, check_dtype=False)
     assert again["score"].tolist() == [81.5, 70.25] and again["ordering"].tolist() == ["random", "random"]
-    other = cached_frame("pruning-curves", {**parts, "ordering": digest(np.arange(6.0))}, compute, root=tmp_path)
+    other = cached_frame("pruning_curves", {**parts, "ordering": digest(np.arange(6.0))}, compute, root=tmp_path)
     assert len(calls) == 2 and len(other) == 2
 
 

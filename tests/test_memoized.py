@@ -1,4 +1,4 @@
-"""One cache decorator (core/cache.memoized): its key is the function, its module's code and its bound arguments."""
+"""One cache decorator (core/cache.memoized): its key is the function, the code it runs and its bound arguments."""
 from __future__ import annotations
 
 import importlib
@@ -23,7 +23,6 @@ def module(tmp_path, monkeypatch):
     def write(body: str, name: str = "memo_mod"):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
         sys.modules.pop(name, None)
-        cache._MODULE_HASHES.pop(name, None)
         return importlib.import_module(name)
 
     yield write
@@ -66,6 +65,18 @@ def test_a_changed_function_body_invalidates_its_entries_but_a_docstring_does_no
     assert m2.stat.key(Named("a"), [1]) == key
     m3 = module(BODY.replace("* scale", "* scale + 0"))
     assert m3.stat.key(Named("a"), [1]) != key
+
+
+def test_a_function_outside_the_package_is_keyed_on_its_file_and_the_package_modules_it_reaches(module):
+    m = module(BODY)
+    got = m.stat.code_key()
+    assert got.modules[0] == "attnbook.core.cache" and "memo_mod" in got.modules
+    assert m.stat.depends is None and m.stat.namespace == "memo-test"
+    listed = module(BODY.replace('ignore=("batch_size",))', 'ignore=("batch_size",), depends=["attnbook.stats"])'))
+    assert listed.stat.code_key().modules == ("attnbook.stats", "memo_mod")
+    assert listed.stat.key(Named("a"), [1]) != m.stat.key(Named("a"), [1])
+    with pytest.raises(ValueError, match="dotted names"):
+        module(BODY.replace('ignore=("batch_size",))', 'depends=["sweeps.py"])')).stat.key(Named("a"), [1])
 
 
 def test_the_switch_is_one_setting_for_the_process(module):
@@ -116,8 +127,8 @@ def test_frames_and_arrays_come_back_as_they_went_in(module):
 
 
 def test_an_entry_naming_a_class_this_code_lacks_is_recomputed_not_fatal(module):
-    """The key holds the function's own module code, not the modules its result class lives in: a version of the
-    package that moved the class writes an entry the other version cannot decode. That entry is recomputed."""
+    """An entry whose result class this code cannot import (written under the same key by other code) is
+    recomputed, not fatal."""
     m = module(BODY)
     parts = m.stat.parts(None, [1, 2])
     cache.save_arrays("memo-test", parts, {"x": np.zeros(2), "__codec__": np.asarray("attnbook.no_such_module:Result")})

@@ -97,7 +97,6 @@ def test_a_classifiers_table1_verdict_reads_back_from_the_cache(env, base, monke
         raise AssertionError("a classifier ran again: Table 1's dev outputs were not read back")
 
     monkeypatch.setattr(evaluate, "predict_logits", no_forward)
-    monkeypatch.setattr(t1, "predict_logits", no_forward)
     for task in ("SST-2", "STS-B"):
         row = df[(df.task == task) & (df.init == "pretrained_ft")].iloc[0]
         for seed in (0, 1):
@@ -105,3 +104,26 @@ def test_a_classifiers_table1_verdict_reads_back_from_the_cache(env, base, monke
             out = t1.seed_outputs(clf, task, recipe, caps)
             assert len(out["labels"]) == 12 == row["n_dev"]
             assert t1.seed_learned_reason(task, out, n_resamples=t1.N_RESAMPLES) == row["learned"][seed]
+
+
+def test_table1_reads_the_engines_dev_outputs_keyed_on_the_dev_file(env, base):  # noqa: F811
+    """One cached ``dev_outputs``: Table 1's cells and the recipe's dev metrics read the same entry, whose key
+    holds the dev file's checksum."""
+    from attnbook.core import cache
+    from attnbook.data import hf
+    from attnbook.data.glue import task_path
+    from attnbook.engine import evaluate
+    from attnbook.engine.finetune import get_finetuned, recipe_dev_outputs
+    from attnbook.studies.kovaleva import table1 as t1
+
+    assert not hasattr(t1, "dev_outputs")
+    recipe = {**SMALL, "epochs": 1, "dev_cap": 12}
+    clf, _ = get_finetuned(base, "SST-2", "pretrained_ft", recipe, 0, evaluate_dev=False)
+    cache.forget_used()
+    out = t1.seed_outputs(clf, "SST-2", recipe, {"default": 12})
+    again, _ = recipe_dev_outputs(clf, "SST-2", recipe)
+    np.testing.assert_array_equal(out["logits"], again["logits"])
+    used = [e for e in cache.used_entries() if e.startswith(evaluate.dev_outputs.namespace + "/")]
+    assert len(used) == 1, used
+    parts = evaluate.dev_outputs.parts(clf, "SST-2", 12, SMALL["max_length"], hf.file_sha256(task_path("SST-2", "dev")))
+    assert used[0].endswith(cache.key(parts)) and int(out["n_total"]) >= 12

@@ -2,20 +2,22 @@
 
 A cache entry is identified by the SHA-256 of a canonical JSON description of
 everything that determines the result: the model's weight fingerprint, the
-data files' checksums, the parameters, and a version string of the code that
-computes it. Rebuilding the book after a prose edit therefore recomputes
-nothing heavy, and changing any input recomputes exactly what it affects.
+data files' checksums, the parameters, and a hash of the code that computes it.
+Rebuilding the book after a prose edit therefore recomputes nothing heavy, and
+changing any input recomputes exactly what it affects.
 
 Entries are ``<key>.npz`` (arrays; no pickles) plus ``<key>.json`` (the
 description and the npz's SHA-256), both written atomically, the JSON last. An
 entry whose npz fails its checksum is recomputed with a warning.
 
 An expensive function is cached by decorating it with :func:`memoized`: its key is
-the function's qualified name, a hash of its own code (docstring and comments left
-out) and the content digest of its bound arguments, so no cache key is written by
-hand and a changed function body or any changed argument (the model included)
-names a new entry. Whether the cache is read and written is one setting for the
-whole process (:func:`set_enabled`, ``$ATTNBOOK_USE_CACHE``), never an argument.
+the function's qualified name, a hash of the code it runs (every ``attnbook`` module
+its module reaches through imports, docstrings and comments left out:
+:mod:`attnbook.core.code_keys`) and the content digest of its bound arguments, so no
+cache key is written by hand and a change of code it runs or of any argument (the
+model included) names a new entry. Whether the cache is read and written is one
+setting for the whole process (:func:`set_enabled`, ``$ATTNBOOK_USE_CACHE``),
+never an argument.
 
 The process remembers which entries it read or wrote (:func:`used_entries`, fine-tuned checkpoints included): a
 chapter's provenance file lists them, so ``attnbook cache prune --unused`` can remove whatever the book in the
@@ -23,7 +25,6 @@ results folder did not use, and ``attnbook cache list`` can say which chapter an
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import hashlib
@@ -31,14 +32,14 @@ import importlib
 import inspect
 import json
 import os
-import textwrap
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from attnbook.core import code_keys
 from attnbook.core.io import atomic_path, atomic_write_json, sha256_file
 from attnbook.core.paths import cache_dir
 
@@ -47,7 +48,7 @@ def key(parts: dict[str, Any]) -> str:
     """The cache key of a result: SHA-256 (hex, 24 chars) of the canonical JSON of ``parts``.
 
     ``parts`` names everything the result depends on: the model's :attr:`~attnbook.engine.models.LoadedModel.key`,
-    :func:`digest` of the inputs, the parameters and a code version string.
+    :func:`digest` of the inputs, the parameters and a hash of the code (:func:`code_hash`).
     """
     blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
@@ -304,31 +305,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 _CODEC = "__codec__"
 
 
-def _without_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-_MODULE_HASHES: dict[str, str] = {}
-
-
-def code_hash(fn: Callable[..., Any]) -> str:
-    """SHA-256 (hex, 16 chars) of the code of the module that defines ``fn``: its syntax tree without docstrings
-    and comments. Editing a comment or a docstring keeps the module's cache entries; any change of code in the
-    module (the function, or a helper or reducer beside it that it calls) names new ones. Code in other modules
-    that changes what ``fn`` computes is named with ``memoized(version=...)``."""
+def code_key(fn: Callable[..., Any], depends: Sequence[str] | None = None) -> code_keys.CodeKey:
+    """The code ``fn`` is keyed on (:mod:`attnbook.core.code_keys`): every ``attnbook`` module its module reaches
+    through imports (with ``depends``: its module plus exactly those), docstrings and comments left out. A function
+    defined outside the package is keyed on its own file plus the package modules that file reaches. While the
+    cache is on, the module hashes learnt are kept in the cache root for the next process."""
     fn = inspect.unwrap(fn)
     module = inspect.getmodule(fn)
-    name = getattr(module, "__name__", fn.__qualname__)
-    if name not in _MODULE_HASHES:
-        source = inspect.getsource(module) if module is not None else textwrap.dedent(inspect.getsource(fn))
-        tree = _without_docstrings(ast.parse(source))
-        _MODULE_HASHES[name] = hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
-    return _MODULE_HASHES[name]
+    if module is None:
+        raise TypeError(f"cannot tell which module defines {fn!r}; define it at module level in a file")
+    name = module.__name__
+    source = inspect.getsourcefile(module)
+    path = Path(source).resolve() if source else None
+    if path is None:
+        raise TypeError(f"{name} has no source file to key {fn.__qualname__} on; define it in a .py file")
+    got = code_keys.code_key(name, None if path == code_keys.module_file(name) else path, depends)
+    if enabled():
+        code_keys.save_memo()
+    return got
+
+
+def code_hash(fn: Callable[..., Any], depends: Sequence[str] | None = None) -> str:
+    """SHA-256 (hex, 16 chars) of the code ``fn`` is keyed on (:func:`code_key`): editing a comment or a docstring
+    keeps the entries it names; any change of code in a module it reaches names new ones."""
+    return code_key(fn, depends).hash
 
 
 def _encode(result: Any) -> dict[str, np.ndarray]:
@@ -364,29 +364,43 @@ def _decode(arrays: dict[str, np.ndarray]) -> Any:
     return cls.from_arrays(arrays)
 
 
-def memoized(namespace: str | None = None, *, ignore: tuple[str, ...] = (), version: str | None = None
-             ) -> Callable[[F], F]:
+#: how a cache namespace (the folder of a memoized function's entries) is spelled: lower case, words joined by ``_``
+NAMESPACE_STYLE = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*"
+
+
+def memoized(namespace: str | None = None, *, ignore: tuple[str, ...] = (), depends: Sequence[str] | None = None,
+             version: str | None = None) -> Callable[[F], F]:
     """Cache a function's result on disk under its arguments' content.
 
-    The key is the function's module and qualified name, :func:`code_hash` of its module's code (plus ``version``,
-    for a function whose result depends on code elsewhere that it names by that string), and :func:`digest` of its bound
-    arguments with defaults applied, leaving out the ``ignore`` ones (batch sizes, progress bars: they change how,
-    not what). A model is digested by its weights' identity (:attr:`~attnbook.engine.models.LoadedModel.key`),
-    tensors, frames and data by content. Results are arrays, DataFrames or objects with ``to_arrays``/``from_arrays``
-    (:func:`_encode`). With the cache off (:func:`enabled`) the function simply runs. The wrapper has
-    ``.key(*args, **kwargs)`` (the entry's key, e.g. for tests) and ``.uncached`` (the function itself).
+    The key is the function's module and qualified name, :func:`code_hash` of the code it runs (every ``attnbook``
+    module its module reaches through imports; with ``depends``, its module plus exactly the modules listed, for a
+    function whose module imports far more than it calls), ``version`` for what lies outside the package (a
+    library's version), and :func:`digest` of its bound arguments with defaults applied, leaving out the ``ignore``
+    ones (batch sizes, progress bars: they change how, not what). A model is digested by its weights' identity
+    (:attr:`~attnbook.engine.models.LoadedModel.key`), tensors, frames and data by content. Results are arrays,
+    DataFrames or objects with ``to_arrays``/``from_arrays`` (:func:`_encode`). With the cache off (:func:`enabled`)
+    the function simply runs. The code is hashed at the first call, once per process.
+
+    ``namespace`` is the entries' folder (:data:`NAMESPACE_STYLE`; default: the qualified name). The wrapper has
+    ``.key(*args, **kwargs)`` (the entry's key), ``.parts(...)``, ``.code_key()`` (the modules and their hash),
+    ``.depends``, ``.namespace`` and ``.uncached`` (the function itself).
     """
+    listed = None if depends is None else tuple(depends)
+
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
         name = f"{fn.__module__}.{fn.__qualname__}"
-        code = code_hash(fn) + (f"+{version}" if version else "")
-        folder = namespace or fn.__qualname__.replace(".", "-")
+        folder = namespace or fn.__qualname__.replace(".", "_").lower()
+
+        @functools.lru_cache(maxsize=1)
+        def code() -> code_keys.CodeKey:
+            return code_key(fn, listed)
 
         def parts_of(args: tuple, kwargs: dict) -> dict[str, Any]:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             named = {k: v for k, v in bound.arguments.items() if k not in ignore}
-            return {"function": name, "code": code, "args": digest(named)}
+            return {"function": name, "code": code().hash + (f"+{version}" if version else ""), "args": digest(named)}
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -407,6 +421,8 @@ def memoized(namespace: str | None = None, *, ignore: tuple[str, ...] = (), vers
 
         wrapper.key = lambda *args, **kwargs: key(parts_of(args, kwargs))  # type: ignore[attr-defined]
         wrapper.parts = lambda *args, **kwargs: parts_of(args, kwargs)  # type: ignore[attr-defined]
+        wrapper.code_key = code  # type: ignore[attr-defined]
+        wrapper.depends = listed  # type: ignore[attr-defined]
         wrapper.uncached = fn  # type: ignore[attr-defined]
         wrapper.namespace = folder  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]

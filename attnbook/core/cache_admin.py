@@ -7,10 +7,14 @@ layouts, both written atomically by their own modules:
   ``{"parts": ..., "sha256": <the npz's SHA-256>}``, the JSON written last. ``namespace`` is the folder a
   ``@cache.memoized(namespace)`` function (or a ``cached_arrays`` caller) names; its *kind* here is that folder's
   name. The JSON's ``parts["function"]`` records which function computed the entry (one namespace may hold
-  several functions: ``head-sweeps`` does), shown as the entry's *source*.
+  several functions: ``head_sweeps`` does), shown as the entry's *source*. Namespaces are spelled in lower case
+  with words joined by ``_`` (:data:`attnbook.core.cache.NAMESPACE_STYLE`).
 * ``finetune/<key>/`` (:mod:`attnbook.engine.checkpoints`): one fine-tuned classifier (weights, config,
   ``meta.json``), its ``COMPLETE`` file (written last) recording the SHA-256 of every other file. Kind
   ``checkpoint``; its source is the task, initialisation, seed and share of training its ``meta.json`` records.
+
+Beside them, ``code-hashes.json`` remembers the code hashes of the package's modules (:mod:`attnbook.core.code_keys`);
+it is not an entry and is left alone, like the ``models`` and ``datasets`` folders.
 
 An interrupted writer leaves ``.<key>[.npz|.json].tmp-<pid>-*`` (a file, or a checkpoint's folder) beside them:
 a *stale temp* entry once process ``pid`` no longer runs, a *writing* one while it does (never removed).
@@ -47,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnbook.core.code_keys import MEMO_FILE
 from attnbook.core.errors import AttnbookError
 from attnbook.core.io import sha256_file, writer_alive
 from attnbook.core.paths import cache_dir, project_root
@@ -174,8 +179,9 @@ def _scan(root: Path | str | None, check: bool) -> tuple[Path, list[Entry], list
                 found.append(_array_entry(kind, key, files, check))
             except FileNotFoundError:
                 continue
-    # assembled model folders (attnbook fetch model) and the readers' datasets (attnbook.data.hf): left alone
-    kept = {root / MODELS_FOLDER, root / DATASETS_FOLDER}
+    # assembled model folders (attnbook fetch model), the readers' datasets (attnbook.data.hf) and the code hashes
+    # (attnbook.core.code_keys): left alone
+    kept = {root / MODELS_FOLDER, root / DATASETS_FOLDER, root / MEMO_FILE}
     strangers = [p for p in foreign if p not in kept and p.parent not in kept]
     if not found and strangers:
         foreign = strangers

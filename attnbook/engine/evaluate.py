@@ -14,7 +14,8 @@ from tqdm.auto import tqdm
 
 from attnbook.core import cache
 from attnbook.core.errors import ParameterError
-from attnbook.data.glue import Example, GlueSplit, TaskSpec, load_split, task_spec
+from attnbook.data import hf
+from attnbook.data.glue import Example, GlueSplit, TaskSpec, load_split, task_path, task_spec
 from attnbook.data.glue_metrics import TABLE1_METRIC, glue_metrics, predictions_from_logits, table1_scores, task_score
 from attnbook.engine.inputs import collate, encode_examples
 from attnbook.engine.models import LoadedModel
@@ -101,16 +102,26 @@ def evaluate(
     return metrics_from_logits(spec, logits, labels)
 
 
-@cache.memoized("glue-eval", ignore=("batch_size", "progress"))
-def dev_outputs(classifier: LoadedModel, task: str, dev_cap: Any, max_length: int, dev_sha256: str, *,
+@cache.memoized("glue_eval", ignore=("batch_size", "progress"))
+def dev_outputs(classifier: LoadedModel, task: str, dev_cap: int | None, max_length: int, dev_sha256: str, *,
                 batch_size: int = 64, progress: bool = False) -> dict[str, np.ndarray]:
-    """``classifier``'s logits on ``task``'s dev sample (capped to ``dev_cap``, drawn with :data:`DEV_SAMPLE_SEED`)
-    and the gold labels, cached by classifier, task, sample, input length and the dev file's checksum."""
+    """``classifier``'s ``logits[example, label]`` on ``task``'s dev sample (``dev_cap`` examples drawn with
+    :data:`DEV_SAMPLE_SEED`; None: all), the gold ``labels`` in the split's order and ``n_total``, the split's size;
+    cached by classifier, task, sample, input length and the dev file's checksum (:func:`scored_dev`)."""
     spec = task_spec(task)
     dev = load_split(spec, "dev", cap=dev_cap, seed=DEV_SAMPLE_SEED)
     logits = predict_logits(classifier, dev, task=spec, batch_size=batch_size, max_length=max_length,
                             progress=progress)
-    return {"logits": logits, "labels": dev.labels}
+    return {"logits": logits, "labels": dev.labels, "n_total": np.array(dev.n_total)}
+
+
+def scored_dev(classifier: LoadedModel, task: str | TaskSpec, *, cap: int | None = None, max_length: int = 128,
+               batch_size: int = 64, progress: bool = False) -> dict[str, np.ndarray]:
+    """:func:`dev_outputs` of ``classifier`` on ``task``'s dev sample (``cap`` examples; None: the whole split),
+    keyed on the dev file's checksum: the one way every chapter reads a classifier's dev outputs."""
+    spec = task_spec(task)
+    return dev_outputs(classifier, spec.name, cap, int(max_length), hf.file_sha256(task_path(spec, "dev")),
+                       batch_size=batch_size, progress=progress)
 
 
 #: Bootstrap resamples (and their seed) of :func:`score_interval`.

@@ -24,11 +24,13 @@ model on which chapters that mask or replace heads intervene like on the encoder
 
 Checkpoints live under ``cache_dir()/finetune/<key>/`` with ``key`` the
 :func:`attnbook.core.cache.key` of (model key, task, initialisation,
-training parameters, training file checksum, seed, share of training done, code
-version). A checkpoint is written into a temporary folder and renamed into place
-only when complete; its ``COMPLETE`` file records the SHA-256 of every other file,
-so an interrupted write never loads, and a corrupt checkpoint is retrained with a
-:class:`~attnbook.engine.checkpoints.CheckpointCorruptWarning` (:mod:`attnbook.engine.checkpoints`). Intermediate checkpoints (``save_at``, e.g.
+training parameters, training file checksum, seed, share of training done, and the
+hash of the training code: :func:`training_code`). A checkpoint is written into a
+temporary folder and renamed into place only when complete; its ``COMPLETE`` file
+records the SHA-256 of every other file, so an interrupted write never loads, and a
+corrupt checkpoint is retrained with a
+:class:`~attnbook.engine.checkpoints.CheckpointCorruptWarning`
+(:mod:`attnbook.engine.checkpoints`). Intermediate checkpoints (``save_at``, e.g.
 ``(0.1, 0.25, 0.5)``) are cached the same way for training-dynamics analyses
 (Michel et al. §6).
 """
@@ -46,7 +48,6 @@ import torch
 
 from attnbook.core import cache
 from attnbook.core.errors import ParameterError
-from attnbook.core.io import sha256_file
 from attnbook.data import hf
 from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_path, task_spec
 from attnbook.engine.checkpoints import (
@@ -57,15 +58,12 @@ from attnbook.engine.checkpoints import (
     save_checkpoint,
 )
 from attnbook.engine.classifiers import build_classifier, check_init, output_layer
-from attnbook.engine.evaluate import DEV_SAMPLE_SEED, dev_outputs, metrics_from_logits, score_interval
+from attnbook.engine.evaluate import DEV_SAMPLE_SEED, metrics_from_logits, score_interval, scored_dev
 from attnbook.engine.inputs import EncodedSet, collate
 from attnbook.engine.jobs import snapshots
 from attnbook.engine.models import ClassifierInfo, LoadedModel, load_encoder
 from attnbook.engine.precision import resolve_bf16
 from attnbook.engine.train import Recipe, TrainLog, fit
-
-#: Version of the training and checkpoint code; part of every cache key.
-CODE_VERSION = "finetune-3"
 
 #: Seed of the training-set cap (independent of the training seed, so seeds differ only in training).
 TRAIN_SAMPLE_SEED = 0
@@ -182,10 +180,8 @@ def base_encoder(model: str | LoadedModel) -> LoadedModel:
 
 
 # ---------------------------------------------------------------------------------------------
-# encoding and batching
+# training
 # ---------------------------------------------------------------------------------------------
-
-
 def start_at_mean(classifier: torch.nn.Module, labels: np.ndarray) -> None:
     """Set a regression head's output bias to the mean training score (``regression_bias``)."""
     head = output_layer(classifier)
@@ -276,27 +272,13 @@ def train_classifier(
 
 
 # ---------------------------------------------------------------------------------------------
-# prediction and evaluation
-# ---------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------
-# checkpoint cache
-# ---------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------
 # the public entry point
 # ---------------------------------------------------------------------------------------------
-_FILE_SHA: dict[tuple, str] = {}
-
-
-def _file_checksum(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _FILE_SHA:
-        _FILE_SHA[key] = sha256_file(path)
-    return _FILE_SHA[key]
+def training_code() -> str:
+    """The code part of every checkpoint key: the hash of this module's import closure within the package (the
+    train loop, the classifiers, the data readers, the checkpoint files; :mod:`attnbook.core.code_keys`), computed
+    once per process. Any change of code there names new checkpoints; a docstring or comment does not."""
+    return cache.code_hash(training_code)
 
 
 def checkpoint_parts(
@@ -310,7 +292,7 @@ def checkpoint_parts(
     spec = task_spec(task)
     check_init(init)
     parts: dict[str, Any] = {
-        "code": CODE_VERSION,
+        "code": training_code(),
         "model": base.key,
         "task": spec.folder,
         "init": init,
@@ -319,7 +301,7 @@ def checkpoint_parts(
     if init != "pretrained":
         train_file = task_path(spec, "train")
         parts.update(
-            train_sha256=_file_checksum(train_file),
+            train_sha256=hf.file_sha256(train_file),
             train_sample_seed=TRAIN_SAMPLE_SEED,
             params=params.for_task(spec).training_parts(),
             fraction=round(float(fraction), 6),
@@ -486,13 +468,13 @@ def _train_and_cache(
 
 def recipe_dev_outputs(classifier: LoadedModel, task: str | TaskSpec, params: Mapping[str, Any] | FinetuneParams, *,
                        progress: bool = False) -> tuple[dict[str, np.ndarray], GlueSplit]:
-    """:func:`dev_outputs` on the recipe's dev sample (``params.dev_cap``, :data:`DEV_SAMPLE_SEED`), and that
-    sample."""
+    """:func:`~attnbook.engine.evaluate.scored_dev` on the recipe's dev sample (``params.dev_cap``,
+    :data:`DEV_SAMPLE_SEED`), and that sample."""
     spec = task_spec(task)
     p = FinetuneParams.from_mapping(params).for_task(spec)
     dev = load_split(spec, "dev", cap=p.dev_cap, seed=DEV_SAMPLE_SEED)
-    return dev_outputs(classifier, spec.name, p.dev_cap, p.max_length, _file_checksum(dev.path),
-                       batch_size=p.eval_batch_size, progress=progress), dev
+    return scored_dev(classifier, spec, cap=p.dev_cap, max_length=p.max_length, batch_size=p.eval_batch_size,
+                      progress=progress), dev
 
 
 def dev_metrics(

@@ -60,7 +60,7 @@ def task_data(tokenizer: Any, task: str, split: str, cap: int | None, seed: int,
 SWEEPS = ("single_heads", "layers", "all_but_one")
 
 
-@cache.memoized("head-sweeps")
+@cache.memoized("head_sweeps")
 def switched_off(model: Any, batches: Sequence[Batch], kind: str, mode: str, score_fn) -> SweepResult:
     """The sweep ``kind`` (:data:`SWEEPS`) of the classifier ``model`` (a :class:`~attnbook.engine.models.LoadedModel`)
     on ``batches``, heads switched off by ``mode`` (``"disable"``: Kovaleva's uniform attention; ``"mask"``:

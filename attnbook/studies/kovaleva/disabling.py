@@ -34,6 +34,7 @@ from attnbook.data.glue import GlueSplit, load_rest
 from attnbook.engine import sweeps
 from attnbook.engine.sweep_result import SweepResult
 from attnbook.engine.extract import stream_batches
+from attnbook.engine.evaluate import scored_dev
 from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import disable_heads
 from attnbook.stats import Estimate, bootstrap_counts, percentile_interval, rank_agreement
@@ -43,7 +44,7 @@ from attnbook.studies.heads_off.learned import constant_outputs, metric_label, s
 from attnbook.studies.heads_off.learned import learned as decide_learned
 from attnbook.studies.kovaleva.crossfit import CROSS_FITTED, CrossFit, SplitChanges, cross_fitted, split_changes
 from attnbook.studies.kovaleva.paper import holds_estimate
-from attnbook.studies.kovaleva.table1 import dev_outputs, score_estimate
+from attnbook.studies.kovaleva.table1 import score_estimate
 from attnbook.studies.kovaleva.word_match import match_estimate
 
 
@@ -106,7 +107,7 @@ def dev_baselines(classifiers: Mapping[str, Any], *, max_length: int = 128, batc
                   n_resamples: int = 2000, seed: int = 0,
                   caps: Mapping[str, int | None] | None = None):
     """Each task's classifier on its **whole** dev set (``caps``: a seeded sample per task instead, for the smoke
-    profile; :func:`attnbook.studies.kovaleva.table1.dev_outputs` caches the logits, shared with chapter 4's
+    profile; :func:`attnbook.engine.evaluate.scored_dev` caches the logits, shared with chapter 4's
     Table 1): ``(table, learned)``.
 
     ``classifiers`` is keyed by task or by ``(task, seed)``; ``learned`` has the same keys.
@@ -122,8 +123,8 @@ def dev_baselines(classifiers: Mapping[str, Any], *, max_length: int = 128, batc
     rows, learned = [], {}
     for key, clf in classifiers.items():
         t, seed_of = (key if isinstance(key, tuple) else (key, None))
-        out = dev_outputs(clf, t, cap=dev_cap(caps, t) if caps else None, max_length=max_length,
-                          batch_size=batch_size)
+        out = scored_dev(clf, t, cap=dev_cap(caps, t) if caps else None, max_length=max_length,
+                         batch_size=batch_size)
         logits, labels = out["logits"], out["labels"]
         est = score_estimate(t, logits, labels, n_resamples=n_resamples, seed=seed)
         verdict = decide_learned(t, logits, labels, n_resamples=n_resamples, seed=seed)
@@ -459,7 +460,7 @@ def chosen_configs(single: SweepResult, layers: SweepResult) -> tuple[np.ndarray
     return configs, [head_label(*head), f"layer {layer + 1}"]
 
 
-@cache.memoized("kovaleva-held-out")
+@cache.memoized("kovaleva_held_out")
 def configs_off(classifier: Any, batches: Sequence[Batch], configs: np.ndarray, names: Sequence[str],
                 score_fn) -> SweepResult:
     """The classifier (a :class:`~attnbook.engine.models.LoadedModel`) on ``batches`` with each configuration's

@@ -62,7 +62,7 @@ class Labelled:
 
     def annotation_widget(self, out_path: Path | str, *, suggest: bool = False):
         """The labelling tool (:func:`labelled.annotation_widget`) on the reviewed maps the classifiers learn from,
-        in the file's order: label them yourself and compare with the review (exercise 4.1). Labels go to
+        in the file's order: label them yourself and compare with the review (the chapter's exercise labelled ``ex-4-1``). Labels go to
         ``out_path`` at every click, and a later call resumes from that file; ``suggest`` highlights the rule
         set's proposal (off by default: the review was blind)."""
         picked = [self.labels[i] for i in self.learn["index"]]
@@ -71,7 +71,12 @@ class Labelled:
                                           proposed=self.learn["proposed"] if suggest else None)
 
 
-@cache.memoized("pattern-images")
+@cache.memoized("pattern_images", depends=[
+    "attnbook.core.cache", "attnbook.core.code_keys", "attnbook.core.errors", "attnbook.core.io",
+    "attnbook.core.memory", "attnbook.core.paths", "attnbook.data.glue", "attnbook.data.hf", "attnbook.data.registry",
+    "attnbook.engine.extract", "attnbook.engine.families", "attnbook.engine.inputs", "attnbook.engine.layers",
+    "attnbook.engine.models", "attnbook.studies.kovaleva.cnn", "attnbook.studies.kovaleva.inputs",
+    "attnbook.studies.kovaleva.labels", "attnbook.studies.kovaleva.patterns"])
 def pattern_images(label_model: LoadedModel, header: dict, labels: list, folds: int, size: int) -> dict[str, np.ndarray]:
     """The pattern CNN's training images and classes: the learnable labelled maps (:func:`labelled.labelled_maps`,
     :func:`labelled.learnable_subset`) as ``size`` x ``size`` images (:func:`cnn.maps_to_images`)."""

@@ -9,7 +9,7 @@ Kovaleva et al. (§3, §4.3, Table 1) score three models per task on the dev set
 
 The classifiers come from :func:`attnbook.engine.finetune.get_finetuned` (trained once, cached); the
 score is the task's Table 1 metric x 100 (:data:`attnbook.data.glue_metrics.TABLE1_METRIC`) on the dev set
-(whole by default: :func:`dev_outputs`), with its 95% interval over dev examples (:func:`score_estimate`: exact
+(whole by default: :func:`seed_outputs`), with its 95% interval over dev examples (:func:`score_estimate`: exact
 for accuracy, bootstrap for F1 and Pearson r), combined over the fine-tuning seeds by
 :func:`attnbook.stats.over_seeds` (the seed-to-seed spread and each run's own error over its examples; a cell with one
 seed borrows the pooled seed-to-seed spread of the table's cells with several, :func:`seed_spread`, so every
@@ -25,13 +25,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from attnbook.core import cache
 from attnbook.core.errors import ParameterError
-from attnbook.data.glue import KOVALEVA_TASKS, available, load_split, task_path, task_spec
+from attnbook.data.glue import KOVALEVA_TASKS, available, task_path, task_spec
 from attnbook.data.glue_metrics import F1_TASKS, TABLE1_METRIC
 from attnbook.engine.classifiers import INITS, check_init
-from attnbook.engine.evaluate import metrics_from_logits, predict_logits
-from attnbook.engine.finetune import DEV_SAMPLE_SEED, FinetuneParams, base_encoder, get_finetuned
+from attnbook.engine.evaluate import metrics_from_logits, scored_dev
+from attnbook.engine.finetune import FinetuneParams, base_encoder, get_finetuned
 from attnbook.engine.jobs import seeds_for
 from attnbook.engine.models import LoadedModel
 from attnbook.stats import (Estimate, bootstrap_counts, over_seeds, percentile_interval, pooled_seed_sd,
@@ -63,19 +62,6 @@ def dev_cap_of(caps: Mapping[str, int | None] | int | None, task: str) -> int | 
     if caps is None or isinstance(caps, int):
         return caps
     return caps.get(task, caps.get("default"))
-
-
-@cache.memoized("kovaleva_dev_outputs", ignore=("batch_size", "progress"))
-def dev_outputs(classifier: LoadedModel, task: str, *, cap: int | None = None, max_length: int = 128,
-                batch_size: int = 64, progress: bool = False) -> dict[str, np.ndarray]:
-    """The classifier's ``logits[example, label]`` on ``task``'s dev set (``cap``: a seeded sample of that many
-    examples, :data:`~attnbook.engine.finetune.DEV_SAMPLE_SEED`; None: all) and the gold ``labels``, in the
-    split's order; cached by classifier, task, sample and input length."""
-    spec = task_spec(task)
-    dev = load_split(spec, "dev", cap=cap, seed=DEV_SAMPLE_SEED)
-    logits = predict_logits(classifier, dev, task=spec, batch_size=batch_size, max_length=max_length,
-                            progress=progress)
-    return {"logits": logits, "labels": dev.labels, "n_total": np.array(dev.n_total)}
 
 
 def score_estimate(task: str, logits: np.ndarray, labels: np.ndarray, *, n_resamples: int = N_RESAMPLES,
@@ -113,11 +99,12 @@ def paired_mean_difference(task: str, outputs_a: Sequence[tuple[np.ndarray, np.n
 
 def seed_outputs(classifier: LoadedModel, task: str, params: Mapping[str, Any], dev_caps, *,
                  progress: bool = False) -> dict[str, np.ndarray]:
-    """:func:`dev_outputs` of one fine-tuned classifier as :func:`table1` scores it (the recipe's ``max_length`` and
-    evaluation batch, ``dev_caps`` as :func:`dev_cap_of` reads them): the cached outputs behind its Table 1 cell."""
+    """The dev outputs of one fine-tuned classifier as :func:`table1` scores it
+    (:func:`attnbook.engine.evaluate.scored_dev` with the recipe's ``max_length`` and evaluation batch, ``dev_caps``
+    as :func:`dev_cap_of` reads them): the cached outputs behind its Table 1 cell."""
     p = FinetuneParams.from_mapping(params)
-    return dev_outputs(classifier, task, cap=dev_cap_of(dev_caps, task_spec(task).name), max_length=p.max_length,
-                       batch_size=p.eval_batch_size, progress=progress)
+    return scored_dev(classifier, task, cap=dev_cap_of(dev_caps, task_spec(task).name), max_length=p.max_length,
+                      batch_size=p.eval_batch_size, progress=progress)
 
 
 def seed_learned_reason(task: str, outputs: Mapping[str, np.ndarray], *, n_resamples: int = N_RESAMPLES) -> str:

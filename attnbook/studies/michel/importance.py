@@ -79,7 +79,7 @@ def head_importance(
     return normalize_per_layer(values) if normalize else values
 
 
-@cache.memoized("head-importance")
+@cache.memoized("head_importance")
 def importance_of(classifier: Any, batches: Sequence[Any]) -> np.ndarray:
     """:func:`head_importance` (normalised, per example) of ``classifier`` (a
     :class:`~attnbook.engine.models.LoadedModel`) on ``batches``, cached by the classifier's weights and the

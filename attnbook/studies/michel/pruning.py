@@ -211,7 +211,7 @@ def summarize_curves(curves):
 # ----------------------------------------------------------------------------- cached curves of a classifier
 
 
-@cache.memoized("pruning-curves")
+@cache.memoized("pruning_curves")
 def pruning_curve(
     classifier: Any,
     batches: Sequence[Batch],
@@ -357,7 +357,7 @@ def speed_numbers(speed, share: float) -> dict:
 # ----------------------------------------------------------------------------- curves with their examples (intervals)
 
 
-@cache.memoized("head-sweeps")
+@cache.memoized("head_sweeps")
 def ordered_pruning_sweep(classifier: Any, batches: Sequence[Batch], heads: list[tuple[int, int]], score_fn: ScoreFn,
                           *, step: float = 0.1) -> SweepResult:
     """The sweep of :func:`pruning_sweep` for heads pruned in the order ``heads`` (0-based ``(layer, head)``),
