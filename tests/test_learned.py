@@ -77,3 +77,23 @@ def test_kovaleva_and_michel_read_the_same_verdict(task):
     rng, labels = _labels(seed=3)
     logits = rng.normal(size=(400, 2)).astype(np.float32) + 2.0 * np.eye(2)[labels]
     assert table1.seed_learned_reason(task, {"logits": logits, "labels": labels}) == learned(task, logits, labels).reason
+
+
+def test_recorded_recipe_trials_read_as_a_table_with_their_provenance(tmp_path):
+    """The RTE recipe attempts chapter 4 shows come from the recorded file, with where and when they ran."""
+    import json
+
+    from attnbook.studies.heads_off.learned import recipe_trials_markdown
+
+    assert recipe_trials_markdown(tmp_path / "none.json") == ""
+    trial = {"epochs": 5.0, "lr": 5e-05, "batch_size": 16, "seed": 0, "bf16": False, "accuracy": 58.1, "low": 52.1,
+             "high": 63.9, "constant": 52.7, "n_dev": 277, "versus_constant": [-1.0, 11.0], "learned": False,
+             "reason": "no better than its constant predictor", "train_cpu_s": 1234.0, "train_wall_s": 2000.0}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"cpu": "AVX2, native bfloat16: False", "date": "2026-11-29", "commit": "abc1234",
+                                "trials": [trial, dict(trial, epochs=8.0, learned=True, reason="", accuracy=61.0)]}))
+    text = recipe_trials_markdown(path)
+    assert "2 trials" in text and "2026-11-29" in text and "abc1234" in text and "float32" in text
+    assert "| 5 | 5e-05 | 16 | 0 | 58.1 [52.1, 63.9] | 52.7 | no: no better than its constant predictor | 1,234 |" in text
+    assert "| 8 | 5e-05 | 16 | 0 | 61.0 [52.1, 63.9] | 52.7 | yes | 1,234 |" in text
+    assert "277 dev pairs" in text

@@ -16,7 +16,9 @@ Kovaleva and Michel both import this module; it imports neither.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -150,3 +152,29 @@ def learned_status(classifier: LoadedModel, task: str, recipe: Mapping[str, Any]
     :func:`attnbook.engine.finetune.recipe_dev_outputs`)."""
     out, _ = recipe_dev_outputs(classifier, task, recipe)
     return learned(task, out["logits"], out["labels"])
+
+
+#: recipes tried for a task the quick recipe does not teach (written by ``benchmarks/rte_recipes.py``)
+RECIPE_TRIALS = Path(__file__).resolve().parents[2] / "assets" / "rte_recipe_trials.json"
+
+
+def recipe_trials_markdown(path: Path | None = None) -> str:
+    """The recorded attempts to find a quick recipe that teaches RTE, as a table with where and when they were
+    measured (each judged by :func:`learned` on the whole dev set); ``""`` when none is recorded. These numbers are a
+    recorded measurement of ``benchmarks/rte_recipes.py``, not of the chapter's run, and the text says so."""
+    path = Path(path) if path else RECIPE_TRIALS
+    if not path.exists():
+        return ""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    lines = ["| epochs | learning rate | batch | seed | dev accuracy [95%] | constant predictor | learned? | "
+             "training (CPU s) |", "|---|---|---|---|---|---|---|---|"]
+    for t in data.get("trials", []):
+        lines.append(f"| {t['epochs']:g} | {t['lr']:g} | {t['batch_size']} | {t['seed']} | {t['accuracy']:.1f} "
+                     f"[{t['low']:.1f}, {t['high']:.1f}] | {t['constant']:.1f} | "
+                     f"{'yes' if t['learned'] else 'no: ' + t['reason']} | {t['train_cpu_s']:,.0f} |")
+    return (f"Recipes tried for RTE on the whole training set ({len(data.get('trials', []))} trials; recorded by "
+            f"`benchmarks/rte_recipes.py` on {data.get('date', '?')}, {data.get('cpu', '?')}, commit "
+            f"{data.get('commit', '?')}; training in {'bfloat16' if any(t.get('bf16') for t in data.get('trials', [])) else 'float32'}; "
+            f"each judged on the {', '.join(sorted({str(t['n_dev']) for t in data.get('trials', [])}))} dev pairs by the "
+            "same test of having learned as every chapter):\n\n"
+            + "\n".join(lines))
