@@ -212,6 +212,88 @@ def enable() -> None:
     alt.data_transformers.disable_max_rows()
 
 
+# ---- numbered figures --------------------------------------------------------------------------
+
+def chapter_number(chapter: str) -> int:
+    """The chapter's number from its id, ``"04_kovaleva_taxonomy"`` -> 4 (chapter ids start with two digits)."""
+    import re
+
+    m = re.match(r"(\d+)", str(chapter))
+    if not m:
+        raise ValueError(f"chapter ids start with their number (e.g. '04_kovaleva_taxonomy'), got {chapter!r}")
+    return int(m.group(1))
+
+
+def caption_html(text: str) -> str:
+    """A caption's text as HTML: escaped, with `code` and **bold** spans kept."""
+    import html
+    import re
+
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+
+
+class Figure:
+    """A chart with its numbered caption ("Figure 4.3. ..."): shown as the chart's own output (interactive HTML
+    with the static SVG inside) in a ``<figure>`` whose ``<figcaption class="attnbook-caption">`` holds the
+    caption; the SVG and Vega-Lite outputs are the chart's."""
+
+    def __init__(self, chart, number: str, caption: str):
+        self.chart, self.number, self.caption = chart, number, caption
+
+    def caption_markup(self) -> str:
+        return (f'<figcaption class="attnbook-caption"><span class="attnbook-caption-number">Figure {self.number}.'
+                f"</span> {caption_html(self.caption)}</figcaption>")
+
+    def _chart_bundle(self) -> dict:
+        bundle = self.chart._repr_mimebundle_()
+        if isinstance(bundle, tuple):  # (data, metadata)
+            bundle = bundle[0]
+        return dict(bundle or {})
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = self._chart_bundle()
+        anchor = "fig-" + self.number.replace(".", "-")
+        body = bundle.get("text/html", "")
+        bundle["text/html"] = (f'<figure class="attnbook-figure" id="{anchor}">\n{body}\n'
+                               f"{self.caption_markup()}</figure>")
+        bundle["text/plain"] = f"Figure {self.number}. {self.caption}"
+        return bundle
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import HTML, display
+
+        bundle = self._repr_mimebundle_()
+        if "application/vnd.jupyter.widget-view+json" in bundle:  # a frontend shows the widget: caption below it
+            widget = {k: v for k, v in bundle.items() if k != "text/html"}
+            display(widget, raw=True)
+            display(HTML(self.caption_markup()))
+        else:
+            display(bundle, raw=True)
+
+
+class Figures:
+    """The numbered figures of one chapter page, in page order: ``figure = Figures("04_kovaleva_taxonomy")``, then
+    ``figure(chart, "caption")`` is Figure 4.1, the next one 4.2, ... Showing the same caption again (a cell run
+    twice) keeps its number. A caption that states a number formats it from the run's values."""
+
+    def __init__(self, chapter: str):
+        self.chapter = chapter_number(chapter)
+        self.numbers: dict[str, str] = {}
+
+    def __call__(self, chart, caption: str) -> Figure | None:
+        """``chart`` (any Altair chart) with the chapter's next figure number; ``None`` when there is no chart."""
+        if chart is None:
+            return None
+        caption = " ".join(str(caption).split())
+        if not caption:
+            raise ValueError("a figure needs a caption: one sentence on what it shows and what to take from it")
+        if caption not in self.numbers:
+            self.numbers[caption] = f"{self.chapter}.{len(self.numbers) + 1}"
+        return Figure(chart, self.numbers[caption], caption)
+
+
 # ---- recurring figures -------------------------------------------------------------------------
 
 def heads_frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -235,10 +317,12 @@ def layer_scatter(
     reference_label: str = "",
     width: int = 420,
     height: int = 240,
+    marks: Sequence[alt.TopLevelMixin] = (),
 ) -> alt.Chart:
     """One point per head and series, x = layer (jittered per series), y = value (Clark Fig. 2-4 style).
 
-    ``values`` maps a series name (e.g. ``"[CLS]"``) to ``values[layer, head]``.
+    ``values`` maps a series name (e.g. ``"[CLS]"``) to ``values[layer, head]``; ``marks``: more layers drawn under
+    the points on the same axes (e.g. the paper's value, :func:`reference_rule`).
     """
     df = heads_frame(values).melt(id_vars=["layer", "head", "label"], var_name="series", value_name="value")
     names = list(values)
@@ -256,12 +340,32 @@ def layer_scatter(
             tooltip=[alt.Tooltip("label:N", title="head"), "series:N", alt.Tooltip("value:Q", format=".3f")],
         )
     )
-    chart = points
-    if reference is not None:
-        rule = alt.Chart(pd.DataFrame({"y": [reference], "what": [reference_label]})).mark_rule(
-            strokeDash=[4, 4], color="gray").encode(y="y:Q", tooltip=["what:N", alt.Tooltip("y:Q", format=".3f")])
-        chart = rule + points
+    under = list(marks) + ([reference_rule(reference, reference_label, x=0.5)] if reference is not None else [])
+    chart = alt.layer(points, *under) if under else points  # the marks on top, so their labels stay readable
     return chart.properties(title=title, width=width, height=height)
+
+
+def reference_rule(value: float, label: str, *, x: float | None = None, y: float | None = None, color: str = "gray",
+                   axis: str = "y") -> alt.LayerChart:
+    """A dashed rule at ``value`` on the ``axis`` ("y": horizontal, "x": vertical) with ``label`` written beside it
+    (e.g. "paper: 40% (Michel §4.2)"); ``x``: where on a quantitative x axis a horizontal rule's label starts (else
+    at the left edge); ``y``: where on a quantitative y axis a vertical rule's label ends, written to the rule's left
+    (else at the top, to its right)."""
+    frame = pd.DataFrame({"v": [float(value)], "what": [label]})
+    tip = ["what:N", alt.Tooltip("v:Q", format=".3g", title="value")]
+    rule = alt.Chart(frame).mark_rule(strokeDash=[4, 4], color=color).encode(
+        **{axis: alt.Y("v:Q") if axis == "y" else alt.X("v:Q")}, tooltip=tip)
+    if axis == "y":
+        where = {"x": alt.datum(x)} if x is not None else {"x": alt.value(2)}
+        text = alt.Chart(frame).mark_text(align="left", baseline="bottom", dy=-2, fontSize=10, color=color).encode(
+            y="v:Q", text="what:N", **where)
+    elif y is not None:
+        text = alt.Chart(frame).mark_text(align="right", baseline="bottom", dx=-3, dy=-3, fontSize=10,
+                                          color=color).encode(x="v:Q", y=alt.datum(y), text="what:N")
+    else:
+        text = alt.Chart(frame).mark_text(align="left", baseline="top", dx=3, fontSize=10, color=color).encode(
+            x="v:Q", y=alt.value(2), text="what:N")
+    return rule + text
 
 
 def layer_lines(values: dict[str, np.ndarray], y_title: str, title: str = "", width: int = 420,

@@ -181,21 +181,11 @@ def test_chapter_pages_fit_the_column_and_read_cleanly(smoke_book):
     """Issue 21, as a reader meets a page at the book's default width: no figure or table wider than the text
     column (or shrunk below :data:`pagecheck.MIN_SCALE` to fit it), no chart labels on top of each other, no kernel
     stderr, exactly one parameters cell (the injected values merged into it) and the summary box."""
-    from pagecheck import page_problems
-    from playwright.sync_api import sync_playwright
-
-    from attnbook.chapters.runner import available_chapters
+    from pagecheck import chapter_pages, page_problems
 
     problems: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        for chapter in available_chapters():
-            page.goto((smoke_book / "_build" / "html" / "book" / f"{chapter}.html").as_uri())
-            page.wait_for_load_state("load")
-            page.wait_for_timeout(1500)
-            problems += [f"{chapter}: {p}" for p in page_problems(page)]
-        browser.close()
+    for chapter, page in chapter_pages(smoke_book, CHROMIUM, wait_ms=1500):
+        problems += [f"{chapter}: {p}" for p in page_problems(page)]
     assert not problems, "\n".join(problems)
 
 

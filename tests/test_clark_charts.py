@@ -128,6 +128,34 @@ def test_the_sink_panel_draws_the_token_the_row_tests():
         spec = clark_charts.sink_self_chart(surface_stats(sink=sink)).to_dict()
         title = spec["title"]
         assert title["text"].startswith(f"Attention to {token} from {token}")
-        assert f"sink token is {token}" in title["subtitle"]
+        subtitle = title["subtitle"]
+        assert f"sink token is {token}" in (" ".join(subtitle) if isinstance(subtitle, list) else subtitle)
         shown = {v for d in spec["datasets"].values() for row in d for v in row.values() if isinstance(v, str)}
         assert series <= shown, shown
+        # the paper's share is drawn as a labelled reference: more than 90% from [SEP] to [SEP] (Clark §3.2)
+        assert any(v.startswith("paper: [SEP]->[SEP] > 90%") for v in shown), shown
+
+
+def test_special_tokens_chart_marks_the_papers_sep_layers_at_relative_depth():
+    """Clark Fig. 2 (top) with the paper's value drawn: over half of the attention of bert-base's layers 6-10 goes to
+    [SEP] (§3.2), a segment at 0.5 over the same layers at relative depth (layers 3-5 of a 6-layer model)."""
+    from test_clark_paper import surface_stats
+
+    from attnbook.studies.clark import charts as clark_charts
+
+    spec = clark_charts.special_tokens_chart(surface_stats(sink="cls"), {"[SEP]": "</s>"}).to_dict()
+    marks = [row for d in spec["datasets"].values() for row in d if "x2" in row]
+    assert len(marks) == 1 and marks[0]["y"] == 0.5
+    assert (marks[0]["x"], marks[0]["x2"]) == (3 - 0.45, 5 + 0.45)
+    assert marks[0]["what"] == "paper: </s> over half, layers 6-10 of 12"
+
+
+def test_best_head_views_leave_out_the_special_tokens():
+    """Clark Fig. 5's analogue: [CLS] and [SEP] are left out of the line views and each word's attention is
+    renormalised over the words, so a determiner edge is not drowned by lines to [CLS] (footnote 2)."""
+    from attnbook.studies.clark import charts as clark_charts
+
+    word_map = np.array([[0.9, 0.05, 0.05, 0.0], [0.8, 0.0, 0.15, 0.05], [0.7, 0.3, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    inner = clark_charts.words_only(word_map)
+    assert inner.shape == (2, 2)
+    np.testing.assert_allclose(inner, [[0.0, 1.0], [1.0, 0.0]])

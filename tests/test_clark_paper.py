@@ -205,7 +205,7 @@ def test_surface_comparison_names_a_cls_sink():
     assert text.startswith("**What this run found.** Of 9 comparisons,") and "no-op target" in text
     assert "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased" in text
     assert "The pattern behind them holds on average" in text
-    assert "Where the numbers differ: " in text and "paper 6-10 of 12" in text
+    assert "paper 6-10 of 12" in text.split("Disagree</span>** (")[1]
 
 
 def test_findings_say_the_sink_pattern_carries_over_only_when_the_gradients_say_so():
@@ -684,8 +684,10 @@ def test_findings_markdown_counts_verdicts_and_lists_differences():
                            "1 inconclusive, 1 not comparable. ")
     assert " by chance alone were every claim true; 1 disagrees. The model here is tiny; the paper's is " in text
     assert "§4.2: 1 of 2 agree, 1 partly" in text and "§5: 0 of 1 agree, 1 disagree (1 not comparable)" in text
-    assert "random (disagrees: paper 4, here -11)" in text and "det (" not in text
-    assert "Where the data cannot tell: stress (paper < 0.2, here 0.3 [0.1, 0.5])" in text
+    agree, rest = text.split("Partly agree</span>")
+    assert "(1):\n\n- det: paper 1; this run 1\n\n" in agree and "random" not in agree
+    assert "Disagree</span>** (1):\n\n- random: paper 4; this run -11\n\n" in rest
+    assert "Cannot tell (inconclusive)</span>** (1):\n\n- stress: paper < 0.2; this run 0.3 [0.1, 0.5]" in rest
     assert paper.findings_markdown([], "tiny").startswith("**What this run found.** No comparison was made.")
 
 

@@ -179,7 +179,7 @@ def test_published_page_has_one_parameters_cell_and_no_kernel_stderr(tmp_path, m
     monkeypatch.setenv("ATTNBOOK_HOME", str(home))
     page = nbformat.read(run_chapter("01", "smoke", {"n_segments": 3}), as_version=4)
     tagged = [c for c in page.cells if {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
-    assert len(tagged) == 1 and tagged[0].metadata.tags == ["parameters"]
+    assert len(tagged) == 1 and tagged[0].metadata.tags == ["parameters", "hide-input"]  # folded on the page
     assert tagged[0].source.splitlines() == ['profile = "smoke"', "n_segments = 3"]
     outputs = [o for c in page.cells for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("name") == "stderr"]

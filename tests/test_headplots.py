@@ -62,3 +62,10 @@ def test_share_strip_highlights_the_given_heads():
     picked = {r["label"] for r in rows if r.get("picked")}
     assert picked == {"2-1"}
     assert any(r.get("v") == 0.05 for r in rows)
+
+
+def test_layer_bars_mark_the_papers_change():
+    """Kovaleva Fig. 9: the paper's change for a layer is a point at baseline + change, labelled "paper"."""
+    spec = headplots.layer_sweep_bars(np.array([60.0, 63.2, 58.0]), 60.0, "RTE", paper=(1, 3.2, "paper +3.2")).to_dict()
+    marks = [r for r in values_of(spec) if r.get("what") == "paper +3.2"]
+    assert marks and marks[0]["layer"] == 1 and marks[0]["score"] == pytest.approx(63.2)

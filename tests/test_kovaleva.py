@@ -100,10 +100,10 @@ def test_table1_cells_use_the_interval():
     rows = kovaleva.table1_comparisons(df, n_resamples=200)
     _all_valid(rows)
     cells = {r.quantity: r for r in rows}
-    assert cells["A, pretrained_ft"].verdict == verdict.AGREES and cells["A, pretrained_ft"].low == 85.0
-    assert cells["B, pretrained_ft"].verdict == verdict.DISAGREES
-    assert cells["C, pretrained_ft"].verdict == verdict.INCONCLUSIVE  # the interval crosses the 15-point bound
-    assert cells["D, pretrained_ft"].verdict == verdict.NOT_COMPARABLE
+    assert cells["A, pre-trained + fine-tuning"].verdict == verdict.AGREES and cells["A, pre-trained + fine-tuning"].low == 85.0
+    assert cells["B, pre-trained + fine-tuning"].verdict == verdict.DISAGREES
+    assert cells["C, pre-trained + fine-tuning"].verdict == verdict.INCONCLUSIVE  # the interval crosses the 15-point bound
+    assert cells["D, pre-trained + fine-tuning"].verdict == verdict.NOT_COMPARABLE
 
 
 def test_table1_cell_from_a_constant_predictor_is_not_comparable():
@@ -115,10 +115,10 @@ def test_table1_cell_from_a_constant_predictor_is_not_comparable():
         _row("RTE", "pretrained_ft", 52.0, 46.0, 58.0, 52.7, vs_constant_low=-3.0, vs_constant_high=2.0),
     ])
     rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
-    assert rows["MRPC, random_ft"].verdict == verdict.NOT_COMPARABLE
-    assert "one class to 100%" in rows["MRPC, random_ft"].rule
-    assert rows["RTE, pretrained_ft"].verdict == verdict.NOT_COMPARABLE
-    assert "no better than its constant predictor" in rows["RTE, pretrained_ft"].rule
+    assert rows["MRPC, random init + fine-tuning"].verdict == verdict.NOT_COMPARABLE
+    assert "one class to 100%" in rows["MRPC, random init + fine-tuning"].rule
+    assert rows["RTE, pre-trained + fine-tuning"].verdict == verdict.NOT_COMPARABLE
+    assert "no better than its constant predictor" in rows["RTE, pre-trained + fine-tuning"].rule
     assert kovaleva.learned_tasks(df)["RTE"]
 
 
@@ -127,13 +127,13 @@ def test_table1_over_seeds_marks_the_seeds_that_did_not_learn():
     none = _row("RTE", "pretrained_ft", 52.0, 50.0, 54.0, 64.6, learned={0: "constant", 1: "constant"}, unit="seeds")
     df = pd.DataFrame([some, none])
     rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
-    assert rows["SST-2, pretrained_ft"].verdict != verdict.NOT_COMPARABLE
-    assert "seeds no better than their constant predictor: 2" in rows["SST-2, pretrained_ft"].note
-    assert rows["RTE, pretrained_ft"].verdict == verdict.NOT_COMPARABLE
-    assert "no seed's classifier" in rows["RTE, pretrained_ft"].rule
+    assert rows["SST-2, pre-trained + fine-tuning"].verdict != verdict.NOT_COMPARABLE
+    assert "seeds no better than their constant predictor: 2" in rows["SST-2, pre-trained + fine-tuning"].note
+    assert rows["RTE, pre-trained + fine-tuning"].verdict == verdict.NOT_COMPARABLE
+    assert "no seed's classifier" in rows["RTE, pre-trained + fine-tuning"].rule
     assert kovaleva.learned_tasks(df, seed=2)["SST-2"].startswith("seed 2:")
     assert kovaleva.learned_tasks(df, seed=0)["SST-2"] == ""
-    assert kovaleva.constant_predictors(df) == ["SST-2 (pretrained_ft, seed 2 of 3)", "RTE (pretrained_ft)"]
+    assert kovaleva.constant_predictors(df) == ["SST-2 (pre-trained + fine-tuning, seed 2 of 3)", "RTE (pre-trained + fine-tuning)"]
 
 
 def test_an_untrained_cell_is_compared_as_measured():
@@ -146,11 +146,11 @@ def test_an_untrained_cell_is_compared_as_measured():
                        _row("STS-B", "pretrained_ft", -0.3, -5.2, 5.1, 82.7, **kw),
                        _row("QNLI", "pretrained", 50.8, 50.0, 51.6, 52.8, vs_constant_low=-4.8, vs_constant_high=2.9)])
     rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
-    assert rows["STS-B, pretrained"].verdict == verdict.DISAGREES and rows["STS-B, pretrained"].rule == \
+    assert rows["STS-B, pre-trained, no fine-tuning"].verdict == verdict.DISAGREES and rows["STS-B, pre-trained, no fine-tuning"].rule == \
         kovaleva.cell_rule("STS-B").words
-    assert "untrained head" in rows["STS-B, pretrained"].note
-    assert rows["QNLI, pretrained"].verdict == verdict.AGREES  # [50.0, 51.6] within QNLI's 2 seed SDs (3 points)
-    assert rows["STS-B, pretrained_ft"].verdict == verdict.NOT_COMPARABLE
+    assert "untrained head" in rows["STS-B, pre-trained, no fine-tuning"].note
+    assert rows["QNLI, pre-trained, no fine-tuning"].verdict == verdict.AGREES  # [50.0, 51.6] within QNLI's 2 seed SDs (3 points)
+    assert rows["STS-B, pre-trained + fine-tuning"].verdict == verdict.NOT_COMPARABLE
 
 
 def test_random_init_below_no_fine_tuning_is_judged_where_the_paper_says_so():
@@ -220,7 +220,7 @@ def test_a_paper_cell_that_is_a_constant_predictors_score_is_judged_on_both_side
                        np.where(rng.random(277) < 0.95, np.r_[np.zeros(146), np.ones(131)].astype(int), 1)),
     ])
     rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
-    untrained, constant, learned = rows["SST-2, pretrained"], rows["MRPC, random_ft"], rows["RTE, random_ft"]
+    untrained, constant, learned = rows["SST-2, pre-trained, no fine-tuning"], rows["MRPC, random init + fine-tuning"], rows["RTE, random init + fine-tuning"]
     assert untrained.verdict == verdict.AGREES and untrained.rule == kovaleva.constant_rule("SST-2").words
     assert constant.verdict == verdict.AGREES and constant.low == 0.0 and constant.high == 0.0
     assert learned.verdict == verdict.DISAGREES  # ours learned RTE from random init: the paper's did not
@@ -242,12 +242,13 @@ def test_table1_cells_without_local_data_are_not_reproduced():
     ])
     rows = {r.quantity: r for r in kovaleva.table1_comparisons(df, n_resamples=200)}
     gone = [r for r in rows.values() if r.kind == verdict.NOT_REPRODUCED]
-    assert {r.quantity for r in gone} == {"QQP, pretrained_ft", "QQP, random_ft",
+    assert {r.quantity for r in gone} == {"QQP, pre-trained + fine-tuning", "QQP, random init + fine-tuning",
                                           "QQP: pre-trained + FT minus random init + FT (points)"}
     assert all(r.verdict == verdict.NOT_COMPARABLE and "no QQP training set" in r.reason for r in gone)
-    assert rows["SST-2, pretrained_ft"].kind == verdict.CLAIM
+    assert rows["SST-2, pre-trained + fine-tuning"].kind == verdict.CLAIM
     text = kovaleva.agreement_markdown(list(rows.values()), "tiny")
-    assert "Of 4 comparisons with the papers' claims" in text and "Not reproduced here: Table 1, QQP" in text
+    assert "Of 4 comparisons with the papers' claims" in text
+    assert "  - Table 1, QQP, random init + fine-tuning\n" in text.split("Not reproduced here</span>")[1]
 
 
 def _gain_table(n: int, broken: int, seed: int = 0) -> pd.DataFrame:
@@ -439,8 +440,8 @@ def _comparison(experiment: str, quantity: str, outcome: str) -> verdict.Compari
 def test_agreement_markdown_is_the_one_summary_with_chapter_4s_setting():
     """The closing summary is :func:`attnbook.verdict.summary_markdown`'s, word for word; chapter 4 adds only its
     setting (the model beside the paper's, and what became of the Table 1 cells) and counts the outcomes nowhere else."""
-    rows = [_comparison("Table 1", "A, pretrained", verdict.AGREES),
-            _comparison("Table 1", "A, random_ft", verdict.NOT_COMPARABLE),
+    rows = [_comparison("Table 1", "A, pre-trained, no fine-tuning", verdict.AGREES),
+            _comparison("Table 1", "A, random init + fine-tuning", verdict.NOT_COMPARABLE),
             _comparison("§4.3 Fig. 5", "last layers", verdict.DISAGREES),
             _comparison("§4.2", "99th", verdict.NOT_COMPARABLE),
             _comparison("§4.2", "top head", verdict.INCONCLUSIVE),
@@ -449,11 +450,14 @@ def test_agreement_markdown_is_the_one_summary_with_chapter_4s_setting():
     text = kovaleva.agreement_markdown(rows, "tiny")
     assert text == verdict.summary_markdown(rows, setting)
     assert "tiny" in setting and "bert-base-uncased" in setting
-    assert "Of the 2 Table 1 cells, 1 is not comparable (A, random_ft: a rule in words)" in setting
+    assert "Of the 2 Table 1 cells, 1 is not comparable (A, random init + fine-tuning: a rule in words)" in setting
     assert "of the other 1, 1 agrees with the paper" in setting
     assert "Of 6" not in setting and "last layers" not in setting  # the setting counts and names no finding
     assert text.count("Of 6 comparisons") == 1 and "2 agree, 1 disagrees, 1 inconclusive, 2 not comparable" in text
-    assert "last layers (disagrees" in text and "top head (paper" in text and "99th" not in text
+    listed, folded = text.split("Not comparable</span>")
+    assert "- last layers: paper 1.0; this run 2.0" in listed.split("Disagree</span>")[1]
+    assert "- top head: paper 1.0; this run 2.0" in listed.split("Cannot tell (inconclusive)</span>")[1]
+    assert "99th" not in listed and "- 99th: paper 1.0; this run 2.0" in folded  # not comparable: folded apart
     assert kovaleva.agreement_markdown([], "tiny") == verdict.summary_markdown([], kovaleva.setting_markdown([], "tiny"))
 
 
@@ -626,8 +630,9 @@ def test_disabling_findings_is_the_one_summary_with_chapter_5s_setting():
     text = kovaleva.disabling_findings(*args)
     assert text == verdict.summary_markdown(rows, kovaleva.disabling_setting(*args))
     assert text.count(f"Of {len(rows)} comparisons") == 1 and "SST-2: 1-1" in text and "SST-2 100 of 872" in text
-    assert "MRPC: best single-head gain" not in text  # not comparable: counted, never listed as a difference
-    assert "largest drop from disabling layer 1 (points) (disagrees" in text
+    listed, folded = text.split("Not comparable</span>")
+    assert "MRPC: best single-head gain" not in listed and "MRPC: best single-head gain" in folded  # folded apart
+    assert "- largest drop from disabling layer 1 (points): paper " in listed.split("Disagree</span>")[1]
     undecided = kovaleva.disabling_comparisons({"SST-2": _effects(best=(0.8, -1.5, 3.0))}, {"SST-2": ""}, {}, 3, "q")
     assert "contains 0" in kovaleva.disabling_setting(undecided, {}, "tiny", 6, {}, {})
     assert "contains 0" not in kovaleva.disabling_setting(rows, {}, "tiny", 6, {}, {})
@@ -794,16 +799,16 @@ def test_table1_note_and_summary_read_the_cell_rows():
     df = _chapter4_table()
     rows = kovaleva.table1_comparisons(df, n_resamples=200)
     by = {r.quantity: r for r in rows}
-    assert by["MRPC, random_ft"].verdict == by["RTE, random_ft"].verdict == verdict.AGREES
-    assert by["RTE, pretrained_ft"].verdict == verdict.NOT_COMPARABLE
+    assert by["MRPC, random init + fine-tuning"].verdict == by["RTE, random init + fine-tuning"].verdict == verdict.AGREES
+    assert by["RTE, pre-trained + fine-tuning"].verdict == verdict.NOT_COMPARABLE
     note = kovaleva.table1_note(df, 0.0)
-    assert "The paper's cells MRPC, random_ft; RTE, random_ft are constant predictors' scores" in note
-    assert "MRPC, random_ft agrees; RTE, random_ft agrees" in note
-    assert "**Warning:** 1 cell is not comparable" in note and "RTE, pretrained_ft (" in note
+    assert "The paper's cells MRPC, random init + fine-tuning; RTE, random init + fine-tuning are constant predictors' scores" in note
+    assert "MRPC, random init + fine-tuning agrees; RTE, random init + fine-tuning agrees" in note
+    assert "**Warning:** 1 cell is not comparable" in note and "RTE, pre-trained + fine-tuning (" in note
     warning = note[note.index("**Warning:**"):]
     assert "random_ft" not in warning  # the old note: "MRPC (random_ft), RTE (random_ft), ... are no better"
     setting = kovaleva.setting_markdown(rows, "tiny")
-    assert "Of the 6 Table 1 cells, 1 is not comparable (RTE, pretrained_ft:" in setting
+    assert "Of the 6 Table 1 cells, 1 is not comparable (RTE, pre-trained + fine-tuning:" in setting
     assert "of the other 5, 3 agree with the paper: 1 of 3 by the cell rule" in setting
     assert "2 of 2 whose paper cell is a constant predictor's score" in setting
     assert " 1 are " not in setting and " 1 agree " not in setting
@@ -817,7 +822,7 @@ def test_the_recipe_is_named_as_a_confound_from_the_rows():
     rows = kovaleva.table1_comparisons(df, n_resamples=200)
     text = kovaleva.finetune_markdown(df, "quick", {"epochs": 1, "train_cap": 2000, "lr": 1e-4, "seeds": [0]})
     assert "The fine-tuning recipe is a confound" in text and "SST-2 85.7 against 92" in text
-    assert "RTE, pretrained_ft" in text and "1 epoch(s)" in text and "the paper's: 3 epochs" in text
+    assert "RTE, pre-trained + fine-tuning" in text and "1 epoch(s)" in text and "the paper's: 3 epochs" in text
     assert "MRPC 86" not in text  # MRPC agrees: not named
     assert "SST-2 85.7 against 92" in kovaleva.setting_markdown(rows, "tiny")
     fine = df[df["task"] == "MRPC"]

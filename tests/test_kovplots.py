@@ -145,3 +145,22 @@ def test_feature_change_grid_splits_tasks_to_fit_the_column():
     grids = spec["vconcat"]
     shown = [g["facet"]["column"]["sort"] for g in grids]
     assert sum(shown, []) == list(tasks) and all(len(s) * (11 * 12 + 10) + 230 <= COLUMN_WIDTH for s in shown)
+
+
+def test_proportions_chart_marks_the_papers_heterogeneous_range_with_heterogeneous_at_the_bottom():
+    """Kovaleva Fig. 2: Heterogeneous is stacked first, so its share reads off the axis, beside the paper's lowest
+    and highest share (two rules labelled "paper")."""
+    spec = kovplots.proportions_chart({"RTE": np.array([0.2, 0.1, 0.3, 0.1, 0.3])}, paper=(0.32, 0.61)).to_dict()
+    rows = [r for d in spec["datasets"].values() for r in d]
+    assert [r["order"] for r in rows if r.get("class") == "Heterogeneous"] == [-1]
+    labels = {r["what"] for r in rows if "what" in r}
+    assert labels == {"paper: Heterogeneous 32% (MRPC)", "paper: 61% (QQP)"}
+
+
+def test_received_heatmaps_share_one_colour_scale():
+    """Fig. 6's two rows ([SEP] received, [CLS] received) are compared, so they are drawn on one scale from 0 to the
+    largest value of either (a [SEP] row on 0-0.14 beside a [CLS] row on 0-0.9 misleads)."""
+    results = {"RTE": {"received/[SEP]": np.full((2, 2), 0.14), "received/[CLS]": np.full((2, 2), 0.9)}}
+    spec = kovplots.received_heatmaps(results, {"received/[SEP]": "sep", "received/[CLS]": "cls"}).to_dict()
+    domains = [row["spec"]["encoding"]["color"]["scale"]["domain"] for row in spec["vconcat"]]
+    assert domains == [[0.0, 0.9], [0.0, 0.9]] and spec["resolve"]["scale"]["color"] == "shared"

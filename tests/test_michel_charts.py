@@ -68,3 +68,24 @@ def test_dynamics_chart_and_tables():
     assert "Δ on half A (chosen)" in html and "+1.00" in html and "-2.00" in html
     rho = pd.DataFrame([[1.0, 0.123], [0.123, 1.0]], index=["A", "B"], columns=["A", "B"])
     assert "0.12" in michel_charts.task_agreement_table(rho).to_html()
+
+
+def test_pruning_chart_marks_the_papers_prunable_share():
+    """Michel §4.2 / App. B: the paper's prunable share is drawn where a reader compares it, a vertical rule at that
+    share labelled "paper"."""
+    curves = pd.DataFrame({"ordering": ["importance"] * 3, "seed": [None] * 3, "share_pruned": [0.0, 0.5, 0.9],
+                           "score": [90.0, 88.0, 60.0]})
+    spec = michel_charts.pruning_chart(curves, 90.0, "p", paper=(0.6, "App. B, SST-2")).to_dict()
+    rows = values_of(spec)
+    assert {"v": 60.0, "what": "paper: 60% prunable (App. B, SST-2)"} in rows
+    caption = michel_charts.pruning_caption(
+        pd.DataFrame([{"ordering": "importance I_h", "safe share (1 pt)": "50% [19%, 69%]", "seed": 0}]),
+        (0.6, "App. B, SST-2"), 1.0)
+    assert "at most 1 point is 50% [19%, 69%]" in caption and "prunable share, 60% (App. B, SST-2)" in caption
+
+
+def test_seed_agreement_table_names_its_columns_for_a_reader():
+    pairs = pd.DataFrame([{"seeds": "0 vs 1", "rho_importance": 0.7251, "top_importance": 0.5, "rho_ablation": 0.0978,
+                           "top_ablation": 0.3, "chance": 0.1389}])
+    html = michel_charts.seed_agreement_table(pairs).to_html()
+    assert "rho_importance" not in html and "ρ of I_h" in html and "0.73" in html

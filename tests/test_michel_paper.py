@@ -422,7 +422,7 @@ def test_the_chapters_sentences():
     assert "**2 of 2** (0 undecided)" in one and "**-18.8 [-30.0, -10.0]**" in one
     found = paper.findings_markdown(two_rows())
     assert found.startswith("**What this run found.** Of 2 comparisons, 1 agrees, 1 inconclusive.")
-    assert "Where the data cannot tell: q2 (paper p2, here o2)." in found
+    assert "Cannot tell (inconclusive)</span>** (1):\n\n- q2: paper p2; this run o2" in found
     status = Learned("SST-2", False, "below", 50.2, 46.8, 53.6, 50.9, 872, -2.0, 3.0, 0.6)
     bad = SimpleNamespace(seed=1, status=status, learned=False)
     assert "Skipped" in paper.seeds_markdown([SimpleNamespace(seed=0, status=status, learned=True),

@@ -205,3 +205,19 @@ def test_chapter_4s_tool_shows_the_learnable_reviewed_maps_without_suggestions(t
     assert "MRPC, split dev, row 5, head 5-6" in w.children[0].value
     suggested = lab.annotation_widget(tmp_path / "other.json", suggest=True)
     assert suggested.buttons["Block"].button_style == "info"
+
+
+def test_the_review_record_says_what_a_reader_needs_and_nothing_of_how_the_book_was_made():
+    """The header names the reviewer as a reader needs it (one reviewer, an AI model with an image viewer, not the
+    paper's annotators, blind to the rules' proposals) and says nothing about how the repository was built: no
+    history of earlier versions, no work sessions or helpers. The page's sentence carries the same description."""
+    header, labels = L.load_pattern_labels()
+    review = header["review"]
+    assert "history" not in header
+    assert "AI model" in review["who"] and "image viewer" in review["who"] and "Kovaleva" in review["who"]
+    assert "proposals" in review["how"] and review["blind"] is True
+    text = json.dumps(header)
+    for word in ("issue", "session", "helper", "earlier version", "printout", "repository"):
+        assert word not in text, f"the labels' header mentions {word!r}"
+    page = L.review_markdown(header, labels)
+    assert review["who"] in page and "without the rule set's proposals" in page

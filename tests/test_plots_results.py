@@ -85,8 +85,9 @@ def test_results_files_are_deterministic(tmp_path):
         make().compare({"experiment": "§1", "quantity": "q", "verdict": "agrees", "rule": "r"})
     assert "01_test" in load_results(tmp_path / "a")
     md = results_markdown(tmp_path / "a")
-    assert "| 01_test | m, `smoke` | 1 | 0 | 1 | 0 | 0 | 2 | 100% |" in md  # outcome counts per chapter, share decided
-    assert "| §2 | r | 0.5 | 0.67 [0.64, 0.7] | disagrees |" in md
+    assert "| 01_test | 1 | 0 | 1 | 0 | 0 | 2 | 100% |" in md  # outcome counts per chapter, share decided
+    assert ('| 01_test §2: r | 0.5 | 0.67 [0.64, 0.7] | '
+            '<span class="attnbook-outcome attnbook-outcome-disagrees">disagrees</span> |') in md
 
 
 def test_provenance_refuses_a_missing_data_file(tmp_path):

@@ -131,3 +131,142 @@ def test_summary_box_counts_the_papers_claims_and_names_the_rest_apart():
                                   "would come out against the paper by chance alone); 2 of the book's own questions: "
                                   "1 supported, 1 undecided; 1 not reproduced")
     assert outcome_text(rows[:1]).startswith("1 row: 1 agree (each judged at 95%")
+
+
+# ---- the top of the page: findings first, the run's box folded, bookkeeping folded -------------------------------
+
+def _claim(experiment: str, quantity: str, outcome: str, kind: str = "claim", low=None, high=None, paper="1.0",
+           ours="2.0"):
+    from attnbook.verdict import Comparison
+
+    return Comparison(experiment, quantity, paper, ours, outcome, rule="r", low=low, high=high, kind=kind).as_dict()
+
+
+def _bullets(box: str) -> list[str]:
+    body = box.split("```")[1]
+    return [ln for ln in body.splitlines() if ln.startswith("- ")]
+
+
+def test_findings_box_shows_one_row_per_section_with_its_numbers_outcome_and_link():
+    """The findings box: one bullet per section of the paper, in page order, the section's first decided claim (the
+    paper's number, this run's with its interval, the outcome's colour), linked to the section's target; the book's
+    own questions and what was not reproduced are not the paper's findings."""
+    from attnbook.chapters.anchors import experiment_anchor
+    from attnbook.chapters.summary import findings_markdown
+
+    rows = [_claim("§3.1 position", "undecided share", "inconclusive", low=0.1, high=0.9),
+            _claim("§3.1 position", "previous-token heads", "disagrees", paper="4 of 144", ours="1 of 72 [1, 1]",
+                   low=1, high=1),
+            _claim("§3.1 position", "next-token heads", "agrees"),
+            _claim("§3.2 tokens", "[SEP] share", "agrees", paper="0.5", ours="0.48", low=0.4, high=0.55),
+            _claim("book", "own question", "agrees", kind="own"),
+            _claim("§5 (WMT)", "BLEU", "not comparable", kind="not reproduced")]
+    results = {"chapter": "01_clark_surface_patterns", "comparisons": rows}
+    box = findings_markdown(results)
+    assert box.startswith("```{admonition} Findings\n:class: attnbook-findings")
+    bullets = _bullets(box)
+    assert len(bullets) == 2
+    first, second = bullets
+    link = experiment_anchor("01_clark_surface_patterns", "§3.1 position")
+    assert f"[§3.1 position](#{link})" in first and "previous-token heads: paper 4 of 144; this run 1 of 72 [1, 1]" \
+        in first and 'attnbook-outcome-disagrees">disagrees<' in first
+    assert "[1, 1] [1, 1]" not in first  # an interval the shown number gives is not repeated
+    assert "[§3.2 tokens](#ch01-row-s3-2-tokens)" in second and "paper 0.5; this run 0.48 [0.4, 0.55]" in second
+    assert "own question" not in box and "BLEU" not in box
+    assert findings_markdown(results) == box  # deterministic
+    # a section whose target was not placed is named, not linked (no link without a target)
+    assert "[§3.2 tokens]" not in findings_markdown(results, linked=["§3.1 position"])
+
+
+def test_findings_box_keeps_five_sections_decided_first_and_names_the_rest():
+    from attnbook.chapters.summary import MAX_FINDINGS, findings, findings_markdown
+    from attnbook.verdict import Comparison
+
+    outcomes = ["inconclusive", "agrees", "not comparable", "disagrees", "agrees", "inconclusive", "partly agrees",
+                "agrees"]
+    rows = [_claim(f"§{k + 1}", f"q{k}", o) for k, o in enumerate(outcomes)]
+    chosen, rest = findings([Comparison.from_dict(r) for r in rows])
+    # the five decided sections, in page order; the undecided and not comparable ones are left for the table
+    assert [r.experiment for r in chosen] == ["§2", "§4", "§5", "§7", "§8"] and MAX_FINDINGS == 5
+    assert rest == ["§1", "§3", "§6"]
+    box = findings_markdown({"chapter": "06_michel_pruning", "comparisons": rows})
+    assert len(_bullets(box)) == 5 and ("3 more sections (3 rows): [§1](#ch06-row-s1), [§3](#ch06-row-s3), "
+                                        "[§6](#ch06-row-s6); each in the table at the end.") in box
+    few = findings_markdown({"chapter": "06_michel_pruning", "comparisons": rows[:2]})
+    assert len(_bullets(few)) == 2 and "more section" not in few
+
+
+def test_findings_box_of_a_chapter_without_claims_shows_its_own_questions():
+    """Chapters 8 and 9 test the book's own questions only: their box lists those, with their own outcome words."""
+    from attnbook.chapters.summary import findings_markdown
+
+    rows = [_claim("atlas: syntax", "syntax heads are pattern heads", "agrees", kind="own"),
+            _claim("atlas: pruning", "pruned heads are broad", "inconclusive", kind="own")]
+    box = findings_markdown({"chapter": "08_head_atlas", "comparisons": rows})
+    assert box.startswith("```{admonition} Findings: the book's own questions")
+    assert len(_bullets(box)) == 2 and ">supported<" in box and ">undecided<" in box
+    empty = findings_markdown({"chapter": "08_head_atlas", "comparisons": []})
+    assert _bullets(empty) == ["- No paper's claim and no question of the book is compared on this page."]
+
+
+def test_the_boxes_come_right_under_the_title_before_the_introduction(tmp_path):
+    from attnbook.chapters.summary import SUMMARY_TAG
+
+    nb = _executed()
+    nb["cells"][0]["source"] = "# 1. Title (§3.1)\n\nA long introduction.\n\n## Paper vs this run"
+    path, log = tmp_path / "nb.ipynb", tmp_path / "log.txt"
+    path.write_text(json.dumps(nb))
+    results, prov = _results(["agrees", "disagrees"])
+    (tmp_path / "r.json").write_text(json.dumps(results))
+    (tmp_path / "r.provenance.json").write_text(json.dumps(prov))
+    for _ in range(2):  # a second tidy neither splits again nor adds a box
+        tidy(path, log, results=tmp_path / "r.json")
+    cells = json.loads(path.read_text())["cells"]
+    assert cells[0]["source"] == "# 1. Title (§3.1)"
+    assert SUMMARY_TAG in cells[1]["metadata"]["tags"]
+    box = cells[1]["source"]
+    assert box.index("{admonition} Findings") < box.index("{admonition} This run: quick profile, embedded-x")
+    fences = [ln for ln in box.split("\n") if ln.startswith("```{")]
+    assert len(fences) == 2 and not any("`" in ln[3:] for ln in fences)  # a backtick in the info would end no fence
+    assert ":class: note dropdown attnbook-summary" in box  # the run's facts folded under their one-line title
+    assert "[§3](#ch01-row-s3)" in box  # linked: place_targets put the target on the page
+    assert cells[2]["source"].startswith("A long introduction.")
+    assert "(ch01-row-s3)=\n## Paper vs this run" in cells[2]["source"]
+    assert sum(SUMMARY_TAG in c["metadata"].get("tags", []) for c in cells) == 1
+
+
+def _bookkeeping_notebook() -> dict:
+    nb = _executed()
+    setup = new_code_cell('CHAPTER = "x"\nP = chapter.setup(CHAPTER, profile, globals())\n'
+                          'res = ChapterResults(CHAPTER, P)')
+    imports = new_code_cell("import numpy as np\nfrom attnbook.chapters import chapter")
+    removed = new_code_cell("# set-up\nensure_data('x')")
+    removed.metadata["tags"] = ["remove-cell", "set-up"]
+    result = new_code_cell("stats = run.statistics()\nres.add('n', len(stats))\nstats")
+    save = new_code_cell("res.compare(*rows)\nchapter.finish(res)")
+    prov = new_code_cell("chapter.provenance(res)")
+    nb["cells"] = [nb["cells"][0], removed, nb["cells"][1], nb["cells"][2], imports, setup,
+                   new_markdown_cell("## First section"), result, save, prov]
+    return json.loads(json.dumps(nb))
+
+
+def test_parameters_set_up_and_results_file_cells_are_folded_on_the_page_only(tmp_path):
+    """The parameters cell, the set-up cells after it and the cells that only write the results files get
+    ``hide-input`` (their input behind a toggle, outputs shown); a cell with a result keeps its input; a removed cell
+    keeps its tags; the parameters cell is still the one ``parameters`` cell the page check counts."""
+    path, log = tmp_path / "nb.ipynb", tmp_path / "log.txt"
+    source = _bookkeeping_notebook()
+    path.write_text(json.dumps(source))
+    out = tidy(path, log)
+    cells = json.loads(path.read_text())["cells"]
+    tags = [c["metadata"].get("tags", []) for c in cells]
+    assert tags[1] == ["remove-cell", "set-up"]
+    assert tags[2] == ["parameters", "hide-input"]  # the injected cell is merged away
+    assert [("hide-input" in t) for t in tags[3:]] == [True, True, False, False, True, True]
+    assert out["folded"] == [2, 3, 4, 7, 8]
+    assert sum("parameters" in t for t in tags) == 1
+    code = lambda nb: [c["source"] for c in nb if c["cell_type"] == "code"]  # noqa: E731
+    assert code(cells)[2:] == code(source["cells"])[3:]  # the cells' code as it was (the parameters merged aside)
+    tidy(path, log)
+    assert [c["metadata"].get("tags", []).count("hide-input") for c in json.loads(path.read_text())["cells"]] \
+        == [t.count("hide-input") for t in tags]  # a second tidy adds no second tag

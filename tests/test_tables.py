@@ -33,3 +33,19 @@ def test_a_chapters_own_styler_shows_no_nan():
     df = pd.DataFrame({"a": [1.0, np.nan], "b": ["x", None]}, index=["r1", "r2"])
     html = missing_as_dash(df.style.format(precision=1).to_html())
     assert ">nan<" not in html and ">None<" not in html and html.count("—") == 2 and ">1.0<" in html
+
+
+def test_a_word_with_a_hyphen_or_slash_stays_whole_in_a_table():
+    """A browser may break "pre-trained" after its hyphen (or "q/k/v" after a slash) when a column is short of room:
+    the page keeps such words on one line (the stylesheet's .attnbook-nobr), and leaves signs and head labels alone
+    (no browser breaks "-0.5" or "8-10")."""
+    from attnbook.chapters.tables import page_html, table_words_whole, whole_words
+
+    assert whole_words("pre-trained q/k/v -0.5 8-10 [-2.1, word") == (
+        '<span class="attnbook-nobr">pre-trained</span> <span class="attnbook-nobr">q/k/v</span> -0.5 8-10 [-2.1, word')
+    styled = '<style type="text/css">#T_1 td { background-color: red; }</style><table><tr><td>word-level</td></tr>'
+    assert table_words_whole(styled) == ('<style type="text/css">#T_1 td { background-color: red; }</style><table><tr>'
+                                         '<td><span class="attnbook-nobr">word-level</span></td></tr>')
+    html = page_html(pd.DataFrame({"model": ["Random-init", "BERT"], "head": ["8-10", "1-1"]}))
+    assert '<span class="attnbook-nobr">Random-init</span>' in html and ">8-10<" in html
+    assert '<span class="attnbook-nobr">' not in page_html(pd.DataFrame({"x": [-0.5]}).style)

@@ -231,10 +231,14 @@ def test_the_summary_counts_the_papers_claims_and_lists_the_rest_apart():
                            "judged at 95%, so among these 1 judged claims about 0.1 would come out against the paper by "
                            "chance alone were every claim true; 0 disagree. Setting.")
     assert "not comparable" not in text
-    assert ("The book's own questions (2, no paper's claim among them): seeds agree (supported: paper not reported, "
-            "here 0.5 [0.3, 0.7]); tasks agree (undecided: paper not reported, here 0.1 [-0.2, 0.4]) [between agrees "
-            "and disagrees; on 72 heads an effect of 0.429 or more is detected with 80% power]") in text
-    assert text.endswith("Not reproduced here: §5 Fig. 4 (WMT), Enc-Dec most sensitive: needs a translation model.")
+    assert ("**The book's own questions** (2, no paper's claim among them):\n\n"
+            '- <span class="attnbook-outcome attnbook-outcome-supported">supported</span> seeds agree: paper not '
+            "reported; this run 0.5 [0.3, 0.7]\n"
+            '- <span class="attnbook-outcome attnbook-outcome-undecided">undecided</span> tasks agree: paper not '
+            "reported; this run 0.1 [-0.2, 0.4] (between agrees and disagrees; on 72 heads an effect of 0.429 or more "
+            "is detected with 80% power)") in text
+    assert text.endswith('Not reproduced here</span></strong> (1)</summary>\n\n'
+                         "- §5 Fig. 4 (WMT), Enc-Dec most sensitive (needs a translation model)\n\n</details>")
     claims_only = V.summary_markdown(rows[:1])
     assert claims_only.startswith("**What this run found.** Of 1 comparisons, 1 agrees. Each row")
 

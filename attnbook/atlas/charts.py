@@ -5,6 +5,8 @@ the static SVG fallback shows the first head's card). Labels are the papers' 1-b
 """
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 import altair as alt
 import pandas as pd
 
@@ -69,3 +71,10 @@ def linked_scatter(frame: pd.DataFrame, x: str, y: str, title: str = "") -> alt.
         x=alt.X(f"{x}:Q"), y=alt.Y(f"{y}:Q"), color=alt.Color("layer:O", scale=alt.Scale(scheme="viridis")),
         tooltip=["label:N", alt.Tooltip(f"{x}:Q", format=".3g"), alt.Tooltip(f"{y}:Q", format=".3g")],
     ).properties(width=300, height=220, title=title or f"{y} against {x}")
+
+
+def rank_caption(shown: str, answers: Sequence[Mapping], key: str) -> str:
+    """A caption for a :func:`linked_scatter`: what it ``shown``, then each measured answer's rank correlation with
+    its interval (``key``: the answer's field that names it, ``"task"`` or ``"kind"``)."""
+    parts = [f"{a[key]} ρ = {a['estimate'].text('.2f')}" for a in answers if a.get("measured") and key in a]
+    return f"{shown}: " + ("; ".join(parts) if parts else "not measured in this profile") + "."

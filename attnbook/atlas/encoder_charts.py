@@ -148,3 +148,50 @@ def sizes_table(sources: Mapping[str, Mapping[str, Mapping[str, Any]]], labels: 
     return pd.DataFrame([{"chapter": c[:2], "parameter": k,
                           **{labels[m]: "all" if src[c][k] is None else f"{src[c][k]:,}" for m, src in sources.items()}}
                          for c, ks in keys.items() for k in ks])
+
+
+# ---------------------------------------------------------------------------------------------
+# figure captions: one sentence each, every number from the run's values
+# ---------------------------------------------------------------------------------------------
+def positional_caption(stats: Mapping[str, Mapping[str, np.ndarray]], threshold: float = 0.5) -> str:
+    """Caption of :func:`relative_position_chart`: each model's heads above ``threshold`` on the previous or next
+    token."""
+    parts = [f"{m} {int((np.asarray(s['prev']) > threshold).sum())} previous, {int((np.asarray(s['next']) > threshold).sum())} next"
+             for m, s in stats.items()]
+    return (f"Attention to the previous, current and next token of every head, each model at relative depth; heads "
+            f"above the dashed line put more than {threshold:.0%} on one position: {'; '.join(parts)}.")
+
+
+def special_tokens_caption(stats: Mapping[str, Mapping[str, np.ndarray]],
+                           names: Mapping[str, Mapping[str, str]]) -> str:
+    """Caption of :func:`special_tokens_chart`: each model's mean attention to its start and separator tokens."""
+    parts = [f"{m} {float(np.mean(s['cls'])):.0%} to {names[m]['[CLS]']}, {float(np.mean(s['sep'])):.0%} to "
+             f"{names[m]['[SEP]']}" for m, s in stats.items()]
+    return (f"Attention to the start token, the separator and . or , of every head, each model at relative depth; "
+            f"what the average head gives them: {'; '.join(parts)}. The token a model piles its attention on, its "
+            f"sink, need not be the same in every model.")
+
+
+def entropy_caption(stats: Mapping[str, Mapping[str, Any]]) -> str:
+    """Caption of :func:`entropy_chart`: each model's broadest layer."""
+    parts = []
+    for m, s in stats.items():
+        means = np.asarray(s["entropy"], dtype=float).mean(1)
+        parts.append(f"{m} layer {int(np.argmax(means)) + 1} of {len(means)} ({float(means.max()):.2f} nats, uniform "
+                     f"{float(s['uniform_entropy']):.2f})")
+    return (f"Mean attention entropy of each layer's heads at relative depth, uniform attention dashed; the broadest "
+            f"layer: {'; '.join(parts)}. Clark et al. find broad heads mostly in bert-base's lower layers.")
+
+
+def dependency_caption(frame: pd.DataFrame) -> str:
+    """Caption of :func:`dependency_depth_chart`: each model's mean relative depth of its best heads."""
+    means = frame.groupby("model", sort=False)["depth"].mean()
+    return (f"Where each model's best head for each relation of Clark et al.'s Table 1 sits, at relative depth, beside "
+            f"the paper's bert-base head; mean depth: {'; '.join(f'{m} {d:.2f}' for m, d in means.items())}.")
+
+
+def joint_caption(joint: Mapping[str, Any], stress1: float) -> str:
+    """Caption of :func:`joint_mds_chart`."""
+    return (f"All {len(joint['model'])} heads of the models on one MDS map of their word-level attention over "
+            f"{joint['n_sentences']} sentences (stress-1 {stress1:.2f}): heads that attend alike land together, "
+            f"whatever their model; the colour is the head's relative depth.")

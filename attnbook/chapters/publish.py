@@ -7,6 +7,9 @@
 * :func:`take_stderr` — warnings and other text the kernel wrote to stderr are removed from the page and
   returned, so the runner can keep them in a log file (``_build/logs/<chapter>.stderr.txt``) and say how
   many there were: nothing is hidden, it is moved out of the reader's way.
+* :func:`fold_bookkeeping` — the parameters cell, the set-up cells after it (imports, ``chapter.setup``) and the
+  cells that only write the results files get the tag that folds their input behind a toggle (:data:`FOLD_TAG`);
+  their outputs stay on the page, and the source notebooks keep their cells as they are.
 * :class:`Progress` — while a chapter runs, a line every ``every`` seconds with the cell being executed
   (papermill saves the output notebook after each cell; the watcher only reads it).
 """
@@ -19,10 +22,18 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from attnbook.chapters.anchors import place_targets
 from attnbook.chapters.summary import insert_summary
 
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
+#: Jupyter Book's tag for a cell whose input is folded behind a toggle (its outputs shown)
+FOLD_TAG = "hide-input"
+#: a cell that is not on the page at all keeps its tag as it is
+REMOVED_TAGS = ("remove-cell", "remove-input")
+
+#: a statement that only writes the chapter's results files or shows its provenance (continuation lines aside)
+_BOOKKEEPING = re.compile(r"^(res\.(add|use_data|compare)\(|chapter\.(finish|provenance)\()")
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>.*)$")
 
@@ -101,11 +112,44 @@ def take_stderr(nb: dict) -> list[str]:
     return taken
 
 
+def _bookkeeping(source: str) -> bool:
+    """Whether every statement of a code cell only writes the results files (``res.add``, ``res.use_data``,
+    ``res.compare``, ``chapter.finish``, ``chapter.provenance``); comments and continuation lines aside."""
+    lines = [ln for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return bool(lines) and all(_BOOKKEEPING.match(ln) or ln[:1] in " \t)]}" for ln in lines)
+
+
+def fold_bookkeeping(nb: dict) -> list[int]:
+    """Tag the bookkeeping cells of an executed notebook with :data:`FOLD_TAG` (in place); returns their indices.
+
+    Folded: the ``parameters`` cell; the code cells after it up to the first Markdown cell (the set-up: imports,
+    ``chapter.setup``, the results object), and, anywhere, a code cell whose statements only write the results files
+    (:func:`_bookkeeping`). Cells already removed from the page (:data:`REMOVED_TAGS`) are left as they are."""
+    cells = nb.get("cells", [])
+    folded: list[int] = []
+    start = next((i for i, c in enumerate(cells) if PARAMETERS_TAG in _tags(c)), None)
+    setup_end = start
+    if start is not None:
+        setup_end = next((i for i in range(start + 1, len(cells)) if cells[i].get("cell_type") == "markdown"),
+                         len(cells))
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") != "code" or any(t in _tags(cell) for t in REMOVED_TAGS):
+            continue
+        if (start is not None and start <= i < setup_end) or _bookkeeping(_source(cell)):
+            tags = _tags(cell)
+            if FOLD_TAG not in tags:
+                cell.setdefault("metadata", {})["tags"] = tags + [FOLD_TAG]
+            folded.append(i)
+    return folded
+
+
 def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float | None = None) -> dict[str, Any]:
-    """:func:`merge_parameters` and :func:`take_stderr` on an executed notebook file; the stderr texts go to ``log``
-    (removed when there are none). With the chapter's ``results`` file (its provenance file beside it), the summary
-    box goes under the title (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). Returns
-    ``{"parameters": {...}, "stderr": n, "summary": bool}``."""
+    """:func:`merge_parameters`, :func:`take_stderr` and :func:`fold_bookkeeping` on an executed notebook file; the
+    stderr texts go to ``log`` (removed when there are none). With the chapter's ``results`` file (its provenance file
+    beside it), each row's section gets the target its links point to
+    (:func:`attnbook.chapters.anchors.place_targets`) and the findings and summary boxes go under the title
+    (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). Returns
+    ``{"parameters": {...}, "stderr": n, "summary": bool, "folded": [cell indices]}``."""
 
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     params = merge_parameters(nb)
@@ -113,9 +157,12 @@ def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float 
     summary = False
     if results is not None and Path(results).exists():
         prov = Path(results).with_name(Path(results).name.replace(".json", ".provenance.json"))
-        insert_summary(nb, json.loads(Path(results).read_text(encoding="utf-8")),
-                       json.loads(prov.read_text(encoding="utf-8")) if prov.exists() else {}, seconds)
+        data = json.loads(Path(results).read_text(encoding="utf-8"))
+        where = place_targets(nb, data["chapter"], [r["experiment"] for r in data.get("comparisons", [])])
+        insert_summary(nb, data, json.loads(prov.read_text(encoding="utf-8")) if prov.exists() else {}, seconds,
+                       linked=where)
         summary = True
+    folded = fold_bookkeeping(nb)
     Path(notebook).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     log = Path(log)
     if stderr:
@@ -123,7 +170,7 @@ def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float 
         log.write_text("\n".join(stderr) + "\n", encoding="utf-8")
     elif log.exists():
         log.unlink()
-    return {"parameters": params, "stderr": len(stderr), "summary": summary}
+    return {"parameters": params, "stderr": len(stderr), "summary": summary, "folded": folded}
 
 
 def cells_done(notebook: Path) -> tuple[int, int, str] | None:

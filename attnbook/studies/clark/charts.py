@@ -14,8 +14,9 @@ import pandas as pd
 
 from attnbook.charts import COLUMN_WIDTH, head_heatmap, layer_scatter, line_view
 from attnbook.core.errors import EmptyDataError
-from attnbook.core.heads import all_head_labels, head_label
+from attnbook.core.heads import all_head_labels, head_label, relative_layers
 from attnbook.studies.clark.clusters import BROAD, NO_BEHAVIOUR, Clustering, primary_behaviour
+from attnbook.studies.clark.paper.claims import SURFACE
 from attnbook.studies.clark.surface import sink_token
 
 
@@ -38,12 +39,36 @@ def sink_self_chart(stats: dict[str, np.ndarray], names: dict[str, str] | None =
         subtitle = "The model's sink token is [SEP], as in bert-base: the token the [SEP]->[SEP] row tests."
     else:
         series = {f"{shown} -> {shown}": stats["cls_cls"], f"all -> {shown}": stats["cls"]}
-        subtitle = ("The model's sink token is [CLS], not bert-base's [SEP]: the paper's [SEP]->[SEP] claim is "
-                    "tested on [CLS]->[CLS], so that is what is drawn.")
+        subtitle = ["The model's sink token is [CLS], not bert-base's [SEP]:",
+                    "the paper's [SEP]->[SEP] claim is tested on [CLS]->[CLS], so that is what is drawn."]
     chart = layer_scatter(series, y_title="avg. attention",
-                          title=f"Attention to {token} from {token} and from other tokens (Clark Fig. 2, bottom)")
+                          title=f"Attention to {token} from {token} and from other tokens (Clark Fig. 2, bottom)",
+                          reference=SURFACE["sep_sep_share"],
+                          reference_label=f"paper: [SEP]->[SEP] > {SURFACE['sep_sep_share']:.0%} (Clark §3.2)")
     return chart.properties(title=alt.TitleParams(
         f"Attention to {token} from {token} and from other tokens (Clark Fig. 2, bottom)", subtitle=subtitle))
+
+
+def special_tokens_chart(stats: dict[str, np.ndarray], names: dict[str, str] | None = None) -> alt.LayerChart:
+    """Clark Fig. 2 (top): every head's attention to ``[CLS]``, ``[SEP]`` and ". or ,", by layer (``names``: the model's
+    own spelling of the two tokens), with the paper's value marked: in bert-base, over half of the attention of
+    layers 6-10 goes to ``[SEP]`` (§3.2), drawn as a red segment at one half over the same layers at relative
+    depth (:func:`attnbook.core.heads.relative_layers`)."""
+    names = dict(names or {})
+    cls, sep = names.get("[CLS]", "[CLS]"), names.get("[SEP]", "[SEP]")
+    layers = relative_layers(SURFACE["sep_majority_layers"], stats["sep"].shape[0], SURFACE["n_layers"])
+    paper = SURFACE["sep_majority_layers"]
+    mark = pd.DataFrame({"x": [min(layers) - 0.45], "x2": [max(layers) + 0.45], "y": [0.5],
+                         "what": [f"paper: {sep} over half, layers {paper[0]}-{paper[-1]} of {SURFACE['n_layers']}"]})
+    segment = alt.Chart(mark).mark_rule(color="firebrick", strokeDash=[5, 3], size=2).encode(
+        x="x:Q", x2="x2:Q", y="y:Q", tooltip=["what:N"])
+    label = alt.Chart(mark).mark_text(align="left", baseline="bottom", dy=-3, fontSize=10, color="firebrick").encode(
+        x="x:Q", y="y:Q", text="what:N")
+    return layer_scatter({cls: stats["cls"], sep: stats["sep"], ". or ,": stats["punct"]}, y_title="avg. attention",
+                         title="Attention to special tokens and punctuation, by head (Clark Fig. 2, top)",
+                         marks=[segment, label])
+
+
 def example_heads_chart(tokens: Sequence[str], maps: np.ndarray, picks: dict[str, tuple[int, int]],
                         threshold: float = 0.05, width: int = 170):
     """Clark Fig. 1: one line view per example head (``picks``: kind -> 0-based ``(layer, head)``), two per row.
@@ -70,7 +95,8 @@ def relation_heatmaps(acc, relations: Sequence[str], cell: int = 18) -> alt.HCon
     """Layer x head heatmaps of each head's accuracy (%) at ``relations``, one panel per relation.
 
     ``acc`` is a :class:`attnbook.studies.clark.syntax.HeadAccuracy`; each panel shows the direction of that
-    relation's best head (Clark §4.2 evaluates both and reports the better one).
+    relation's best head (Clark §4.2 evaluates both and reports the better one). The panels share one colour scale,
+    so a dark cell means the same accuracy in every panel.
     """
     panels = []
     for rel in relations:
@@ -80,7 +106,7 @@ def relation_heatmaps(acc, relations: Sequence[str], cell: int = 18) -> alt.HCon
                                    fmt=".1f", cell=cell))
     if not panels:
         raise EmptyDataError("no relations to draw")
-    return alt.hconcat(*panels).resolve_scale(color="independent")
+    return alt.hconcat(*panels).resolve_scale(color="shared")
 
 
 def drawn_relations(acc, relations: Sequence[str] = DRAWN_RELATIONS) -> list[str]:
@@ -101,16 +127,30 @@ def best_head_views(acc, example, relations: Sequence[str] = DRAWN_RELATIONS, th
     """Clark Fig. 5: each relation's best head on one sentence, two line views per row.
 
     ``example`` is a :class:`attnbook.studies.clark.wordmaps.WordMapExample`; each title gives the
-    head, its direction and its accuracy.
+    head, its direction and its accuracy. ``[CLS]`` and ``[SEP]`` are left out and each word's attention is
+    renormalised over the other words (:func:`words_only`), as the heads' predictions never pick them (Clark
+    footnote 2): otherwise most lines of a sink-heavy model go to ``[CLS]`` and hide the relation's edge.
     """
     views = []
     for rel in drawn_relations(acc, relations):
         layer, head, direction, a = acc.best(rel)
-        views.append(line_view(example.labels, example.word_maps[layer, head],
+        views.append(line_view(example.labels[1:-1], words_only(example.word_maps[layer, head]),
                                title=f"{rel}: head {head_label(layer, head)} ({direction}, {100 * a:.0f}%)",
                                threshold=threshold, width=width, interactive=False))
     rows = [views[i:i + 2] for i in range(0, len(views), 2)]
     return alt.vconcat(*[alt.hconcat(*r) for r in rows])
+
+
+def words_only(word_map: np.ndarray) -> np.ndarray:
+    """One head's word map ``[word, word]`` over ``[CLS], words..., [SEP]`` without its first and last rows and
+    columns, each row renormalised to sum to 1 over the words (a row with no weight on words stays 0)."""
+    inner = np.asarray(word_map, dtype=float)[1:-1, 1:-1]
+    total = inner.sum(-1, keepdims=True)
+    return np.divide(inner, total, out=np.zeros_like(inner), where=total > 0)
+
+
+#: the legend title of each weight column of the attention-only probe
+WEIGHT_TITLES = {"w_head_to_dep": "weight w", "u_dep_to_head": "weight u"}
 
 
 def probe_weight_heatmap(weights: pd.DataFrame, column: str = "weight", title: str = "") -> alt.Chart:
@@ -118,7 +158,8 @@ def probe_weight_heatmap(weights: pd.DataFrame, column: str = "weight", title: s
     n_layers, n_heads = int(weights["layer"].max()), int(weights["head"].max())
     values = np.zeros((n_layers, n_heads))
     values[weights["layer"].to_numpy() - 1, weights["head"].to_numpy() - 1] = weights[column].to_numpy()
-    return head_heatmap(values, title=title, value_title=column, scheme="redblue", domain_mid=0.0, fmt=".3f")
+    return head_heatmap(values, title=title, value_title=WEIGHT_TITLES.get(column, column), scheme="redblue",
+                        domain_mid=0.0, fmt=".3f")
 
 
 def probe_weight_heatmaps(weights: pd.DataFrame) -> alt.HConcatChart:
@@ -224,6 +265,10 @@ def mds_behaviour_chart(frame, title: str = "", size: int = 380):
     return (points + text).properties(title=title, width=size, height=size)
 
 
+#: the height (px) of one head's row in the sideways dendrogram
+LEAF_ROW = 11
+
+
 def dendrogram_frames(clustering: Clustering, n_layers: int, n_heads: int):
     """Segments and leaves of the clustering's dendrogram (scipy's layout) as two DataFrames."""
     from scipy.cluster.hierarchy import dendrogram
@@ -252,29 +297,31 @@ def cut_height(clustering: Clustering) -> float | None:
 
 
 def dendrogram_chart(clustering: Clustering, n_layers: int, n_heads: int, title: str = "",
-                     width: int | None = None, height: int = 240, cut: float | str | None = "auto"):
-    """The average-linkage tree, leaves coloured by cluster and labelled ``layer-head`` (up to 100 heads); ``width``
-    defaults to the book's column less the legend.
+                     width: int | None = None, height: int | None = None, cut: float | str | None = "auto"):
+    """The average-linkage tree drawn sideways: one row per head, its ``layer-head`` label to the left of its leaf
+    (9 px type, a row of :data:`LEAF_ROW` px, so the labels stay legible however many heads there are), leaves
+    coloured by cluster, the merge distance running right; ``width`` defaults to the book's column less the labels
+    and the legend, ``height`` to one row per head.
 
     A dashed line marks the cut: ``"auto"`` places it between the merges that give the clusters.
     """
 
-    width = width or COLUMN_WIDTH - 130
+    width = width or COLUMN_WIDTH - 200
     segs, leaves = dendrogram_frames(clustering, n_layers, n_heads)
-    x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[0, 10 * len(leaves)]))
+    height = height or LEAF_ROW * len(leaves)
+    y = alt.Y("x:Q", axis=None, scale=alt.Scale(domain=[0, 10 * len(leaves)]))
     tree = alt.Chart(segs).mark_rule(color="#555").encode(
-        x=x, x2="x2:Q", y=alt.Y("y:Q", title="distance (mean JS, nats)"), y2="y2:Q")
-    dots = alt.Chart(leaves).mark_circle(size=45).encode(
-        x=x, y=alt.datum(0), color=alt.Color("cluster:N", title="cluster"),
+        y=y, y2="x2:Q", x=alt.X("y:Q", title="distance (mean JS, nats)", axis=alt.Axis(orient="top")), x2="y2:Q")
+    dots = alt.Chart(leaves).mark_circle(size=40).encode(
+        y=y, x=alt.datum(0), color=alt.Color("cluster:N", title="cluster"),
         tooltip=[alt.Tooltip("label:N", title="head"), "layer:O", "cluster:N"])
-    chart = tree + dots
-    if len(leaves) <= 100:
-        chart = chart + alt.Chart(leaves).mark_text(angle=270, align="right", dx=-6, fontSize=7).encode(
-            x=x, y=alt.datum(0), text="label:N")
+    labels = alt.Chart(leaves).mark_text(align="right", baseline="middle", dx=-6, fontSize=9, color="#222").encode(
+        y=y, x=alt.datum(0), text="label:N")
+    chart = tree + dots + labels
     if cut == "auto":
         cut = cut_height(clustering)
     if cut is not None:
-        chart = chart + alt.Chart(pd.DataFrame({"y": [cut]})).mark_rule(strokeDash=[4, 4], color="red").encode(y="y:Q")
+        chart = chart + alt.Chart(pd.DataFrame({"y": [cut]})).mark_rule(strokeDash=[4, 4], color="red").encode(x="y:Q")
     return chart.properties(title=title, width=width, height=height)
 
 
@@ -340,3 +387,76 @@ def mlm_curve_chart(curve: Sequence[dict], unigram: float, best_step: int, title
                                              tooltip=tip) + uni + kept)
     return alt.hconcat(loss.properties(width=260, height=180), acc.properties(width=260, height=180),
                        title=title or "Fitting the MLM head: validation loss and top-1 by update (gray: kept)")
+
+
+# ---------------------------------------------------------------------------------------------
+# figure captions: one sentence each, every number from the run's values
+# ---------------------------------------------------------------------------------------------
+def _sink_series(stats: dict[str, np.ndarray], names: dict[str, str] | None = None):
+    sink = sink_token(stats)
+    token = "[SEP]" if sink == "sep" else "[CLS]"
+    shown = (names or {}).get(token, token)
+    if sink == "sep":
+        return shown, stats["sep_sep"], stats["rest_sep"], "from the other tokens"
+    return shown, stats["cls_cls"], stats["cls"], "from all tokens"
+
+
+def sink_self_caption(stats: dict[str, np.ndarray], names: dict[str, str] | None = None) -> str:
+    """Caption of :func:`sink_self_chart`: what the sink token keeps on itself against what it gets from others, and
+    the paper's share (Clark §3.2)."""
+    shown, own, other, whence = _sink_series(stats, names)
+    reading = ("it mostly looks at itself rather than gathering a summary of the segment" if np.mean(own) > np.mean(other)
+               else "it looks at itself no more than other tokens look at it")
+    return (f"The sink token {shown} keeps on average {np.mean(own):.0%} of its own attention on itself, against "
+            f"{np.mean(other):.0%} it gets {whence}: {reading}. The dashed line is Clark et al.'s share for [SEP] to "
+            f"[SEP] in bert-base, over {SURFACE['sep_sep_share']:.0%} (§3.2).")
+
+
+def gradient_caption(grads: dict[str, np.ndarray], names: dict[str, str], stats: dict[str, np.ndarray]) -> str:
+    """Caption of the gradient figure (Clark Fig. 3): the sink's gradient against other tokens' in the upper half of
+    the layers."""
+    sink = sink_token(stats)
+    token = "[SEP]" if sink == "sep" else "[CLS]"
+    upper = slice(grads[f"grad_{sink}"].shape[0] // 2, None)
+    ratio = float(np.mean(grads[f"grad_{sink}"][upper]) / max(np.mean(grads["grad_other"][upper]), 1e-30))
+    return (f"How much the MLM loss changes with each attention weight, by layer and by the token attended to: in the "
+            f"upper half of the layers the gradient to the sink token {names.get(token, token)} is {ratio:.2g} times "
+            f"that to other unmasked tokens (Clark et al. Fig. 3: small for [SEP] from layer "
+            f"{SURFACE['grad_sep_small_from_layer']} of bert-base on, where attention to it is large).")
+
+
+def best_heads_text(acc, relations: Sequence[str] = DRAWN_RELATIONS) -> str:
+    """``"det 3-4 (dep→head, 71%), ..."``: each drawn relation's best head, direction and accuracy."""
+    parts = []
+    for rel in drawn_relations(acc, relations):
+        layer, head, direction, a = acc.best(rel)
+        parts.append(f"{rel} {head_label(layer, head)} ({direction}, {100 * a:.0f}%)")
+    return ", ".join(parts)
+
+
+def top_heads_view(top: pd.DataFrame) -> pd.DataFrame:
+    """The probe's most weighted heads (:func:`attnbook.studies.clark.probes.top_heads`) with the columns named for
+    a reader."""
+    return top.rename(columns={"label": "head", "w_head_to_dep": "w (candidate head → dependent)",
+                               "u_dep_to_head": "u (dependent → candidate head)"})
+
+
+def distance_caption(distances: np.ndarray, n_layers: int, n_heads: int) -> str:
+    """Caption of :func:`distance_heatmap`: the mean divergence within a layer against between layers."""
+    d = np.asarray(distances, dtype=float)
+    layer = np.repeat(np.arange(n_layers), n_heads)
+    same = (layer[:, None] == layer[None, :]) & ~np.eye(len(layer), dtype=bool)
+    other = layer[:, None] != layer[None, :]
+    return (f"Mean Jensen-Shannon divergence between every two heads, in layer order (darker: farther apart); light squares on "
+            f"the diagonal would be layers whose heads attend alike. Heads of one layer are {d[same].mean():.3f} "
+            f"apart on average, heads of different layers {d[other].mean():.3f}.")
+
+
+def cluster_layer_caption(clustering: Clustering, n_layers: int, n_heads: int) -> str:
+    """Caption of :func:`cluster_grid_chart`: how closely the clusters follow the layers (the share of heads in
+    their layer's most common cluster)."""
+    labels = np.asarray(clustering.labels).reshape(n_layers, n_heads)
+    in_main = sum(int(np.bincount(row).max()) for row in labels)
+    return (f"The cluster of every head, by layer and head: clusters that followed the layers would show as "
+            f"horizontal bands. {in_main / labels.size:.0%} of the heads are in the cluster most common in their "
+            f"layer, with {clustering.n_clusters} clusters.")

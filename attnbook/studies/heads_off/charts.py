@@ -65,14 +65,17 @@ def sweep_heatmap(
 
 
 def layer_sweep_bars(
-    scores: np.ndarray, baseline: float, title: str = "", *, value_title: str = "score", width: int = 220, height: int = 160
+    scores: np.ndarray, baseline: float, title: str = "", *, value_title: str = "score", width: int = 220, height: int = 160,
+    paper: tuple[int, float, str] | None = None,
 ) -> alt.Chart:
-    """One bar per disabled layer (Kovaleva Fig. 9), drawn from the baseline (a dashed orange rule) to the score."""
+    """One bar per disabled layer (Kovaleva Fig. 9), drawn from the baseline (a dashed orange rule) to the score.
+    ``paper``: (1-based layer, the paper's change in points, its label): a red point at baseline + change."""
     s = np.asarray(scores, dtype=np.float64)
     df = pd.DataFrame({"layer": np.arange(1, len(s) + 1), "score": s, "delta": s - float(baseline),
                        "baseline": float(baseline)})
-    lo = float(min(s.min(), baseline))
-    hi = float(max(s.max(), baseline))
+    marks = [float(baseline) + paper[1]] if paper is not None else []
+    lo = float(min(s.min(), baseline, *marks))
+    hi = float(max(s.max(), baseline, *marks))
     pad = max(0.05 * (hi - lo), 0.5)
     scale = alt.Scale(domain=[lo - pad, hi + pad], zero=False)
     bars = alt.Chart(df).mark_bar(clip=True).encode(  # bars grow from the baseline, up (better) or down (worse)
@@ -85,7 +88,15 @@ def layer_sweep_bars(
     rule = alt.Chart(pd.DataFrame({"baseline": [float(baseline)]})).mark_rule(color="orange", strokeDash=[5, 3], size=2).encode(
         y="baseline:Q", tooltip=[alt.Tooltip("baseline:Q", format=".2f")]
     )
-    return (bars + rule).properties(title=title, width=width, height=height)
+    chart = bars + rule
+    if paper is not None:
+        layer, change, label = paper
+        mark = pd.DataFrame({"layer": [int(layer)], "score": [float(baseline) + change], "what": [label],
+                             "change": [change]})
+        point = alt.Chart(mark).encode(x="layer:O", y="score:Q", tooltip=["what:N", alt.Tooltip("change:Q", format="+.1f")])
+        chart = chart + point.mark_point(shape="diamond", size=70, color="firebrick", filled=True) + point.mark_text(
+            align="left", dx=6, fontSize=10, color="firebrick").encode(text="what:N")
+    return chart.properties(title=title, width=width, height=height)
 
 
 def method_scatter(

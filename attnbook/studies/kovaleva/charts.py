@@ -21,7 +21,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from attnbook.charts import heads_frame, panels_per_row, stagger
+from attnbook.charts import heads_frame, panels_per_row, reference_rule, stagger
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_bytes
@@ -153,12 +153,15 @@ def class_examples_chart(maps: Sequence[np.ndarray], labels: Sequence[int], *, p
     return alt.hconcat(*charts)
 
 
-def proportions_chart(fractions: dict[str, np.ndarray]):
-    """Fig. 2 in Altair: a stacked bar per task of the share of each class."""
-    rows = [{"task": task, "class": name, "share": float(f[c]), "order": c}
+def proportions_chart(fractions: dict[str, np.ndarray], paper: tuple[float, float] | None = None):
+    """Fig. 2 in Altair: a stacked bar per task of the share of each class, Heterogeneous at the bottom so that its
+    share reads off the axis; ``paper``: the paper's lowest and highest Heterogeneous share over its tasks (Kovaleva
+    §4.1: MRPC and QQP), drawn as two rules labelled "paper"."""
+    last = CLASSES.index("Heterogeneous")
+    rows = [{"task": task, "class": name, "share": float(f[c]), "order": -1 if c == last else c}
             for task, f in fractions.items() for c, name in enumerate(CLASSES)]
     colours = ["#%02x%02x%02x" % c for c in CLASS_COLOURS]
-    return (
+    bars = (
         alt.Chart(pd.DataFrame(rows))
         .mark_bar()
         .encode(
@@ -168,8 +171,13 @@ def proportions_chart(fractions: dict[str, np.ndarray]):
             order="order:Q",
             tooltip=["task", "class", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(width=60 * len(fractions), height=220)
     )
+    chart = bars
+    if paper is not None:
+        low, high = paper
+        chart = bars + reference_rule(low, f"paper: Heterogeneous {low:.0%} (MRPC)", color="black") + reference_rule(
+            high, f"paper: {high:.0%} (QQP)", color="black")
+    return chart.properties(width=max(60 * len(fractions), 240), height=220)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,11 +205,13 @@ def task_frame(values: Mapping[str, np.ndarray], name: str = "value") -> pd.Data
 
 def task_heatmaps(values: Mapping[str, np.ndarray], title: str = "", *, value_title: str = "value",
                   scheme: str = "blues", reverse: bool = False, domain_mid: float | None = None,
-                  fmt: str = ".3f", cell: int = 16) -> alt.FacetChart:
-    """Layer x head heatmaps side by side, one per task, sharing one colour scale (Kovaleva Fig. 5-6)."""
+                  fmt: str = ".3f", cell: int = 16, domain: tuple[float, float] | None = None) -> alt.FacetChart:
+    """Layer x head heatmaps side by side, one per task, sharing one colour scale (Kovaleva Fig. 5-6); ``domain``
+    fixes that scale's range (to share it with another figure)."""
     df = task_frame(values, "value")
     n_layers, n_heads = int(df["layer"].max()), int(df["head"].max())
-    scale = alt.Scale(scheme=scheme, reverse=reverse, **({"domainMid": domain_mid} if domain_mid is not None else {}))
+    scale = alt.Scale(scheme=scheme, reverse=reverse, **({"domainMid": domain_mid} if domain_mid is not None else {}),
+                      **({"domain": list(domain)} if domain is not None else {}))
     base = alt.Chart(df).mark_rect().encode(
         x=alt.X("head:O", title="head"),
         y=alt.Y("layer:O", title="layer"),
@@ -210,6 +220,17 @@ def task_heatmaps(values: Mapping[str, np.ndarray], title: str = "", *, value_ti
     ).properties(width=cell * n_heads, height=cell * n_layers)
     columns = panels_per_row(cell * n_heads + 45, len(values))
     return base.facet(facet=alt.Facet("task:N", sort=list(values), title=None), columns=columns, title=title)
+
+
+def received_heatmaps(results: Mapping[str, Mapping[str, np.ndarray]], tokens: Mapping[str, str], *,
+                      cell: int = 16):
+    """Kovaleva Fig. 6: attention received by each special token (``tokens``: statistic name -> the panel's title,
+    e.g. ``{"received/[SEP]": "Attention received by [SEP]"}``), one row of task heatmaps per token, all on one
+    colour scale from 0 to the largest value, so the rows compare."""
+    top = max(float(np.max(r[k])) for r in results.values() for k in tokens if k in r)
+    rows = [task_heatmaps({t: r[k] for t, r in results.items() if k in r}, title, value_title="attention received",
+                          cell=cell, domain=(0.0, top)) for k, title in tokens.items()]
+    return alt.vconcat(*rows).resolve_scale(color="shared")
 
 
 def cls_frame(results: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str],
@@ -336,3 +357,114 @@ def share_strip(values: np.ndarray, highlight: Sequence[tuple[int, int]], title:
         chart = alt.Chart(pd.DataFrame({"v": [float(chance)]})).mark_rule(color="orange", strokeDash=[4, 3]).encode(
             x="v:Q") + chart
     return chart.properties(title=title, width=width, height=90 + 11 * int(picked["level"].max() if len(picked) else 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# figure captions: one sentence each, every number from the run's values (the paper's passed in from its claims)
+# ---------------------------------------------------------------------------------------------
+def proportions_caption(fractions: Mapping[str, np.ndarray], paper: tuple[float, float]) -> str:
+    """Caption of :func:`proportions_chart`: the Heterogeneous share's range over the tasks beside the paper's."""
+    het = {t: float(np.asarray(f)[CLASSES.index("Heterogeneous")]) for t, f in fractions.items()}
+    low, high = min(het, key=het.get), max(het, key=het.get)
+    spread = (f"range from {het[low]:.0%} ({low}) to {het[high]:.0%} ({high})" if f"{het[low]:.0%}" != f"{het[high]:.0%}"
+              else f"are {het[low]:.0%} on every task")
+    return (f"The class of every map of the fine-tuned models, by the CNN, per task: Heterogeneous maps (bottom), the "
+            f"upper bound on heads that could carry linguistic structure, {spread}; Kovaleva et al. find "
+            f"{paper[0]:.0%} to {paper[1]:.0%} (dashed lines).")
+
+
+def layer_change_caption(cosines: Mapping[str, np.ndarray], *, heatmap: bool) -> str:
+    """Caption of the Fig. 5 figures (``heatmap``: the per-head cosines, else the per-layer change): on how many tasks
+    the last layer changed most."""
+    change = {t: 1.0 - np.asarray(c).mean(1) for t, c in cosines.items()}
+    last = [t for t, c in change.items() if int(np.argmax(c)) == len(c) - 1]
+    shown = ("Cosine similarity between every head's pre-trained and fine-tuned maps, per task (darker: changed more)"
+             if heatmap else "How much each layer's maps changed under fine-tuning (1 − mean cosine), one line per task")
+    return (f"{shown}: the last layer changed most on {len(last)} of {len(change)} tasks"
+            f"{' (' + ', '.join(last) + ')' if last else ''}; Kovaleva et al. find the last two of bert-base's twelve "
+            f"layers changing most on every task but QQP (Fig. 5).")
+
+
+def received_caption(results: Mapping[str, Mapping[str, np.ndarray]], names: Mapping[str, str]) -> str:
+    """Caption of :func:`received_heatmaps`: the largest attention received by each special token."""
+    parts = []
+    for role in ("[SEP]", "[CLS]"):
+        key = f"received/{role}"
+        best = max(((t, float(np.max(r[key]))) for t, r in results.items() if key in r), key=lambda x: x[1],
+                   default=None)
+        if best:
+            parts.append(f"{names.get(role, role)} up to {best[1]:.2f} ({best[0]})")
+    return (f"Attention received by the separator (top) and the start token (bottom) in each fine-tuned model, on one "
+            f"colour scale so the rows compare: {', '.join(parts)}. Kovaleva et al. find the vertical stripes on "
+            f"[CLS] in earlier layers and on [SEP] in later ones (Fig. 6).")
+
+
+def feature_change_caption(finetuned: Mapping[str, Mapping[str, np.ndarray]],
+                           pretrained: Mapping[str, Mapping[str, np.ndarray]], features: Sequence[str]) -> str:
+    """Caption of :func:`feature_change_heatmaps`: the largest change and where."""
+    df = feature_change_frame(finetuned, pretrained, features)
+    top = df.loc[df["delta"].abs().idxmax()]
+    return (f"Change of the attention each linguistic feature receives under fine-tuning, every head of every task "
+            f"on one scale (red: more after fine-tuning): the largest change is {top['delta']:+.3f}, {top['feature']} "
+            f"at head {top['label']} on {top['task']}, to be read beside the special tokens' shares in the figure "
+            f"above.")
+
+
+def cls_caption(means: pd.DataFrame, names: Mapping[str, str] | None = None) -> str:
+    """Caption of :func:`cls_heatmaps` from :func:`attnbook.studies.kovaleva.features.cls_means`: the feature the
+    last layer's ``[CLS]`` attends to most, per task."""
+    names = dict(names or {})
+    table = means.set_index("task")
+    top = {t: names.get(f, f) for t, f in table.idxmax(axis=1).items()}
+    return (f"What the last layer's {names.get('[CLS]', '[CLS]')} attends to, per head and task: most of all "
+            f"{'; '.join(f'{f} on {t}' for t, f in top.items())}. Kovaleva et al. find [SEP] on most tasks and "
+            f"punctuation on STS-B, RTE and QNLI (Fig. 7).")
+
+
+def disabling_caption(sweeps: Mapping[str, object], significant: Mapping[str, np.ndarray],
+                      paper_gains: Mapping[str, float]) -> str:
+    """Caption of the Fig. 8 heatmaps: each task's best single-head gain and how many changes stay significant,
+    beside the paper's quoted gains (``paper_gains``: task -> points, Kovaleva §4.6)."""
+    parts = [f"{t} {float(np.max(np.asarray(s.scores) - s.baseline_score)):+.2f} "
+             f"({int(np.sum(significant[t]))} significant)" for t, s in sweeps.items()]
+    quoted = ", ".join(f"{g:+.1f} on {t}" for t, g in paper_gains.items())
+    return (f"The dev score with each head disabled alone, per task; '+' marks heads whose removal helps, outlines "
+            f"changes significant after Holm's correction. Best gain: {'; '.join(parts)}. Kovaleva et al. quote best "
+            f"gains of {quoted} (§4.6).")
+
+
+def layer_paper_mark(task: str, gains: Mapping[str, tuple[int, float]]) -> tuple[int, float, str] | None:
+    """The paper's layer result for ``task`` as a mark for :func:`attnbook.studies.heads_off.charts.layer_sweep_bars`
+    (``gains``: task -> (1-based layer, change in points), e.g. Kovaleva §4.6's layer 1 on RTE), else ``None``."""
+    if task not in gains:
+        return None
+    layer, change = gains[task]
+    return int(layer), float(change), f"paper {change:+.1f}"
+
+
+def layer_caption(sweeps: Mapping[str, object], gains: Mapping[str, tuple[int, float]]) -> str:
+    """Caption of the Fig. 9 bars: each task's best layer to disable, beside the paper's layer result."""
+    parts = []
+    for t, s in sweeps.items():
+        d = np.asarray(s.scores) - s.baseline_score
+        parts.append(f"{t} layer {int(np.argmax(d)) + 1} ({float(np.max(d)):+.2f})")
+    quoted = "; ".join(f"layer {layer} on {t}: {change:+.1f}" for t, (layer, change) in gains.items())
+    drawn = "the red diamond" if any(t in sweeps for t in gains) else "not among these tasks"
+    return (f"The dev score with one whole layer disabled, per task (bars from the baseline, blue: better). Best layer "
+            f"to disable: {'; '.join(parts)}. Kovaleva et al.'s result in bert-base ({quoted}, Fig. 9): {drawn}.")
+
+
+def match_caption(match: Mapping[str, Mapping]) -> str:
+    """Caption of the §5 word-matching strips: where the heads that hurt most sit among all heads."""
+    parts = [f"{t} {100 * float(np.mean(list(m['percentiles'].values()))):.0f}"
+             for t, m in match.items() if m.get("percentiles")]
+    return (f"Every head's word-matching share (attention to copies of a token in the other sentence), the heads "
+            f"whose disabling hurts most in red, uniform attention dashed. Their mean percentile among all heads by "
+            f"that share: {'; '.join(parts)}. Kovaleva et al. saw the heads STS-B and RTE depend on most attend to the same word "
+            f"in the other sentence (§5).")
+
+
+def paper_layer_gains(disabling: Mapping[str, object]) -> dict[str, tuple[int, float]]:
+    """The paper's layer result to mark in Fig. 9 from :data:`attnbook.studies.kovaleva.paper.PAPER_DISABLING`:
+    task -> (1-based layer, change in points); Kovaleva §4.6 / Fig. 9: disabling layer 1 raises RTE's score."""
+    return {"RTE": (1, float(disabling["rte_layer1"]))}

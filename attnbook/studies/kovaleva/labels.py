@@ -374,9 +374,10 @@ def review_markdown(header: dict, labels: Sequence[LabelledMap]) -> str:
     top = sorted(pairs.items(), key=lambda x: -x[1])[:3]
     return (
         f"The file holds {len(labels)} maps, each with the rule set's proposal. **{len(rev)} were reviewed blind** "
-        f"({review.get('who', 'reviewer not recorded')}; {review.get('when', 'date not recorded')}): "
-        f"{review.get('sample', '')}. Each sheet showed the maps without any class; the reviewer's class was written "
-        "down before the rules' proposals were computed. The other "
+        f"({review.get('who', 'reviewer not recorded')}): {review.get('sample', '').split('): ', 1)[-1]}. Each sheet "
+        "showed the maps "
+        "without any class and without the rule set's proposals, which were computed only after the reviewer's class "
+        "was written down. The other "
         f"{len(labels) - len(rev)} maps carry only the proposal and are not used below. Reviewed classes: "
         + ", ".join(f"{c} {n}" for c, n in counts.items()) + ". "
         f"**The rule set agrees with the review on {agr['k']} of {agr['n']} maps** "

@@ -41,7 +41,8 @@ def cue_scatter(table, *, min_applicability: int = 20, highlight: Iterable[str] 
     """Altair scatter of cue coverage (x) against productivity (y), one point per cue (§4).
 
     Shows cues with applicability ≥ ``min_applicability`` (at most ``n_max``, the most
-    applicable); the cues in ``highlight`` are labelled; a rule marks π = 1/2 (chance).
+    applicable); the cues in ``highlight`` are labelled; a rule marks π = 1/2 (chance), a red cross the paper's
+    "not" (Table 2, all splits).
     """
     import altair as alt
 
@@ -64,7 +65,14 @@ def cue_scatter(table, *, min_applicability: int = 20, highlight: Iterable[str] 
         x="coverage:Q", y="label_y:Q", text="cue:N"
     )
     chance = alt.Chart({"values": [{"y": 0.5}]}).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
-    return (points + labels + chance).properties(
+    ref = PAPER["not_cue"]["all"]  # Niven & Kao Table 2: "not" over train, dev and test together
+    paper = alt.Chart({"values": [{"coverage": ref["coverage"], "productivity": ref["productivity"],
+                                   "what": "paper: \"not\""}]})
+    paper = (paper.mark_point(shape="cross", size=120, color="firebrick", filled=True).encode(
+        x="coverage:Q", y="productivity:Q", tooltip=["what:N", "coverage:Q", "productivity:Q"])
+        + paper.mark_text(dx=-8, align="right", color="firebrick", fontSize=10).encode(
+            x="coverage:Q", y="productivity:Q", text="what:N"))
+    return (points + labels + chance + paper).properties(
         width=480, height=320, title=f"Warrant cues with applicability ≥ {min_applicability}"
     )
 
@@ -124,3 +132,39 @@ def halves_bars(adversarial: Mapping[str, Any]):
     if not len(frame):
         return None
     return accuracy_bars(frame).properties(title="Adversarial test accuracy on the two halves, per seed")
+
+
+# ---------------------------------------------------------------------------------------------
+# figure captions: one sentence each, every number from the run's values or the paper's table
+# ---------------------------------------------------------------------------------------------
+def cue_caption(table, *, min_applicability: int, cue: str = "not") -> str:
+    """Caption of :func:`cue_scatter`: the cue ``cue`` on all the data beside the paper's Table 2 (all splits)."""
+    rows = table[table["cue"] == cue]
+    paper = PAPER["not_cue"]["all"]
+    ours = (f"\"{cue}\" marks the correct warrant in {float(rows['productivity'].iloc[0]):.0%} of the "
+            f"{int(rows['applicability'].iloc[0])} items it applies to (coverage {float(rows['coverage'].iloc[0]):.0%})"
+            if len(rows) else f"\"{cue}\" applies to no item")
+    return (f"Every warrant cue that applies to at least {min_applicability} items, by coverage and productivity, "
+            f"chance dashed: {ours}; Niven & Kao's Table 2 gives productivity {paper['productivity']:.0%} and coverage "
+            f"{paper['coverage']:.0%} over all splits (red cross).")
+
+
+def probe_caption(frame) -> str:
+    """Caption of the §5 bars from :func:`probe_bars_frame`: this run's accuracy per input beside the paper's."""
+    ours = frame[frame["source"].str.startswith("this run")].set_index("input")["accuracy"]
+    paper = frame[frame["source"].str.startswith("paper")].set_index("input")["accuracy"]
+    parts = "; ".join(f"{k} {ours[k]:.0%} (paper {paper[k]:.0%})" for k in ours.index if k in paper.index)
+    return (f"Mean test accuracy over seeds by what the model sees, this run beside Niven & Kao's BERT Large (Table 3), "
+            f"chance dashed: {parts}. A model that reads the warrants alone close to the full input's score learned "
+            f"the warrants' cues.")
+
+
+def halves_caption(adversarial: Mapping[str, Any]) -> str:
+    """Caption of :func:`halves_bars`: the mean sum of the two halves' accuracies per input (1: the claim ignored)."""
+    parts = []
+    for k, f in adversarial.items():
+        total = np.asarray(f[f"{HALVES[0]}_accuracy"], dtype=float) + np.asarray(f[f"{HALVES[1]}_accuracy"], dtype=float)
+        parts.append(f"{INPUTS[k]} {float(np.mean(total)):.2f}")
+    return (f"Each seed's accuracy on the two halves of the adversarial test set (originals and their claim-negated "
+            f"copies): a model that ignores the claim gives both copies one answer, so its two accuracies sum to one. "
+            f"Mean sum per input: {'; '.join(parts)}.")

@@ -14,6 +14,7 @@ from typing import Any
 
 from attnbook.data.glue_metrics import constant_baselines
 from attnbook.studies.kovaleva.reference import constant_reason
+from attnbook.studies.kovaleva.table1 import INIT_LABELS
 
 
 def is_missing(x: Any) -> bool:
@@ -81,8 +82,8 @@ def constant_predictors(df) -> list[str]:
             continue
         bad, seeds = not_learned_seeds(r), r.get("learned") or {}
         if row_reason(r):
-            out.append(f"{r['task']} ({r['init']})")
+            out.append(f"{r['task']} ({INIT_LABELS.get(r['init'], r['init'])})")
         elif bad:
-            out.append(f"{r['task']} ({r['init']}, seed{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} "
+            out.append(f"{r['task']} ({INIT_LABELS.get(r['init'], r['init'])}, seed{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))} "
                        f"of {len(seeds)})")
     return out

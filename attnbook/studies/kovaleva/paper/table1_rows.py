@@ -36,7 +36,7 @@ from attnbook.studies.kovaleva.paper.learned import (
     row_reason,
 )
 from attnbook.studies.kovaleva.paper.rows import not_run_row
-from attnbook.studies.kovaleva.table1 import paired_mean_difference
+from attnbook.studies.kovaleva.table1 import INIT_LABELS, paired_mean_difference
 
 Comparison = verdict.Comparison
 
@@ -53,6 +53,12 @@ SEED_SD: dict[str, float] = {"SST-2": 1.5, "MRPC": 3.0, "RTE": 3.0, "STS-B": 3.0
 #: a task not in :data:`SEED_SD` takes the small tasks' (the wider) spread
 DEFAULT_SEED_SD = 3.0
 _SEED_PAPERS = "the order of the spreads in Dodge et al. 2020 and Mosbach et al. 2021"
+
+
+def cell_quantity(task: str, init: str) -> str:
+    """A Table 1 cell's quantity as the page shows it: ``("MRPC", "random_ft")`` -> ``"MRPC, random init +
+    fine-tuning"`` (:data:`attnbook.studies.kovaleva.table1.INIT_LABELS`)."""
+    return f"{task}, {INIT_LABELS.get(init, init)}"
 
 
 def seed_sd(task: str) -> float:
@@ -223,7 +229,7 @@ def table1_cells(df) -> list[Comparison]:
     (:mod:`~attnbook.studies.kovaleva.paper.text`)."""
     rows = []
     for _, r in df.iterrows():
-        q = f"{r['task']}, {r['init']}"
+        q = cell_quantity(r["task"], r["init"])
         if is_missing(r["ours"]):
             gone = missing_data(r["note"])
             rows.append(not_run_row("Table 1", q, float(r["paper"]),

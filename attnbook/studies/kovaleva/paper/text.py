@@ -23,7 +23,7 @@ import re
 from attnbook.studies.kovaleva.paper.claims import PAPER, PAPER_MODEL
 from attnbook.studies.kovaleva.paper.learned import is_missing, not_learned_seeds
 from attnbook.studies.kovaleva.paper.rows import SHARE_INTERVAL_WORDS
-from attnbook.studies.kovaleva.paper.table1_rows import cell_rule_words, row_difference, table1_cells
+from attnbook.studies.kovaleva.paper.table1_rows import cell_quantity, cell_rule_words, row_difference, table1_cells
 
 Comparison = verdict.Comparison
 
@@ -135,10 +135,11 @@ def recipe_confound(cells: Sequence[Comparison], recipe: Mapping[str, Any] | Non
     agreeing) and the fine-tuned cells not comparable because the classifier learned nothing; with ``recipe``, its
     epochs beside the paper's (§3: 3 epochs). ``""`` when no cell falls short."""
     cells = _cell_rows(cells)
-    short = [r for r in cells if r.kind == verdict.CLAIM and r.quantity.endswith(", pretrained_ft")
+    task = lambda r: r.quantity.split(",")[0]  # noqa: E731
+    short = [r for r in cells if r.kind == verdict.CLAIM and r.quantity == cell_quantity(task(r), "pretrained_ft")
              and r.verdict in (verdict.DISAGREES, verdict.PARTLY, verdict.INCONCLUSIVE)
              and isinstance(r.paper, (int, float)) and r.value is not None and r.value < r.paper]
-    flat = [r for r in _not_learned_cells(cells) if not r.quantity.endswith(", pretrained")]
+    flat = [r for r in _not_learned_cells(cells) if r.quantity != cell_quantity(task(r), "pretrained")]
     if not short and not flat:
         return ""
     what = []
@@ -188,7 +189,7 @@ def finetune_markdown(df, finetune: str, recipe: Mapping[str, Any], cells: Seque
         a, b = by.get((t, "pretrained_ft")), by.get((t, "pretrained"))
         if b is None or is_missing(b["ours"]):
             continue
-        if f"{t}, pretrained_ft" in flat_cells:
+        if cell_quantity(t, "pretrained_ft") in flat_cells:
             flat.append(t)
             continue
         est = row_difference(t, a, b, 1000, 0)
