@@ -180,22 +180,24 @@ def pages(html: Path) -> list[tuple[Path, bool]]:
 
 
 def chapter_pages(book: Path, chromium: str | None, wait_ms: int = 0):
-    """``(chapter, page)`` for each chapter page of the built ``book`` (its project folder), loaded one after the
+    """``(page id, page)`` for each chapter page of the built ``book`` (its project folder), loaded one after the
     other in one Chromium page at 1,280 x 900 (``wait_ms``: time for the charts to draw)."""
     from playwright.sync_api import sync_playwright
 
     from attnbook.chapters.runner import available_chapters
+    from attnbook.chapters.toc import chapter as chapter_of
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             for chapter in available_chapters():
-                page.goto((Path(book) / "_build" / "html" / "book" / f"{chapter}.html").as_uri())
-                page.wait_for_load_state("load")
-                if wait_ms:
-                    page.wait_for_timeout(wait_ms)
-                yield chapter, page
+                for name in chapter_of(chapter).page_ids:  # a chapter published on several pages: each of them
+                    page.goto((Path(book) / "_build" / "html" / "book" / f"{name}.html").as_uri())
+                    page.wait_for_load_state("load")
+                    if wait_ms:
+                        page.wait_for_timeout(wait_ms)
+                    yield name, page
         finally:
             browser.close()
 

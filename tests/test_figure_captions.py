@@ -194,11 +194,13 @@ def test_rows_link_to_the_section_that_measures_them(chapter, experiment, headin
 @pytest.mark.integration
 def test_every_chart_on_every_chapter_page_has_a_numbered_caption_in_chromium(smoke_book):
     """Chromium at 1,280 x 900 on the smoke book: on each chapter's page every chart sits in a figure whose caption
-    starts "Figure N.k." with N the chapter's number and k = 1, 2, ... in page order, followed by its sentence."""
+    starts "Figure N.k." with N the chapter's number and k = 1, 2, ... in page order (continued on a chapter's next
+    page), followed by its sentence."""
     from pagecheck import chapter_pages
     from test_book import CHROMIUM
 
     problems: list[str] = []
+    numbered: dict[int, int] = {}  # a chapter on several pages numbers its figures on from page to page
     for chapter, page in chapter_pages(smoke_book, CHROMIUM):
         charts = page.evaluate(
             "Array.from(document.querySelectorAll('.attnbook-chart')).map(c => { const f = c.closest('figure'); "
@@ -207,7 +209,9 @@ def test_every_chart_on_every_chapter_page_has_a_numbered_caption_in_chromium(sm
         number = int(chapter[:2])
         if not charts:
             problems.append(f"{chapter}: no chart on the page")
-        for k, caption in enumerate(charts, start=1):
+        first = numbered.get(number, 0) + 1
+        numbered[number] = first - 1 + len(charts)
+        for k, caption in enumerate(charts, start=first):
             if caption is None:
                 problems.append(f"{chapter}: chart {k} has no caption")
             elif not re.match(rf"Figure {number}\.{k}\. \S.{{20,}}", caption):

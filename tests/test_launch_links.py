@@ -19,6 +19,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
+from attnbook.chapters.toc import PAGE_CHAPTER
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,9 +28,7 @@ def chapter_pages() -> list[str]:
     """The book's notebook pages (docnames), from ``_toc.yml``: the ones whose executed notebook is in book/."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
-    from attnbook.chapters.runner import CHAPTER_ORDER
-
-    return [f for f in files if Path(f).name in CHAPTER_ORDER]
+    return [f for f in files if Path(f).name in PAGE_CHAPTER]
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +98,7 @@ def tracked(path: str) -> bool:
 
 
 def test_binder_and_colab_open_each_chapters_source_notebook(sphinx_config):
+    """Every chapter page, each page of a chapter published on several included, opens its chapter's notebook."""
     settings = yaml.safe_load((ROOT / "_config.yml").read_text())
     repository = settings["repository"]
     origin = urlsplit(repository["url"]).path.strip("/")
@@ -109,7 +110,7 @@ def test_binder_and_colab_open_each_chapters_source_notebook(sphinx_config):
         for provider, url in urls.items():
             repo, branch, path = repository_file(url)
             assert (repo, branch) == (origin, repository["branch"]), f"{page} {provider}: {url}"
-            assert path == f"notebooks/{Path(page).name}.ipynb", f"{page} {provider} opens {path}"
+            assert path == f"notebooks/{PAGE_CHAPTER[Path(page).name]}.ipynb", f"{page} {provider} opens {path}"
             assert tracked(path), f"{page} {provider}: {path} is not in the repository"
 
 
@@ -117,7 +118,7 @@ def test_each_opened_notebook_sets_itself_up_and_asks_for_a_python_kernel():
     """What Binder or Colab opens can run there: its first code cell is the set-up cell (installs attnbook, fetches
     the data), and its kernel falls back to the place's Python kernel where ``attnbook`` is not registered."""
     for page in chapter_pages():
-        nb = json.loads((ROOT / "notebooks" / f"{Path(page).name}.ipynb").read_text())
+        nb = json.loads((ROOT / "notebooks" / f"{PAGE_CHAPTER[Path(page).name]}.ipynb").read_text())
         first = next(c for c in nb["cells"] if c["cell_type"] == "code")
         assert "set-up" in first["metadata"].get("tags", []), page
         assert nb["metadata"]["kernelspec"]["language"] == "python", page

@@ -21,6 +21,7 @@ from attnbook import charts as plots
 from attnbook.chapters import tables
 from attnbook.chapters.params import Params, resolve
 from attnbook.chapters.results import ChapterResults
+from attnbook.chapters.toc import chapter as chapter_of
 from attnbook.core import cache
 from attnbook.engine.models import set_default_device, set_threads
 
@@ -46,15 +47,28 @@ def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
     return params
 
 
-def finish(res: ChapterResults):
-    """Save the results files and return the "paper vs this run" table for display."""
+def finish(res: ChapterResults, page: int | None = None):
+    """Save the results files and show the "paper vs this run" table (``page``: only the rows that page of a chapter
+    published on several shows, :meth:`~attnbook.chapters.results.ChapterResults.table`)."""
     from IPython.display import Markdown, display
 
     path = res.save()
-    table = res.table()
+    table = res.table(page)
     display(table.style.hide(axis="index") if hasattr(table, "style") else table)
     display(Markdown(f"*Key numbers written to `{path.name}` in the results folder.*"))
     return None
+
+
+def page_table(res: ChapterResults, page: int):
+    """The "paper vs this run" table of one page of a chapter published on several, for display where that page
+    ends (the results files are written once, by :func:`finish`, at the end of the notebook)."""
+    table = res.table(page)
+    return table.style.hide(axis="index") if hasattr(table, "style") else table
+
+
+def page_rows(chapter: str, rows, page: int) -> list:
+    """The rows that page ``page`` of ``chapter`` shows (:meth:`attnbook.chapters.toc.Chapter.rows_on_page`)."""
+    return chapter_of(chapter).rows_on_page(rows, page)
 
 
 def provenance(res: ChapterResults):

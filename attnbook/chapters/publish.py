@@ -10,6 +10,9 @@
 * :func:`fold_bookkeeping` — the parameters cell, the set-up cells after it (imports, ``chapter.setup``) and the
   cells that only write the results files get the tag that folds their input behind a toggle (:data:`FOLD_TAG`);
   their outputs stay on the page, and the source notebooks keep their cells as they are.
+* :func:`split_pages` — a chapter published on several pages (:attr:`attnbook.chapters.toc.Chapter.pages`) is cut
+  before each cell tagged :data:`attnbook.chapters.toc.PAGE_TAG`; each page gets the link targets, the findings box
+  and the run's box of its own rows. The notebook stays one.
 * :class:`Progress` — while a chapter runs, a line every ``every`` seconds with the cell being executed
   (papermill saves the output notebook after each cell; the watcher only reads it).
 """
@@ -24,6 +27,8 @@ from typing import Any, Callable
 
 from attnbook.chapters.anchors import place_targets
 from attnbook.chapters.summary import insert_summary
+from attnbook.chapters.toc import PAGE_CHAPTER, PAGE_TAG
+from attnbook.chapters.toc import chapter as chapter_of
 
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
@@ -143,34 +148,70 @@ def fold_bookkeeping(nb: dict) -> list[int]:
     return folded
 
 
-def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float | None = None) -> dict[str, Any]:
+def split_pages(nb: dict, chapter: str) -> list[tuple[str, dict]]:
+    """``[(page id, notebook)]``: the executed notebook of ``chapter`` cut before each cell tagged
+    :data:`~attnbook.chapters.toc.PAGE_TAG`, one part per page of :attr:`~attnbook.chapters.toc.Chapter.page_ids`
+    (``[(chapter, nb)]`` for a chapter on one page, or a page that is not a chapter). Each part keeps the notebook's
+    metadata; a page after the first starts at its tagged cell (its title)."""
+
+    if chapter not in PAGE_CHAPTER:
+        return [(chapter, nb)]
+    pages = chapter_of(chapter).page_ids
+    cells = nb.get("cells", [])
+    starts = [i for i, c in enumerate(cells) if PAGE_TAG in _tags(c)]
+    if len(starts) != len(pages) - 1:
+        raise ValueError(f"chapter {chapter} is published on {len(pages)} page(s) ({', '.join(pages)}) but its "
+                         f"notebook has {len(starts)} cell(s) tagged {PAGE_TAG!r}; tag the first cell of each page "
+                         f"after the first")
+    bounds = [0, *starts, len(cells)]
+    return [(page, {**nb, "cells": cells[a:b]}) for page, a, b in zip(pages, bounds, bounds[1:])]
+
+
+def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float | None = None,
+         chapter: str | None = None) -> dict[str, Any]:
     """:func:`merge_parameters`, :func:`take_stderr` and :func:`fold_bookkeeping` on an executed notebook file; the
     stderr texts go to ``log`` (removed when there are none). With the chapter's ``results`` file (its provenance file
     beside it), each row's section gets the target its links point to
     (:func:`attnbook.chapters.anchors.place_targets`) and the findings and summary boxes go under the title
-    (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). Returns
-    ``{"parameters": {...}, "stderr": n, "summary": bool, "folded": [cell indices]}``."""
+    (:func:`attnbook.chapters.summary.insert_summary`; ``seconds``: the run's wall time). A chapter published on
+    several pages (``chapter``, or the results file's) is cut by :func:`split_pages`: ``notebook`` keeps the first
+    page, each further page is written beside it as ``<notebook>.<page id>.ipynb``, and each page's targets and boxes
+    come from its own rows. Returns ``{"parameters": {...}, "stderr": n, "summary": bool, "folded": [cell indices],
+    "pages": {page id: path}}``."""
 
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     params = merge_parameters(nb)
     stderr = take_stderr(nb)
-    summary = False
+    folded = fold_bookkeeping(nb)
+    data: dict[str, Any] | None = None
+    provenance: dict[str, Any] = {}
     if results is not None and Path(results).exists():
         prov = Path(results).with_name(Path(results).name.replace(".json", ".provenance.json"))
         data = json.loads(Path(results).read_text(encoding="utf-8"))
-        where = place_targets(nb, data["chapter"], [r["experiment"] for r in data.get("comparisons", [])])
-        insert_summary(nb, data, json.loads(prov.read_text(encoding="utf-8")) if prov.exists() else {}, seconds,
-                       linked=where)
-        summary = True
-    folded = fold_bookkeeping(nb)
-    Path(notebook).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        provenance = json.loads(prov.read_text(encoding="utf-8")) if prov.exists() else {}
+        chapter = chapter or data["chapter"]
+    parts = split_pages(nb, chapter) if chapter else [(None, nb)]
+    written: dict[str, Path] = {}
+    for i, (page, part) in enumerate(parts):
+        if data is not None:
+            rows = data.get("comparisons", [])
+            if len(parts) > 1:
+                mine = chapter_of(chapter).page_ids.index(page)
+                rows = [r for r in rows if chapter_of(chapter).page_index(r["experiment"]) == mine]
+            where = place_targets(part, data["chapter"], [r["experiment"] for r in rows])
+            insert_summary(part, {**data, "comparisons": rows}, provenance, seconds, linked=where)
+        path = Path(notebook) if i == 0 else Path(notebook).with_name(f"{Path(notebook).name}.{page}.ipynb")
+        path.write_text(json.dumps(part, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        if page is not None:
+            written[page] = path
     log = Path(log)
     if stderr:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("\n".join(stderr) + "\n", encoding="utf-8")
     elif log.exists():
         log.unlink()
-    return {"parameters": params, "stderr": len(stderr), "summary": summary, "folded": folded}
+    return {"parameters": params, "stderr": len(stderr), "summary": data is not None, "folded": folded,
+            "pages": written}
 
 
 def cells_done(notebook: Path) -> tuple[int, int, str] | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from attnbook.chapters import toc
 from attnbook.chapters.comparison_table import comparison_frame, run_text
 from attnbook.core import cache
 from attnbook.core.errors import MissingDataError
@@ -127,15 +128,17 @@ class ChapterResults:
                 self.data_files.append(p)
 
     # ---- output -------------------------------------------------------------------------------
-    def table(self):
+    def table(self, page: int | None = None):
         """The "paper vs this run" table as a pandas DataFrame (model and profile in the columns): the papers' claims
         first, then the book's own questions, then what was not reproduced (column ``kind`` when there are several
         kinds), this run's value with its 95% interval written once (:func:`.comparison_table.run_text`), each row's
         ``outcome`` in its own words (:attr:`~attnbook.verdict.Comparison.outcome_words`), and for an undecided row
         what its sample could detect (column ``detectable``, when a row has it). On the page it shows as the
-        five-column table of :func:`attnbook.chapters.comparison_table.comparison_html`."""
+        five-column table of :func:`attnbook.chapters.comparison_table.comparison_html`. ``page``: for a chapter
+        published on several pages (:attr:`attnbook.chapters.toc.Chapter.pages`), only the rows that page shows."""
         label = f"this run ({self.model.get('name', '?')}, {self.params.get('profile', '?')})"
-        rows = sorted(self.comparisons, key=lambda c: KIND_ORDER.index(c.kind))
+        shown = self.comparisons if page is None else toc.chapter(self.chapter).rows_on_page(self.comparisons, page)
+        rows = sorted(shown, key=lambda c: KIND_ORDER.index(c.kind))
         kinds = len({c.kind for c in rows}) > 1
         detect = any(c.detectable for c in rows)
         records = [
@@ -144,7 +147,7 @@ class ChapterResults:
              **({"detectable": c.detectable} if detect else {})}
             for c in rows
         ]
-        return comparison_frame(records, self.chapter, self.comparisons)
+        return comparison_frame(records, self.chapter, rows)
 
     def outcome_counts(self) -> dict[str, int]:
         """How many of the papers' claims (kind :data:`~attnbook.verdict.CLAIM`) have each outcome, in the order of

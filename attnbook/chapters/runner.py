@@ -139,10 +139,14 @@ def run_chapter(
             finally:
                 pass
             log = stderr_log(chapter)
-            tidied = tidy(tmp_nb, log, results=staging / f"{chapter}.json", seconds=time.time() - started)
+            tidied = tidy(tmp_nb, log, results=staging / f"{chapter}.json", seconds=time.time() - started,
+                          chapter=chapter)
             if tidied["stderr"]:
                 print(f"[attnbook] {chapter}: {tidied['stderr']} stderr message(s) kept off the page, in {log}",
                       flush=True)
+            for page, path in tidied["pages"].items():  # the chapter's further pages (toc.Chapter.pages)
+                if page != chapter:
+                    os.replace(path, out_dir / f"{page}.ipynb")
             shutil.move(str(tmp_nb), tmp)
             publish_results(staging, results_dir())  # the page and its results files land together
         stale = failed_dir / f"{chapter}.ipynb"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from attnbook.chapters.anchors import experiment_anchor
+from attnbook.chapters.toc import chapter as chapter_of
 from attnbook.verdict import AGREES, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, PARTLY, Comparison
 
 #: the chapter whose per-model rows give the other models' columns
@@ -76,7 +77,8 @@ class Finding:
     @property
     def link(self) -> str:
         """The page and section that measure it: ``04_kovaleva_taxonomy.html#ch04-row-s4-3-fig-5``."""
-        return f"{self.chapter}.html#{experiment_anchor(self.chapter, self.experiment)}"
+        page = chapter_of(self.chapter).page_of(self.experiment)
+        return f"{page}.html#{experiment_anchor(self.chapter, self.experiment)}"
 
 
 CLARK, KOVALEVA, MICHEL, NIVEN_KAO = ("Clark", "Kovaleva", "Michel", "Niven & Kao")
@@ -248,7 +250,7 @@ def scorecard_html(results: Mapping[str, Mapping[str, Any]], comparisons: Mappin
         found = [c.finding_rows(f) for c in cols]
         cells = "".join(_cell(f, rows) for rows in found)
         # a chapter that made no row for the finding has no section target for it: its comparison table instead
-        link = f.link if found[0] else f"{f.chapter}.html#{TABLE_ANCHOR}"
+        link = f.link if found[0] else f"{chapter_of(f.chapter).page_of(f.experiment)}.html#{TABLE_ANCHOR}"
         lines.append(f"<tr{first}><td>{html.escape(f.words)}</td>{cells}"
                      f'<td><a href="{link}">{html.escape(f.paper)} {html.escape(f.section)}</a></td></tr>')
     lines += ["</tbody>", "</table>"]

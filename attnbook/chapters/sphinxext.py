@@ -27,6 +27,8 @@ from typing import Any
 
 from docutils import nodes
 
+from attnbook.chapters.toc import PAGE_CHAPTER
+
 #: the reading rate of the book's pages, in words per minute. Brysbaert (2019, "How many words do we read per
 #: minute?", Journal of Memory and Language 109) puts adults' silent reading of English non-fiction at about 238; a
 #: page of numbers, tables and claims weighed against one another is read more slowly, so the book counts 200
@@ -43,6 +45,9 @@ _SKIPPED = (nodes.literal_block, nodes.doctest_block, nodes.math_block, nodes.ma
 
 #: book/NN_name.ipynb (the executed copy) -> notebooks/NN_name.ipynb (the source in the repository)
 _EXECUTED = re.compile(r"(?<=/)book/(\d\d_[A-Za-z0-9_]+\.ipynb)")
+#: book/<page>.ipynb of a chapter's page that is not the chapter's own id -> the chapter's notebook
+_CHAPTER_PAGE = re.compile(r"(?<=/)book/(" + "|".join(re.escape(p) for p, c in PAGE_CHAPTER.items() if p != c)
+                           + r")\.ipynb") if any(p != c for p, c in PAGE_CHAPTER.items()) else re.compile(r"(?!)")
 #: book/<page>.ipynb of a front-matter notebook page -> notebooks/pages/<page>.ipynb
 _PAGE = re.compile(r"(?<=/)book/([a-z][A-Za-z0-9_]*\.ipynb)")
 
@@ -60,8 +65,10 @@ class VegaLiteSpec:
 
 
 def source_notebook_url(url: str) -> str:
-    """A launch URL that opens the source notebook instead of the executed copy: a chapter's in ``notebooks/``, a
-    front-matter page's (:data:`attnbook.chapters.toc.PAGES`) in ``notebooks/pages/``."""
+    """A launch URL that opens the source notebook instead of the executed copy: a chapter's in ``notebooks/`` (for
+    every page of a chapter published on several, the chapter's one notebook), a front-matter page's
+    (:data:`attnbook.chapters.toc.PAGES`) in ``notebooks/pages/``."""
+    url = _CHAPTER_PAGE.sub(lambda m: f"notebooks/{PAGE_CHAPTER[m.group(1)]}.ipynb", url)
     return _PAGE.sub(r"notebooks/pages/\1", _EXECUTED.sub(r"notebooks/\1", url))
 
 

@@ -4,7 +4,8 @@
   (:func:`class_examples_chart`), the class shares per task (:func:`proportions_chart`), and PNG
   thumbnails without matplotlib (:func:`png_bytes`, :func:`map_image`, :func:`render_thumbnails`);
 * §4.3-4.5 (Fig. 5-7): layer x head heatmaps, one panel per task on one shared colour scale;
-* §5: the word-matching share of the heads whose disabling hurts most, against all heads.
+* §5: the word-matching share of the heads whose disabling hurts most, against all heads;
+* Table 1: each task's three scores with their intervals beside the paper's (:func:`table1_chart`).
 
 Pure functions from arrays to long tables and Altair charts; every label a reader sees is the
 1-based ``layer-head`` name or a 1-based layer/head number. Render them with
@@ -26,6 +27,7 @@ from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_bytes
 from attnbook.studies.kovaleva.patterns import CLASSES
+from attnbook.studies.kovaleva.table1 import INIT_LABELS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -468,3 +470,66 @@ def paper_layer_gains(disabling: Mapping[str, object]) -> dict[str, tuple[int, f
     """The paper's layer result to mark in Fig. 9 from :data:`attnbook.studies.kovaleva.paper.PAPER_DISABLING`:
     task -> (1-based layer, change in points); Kovaleva §4.6 / Fig. 9: disabling layer 1 raises RTE's score."""
     return {"RTE": (1, float(disabling["rte_layer1"]))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 1
+# ---------------------------------------------------------------------------------------------
+def table1_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The cells of a Table 1 (:func:`attnbook.studies.kovaleva.table1.table1`) that this run scored, one row each:
+    task, model (:data:`~attnbook.studies.kovaleva.table1.INIT_LABELS`), this run's score with its interval (the
+    score itself when the cell has none) and the paper's (NaN where the paper has none)."""
+    rows = []
+    for r in df.itertuples():
+        if r.ours != r.ours:  # not run here
+            continue
+        low = getattr(r, "ours_low", float("nan"))
+        high = getattr(r, "ours_high", float("nan"))
+        rows.append({"task": r.task, "model": INIT_LABELS.get(r.init, r.init), "ours": float(r.ours),
+                     "low": float(low) if low == low else float(r.ours),
+                     "high": float(high) if high == high else float(r.ours), "paper": float(r.paper)})
+    if not rows:
+        raise EmptyDataError("no Table 1 cell was scored in this run")
+    return pd.DataFrame(rows)
+
+
+def table1_chart(df: pd.DataFrame, *, width: int = 520):
+    """Table 1 as a figure: one line per task, the three models offset within it on one 0-100 scale shared by every
+    task, this run's score as a dot with its 95% interval and the paper's as a black tick."""
+    frame = table1_frame(df)
+    models = [m for m in INIT_LABELS.values() if m in set(frame["model"])]
+    tasks = list(dict.fromkeys(frame["task"]))
+    lo = min(0.0, float(np.floor(frame[["low", "paper"]].min().min() / 10) * 10))
+    x = alt.X("ours:Q", title="dev score (x100: accuracy, F1 or Pearson r)", scale=alt.Scale(domain=[lo, 100]))
+    y = alt.Y("task:N", sort=tasks, title=None)
+    off = alt.YOffset("model:N", sort=models)
+    colour = alt.Color("model:N", sort=models, title=None, legend=alt.Legend(orient="bottom", columns=1))
+    base = alt.Chart(frame)
+    interval = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", scale=alt.Scale(domain=[lo, 100])), x2="high:Q",
+                                                    y=y, yOffset=off, color=colour)
+    dots = base.mark_point(filled=True, size=45).encode(
+        x=x, y=y, yOffset=off, color=colour,
+        tooltip=["task", "model", alt.Tooltip("ours:Q", format=".1f", title="this run"),
+                 alt.Tooltip("low:Q", format=".1f"), alt.Tooltip("high:Q", format=".1f"),
+                 alt.Tooltip("paper:Q", format=".1f")])
+    paper = base.transform_filter("isValid(datum.paper)").mark_tick(color="black", thickness=2, size=9).encode(
+        x=alt.X("paper:Q", scale=alt.Scale(domain=[lo, 100])), y=y, yOffset=off,
+        tooltip=["task", "model", alt.Tooltip("paper:Q", format=".1f", title="paper")])
+    return (interval + dots + paper).properties(width=width, height=alt.Step(9))
+
+
+def table1_caption(df: pd.DataFrame) -> str:
+    """Caption of :func:`table1_chart`: on how many of the tasks scored both ways pre-training + fine-tuning is
+    above random init + fine-tuning with disjoint intervals, here and (by its numbers) in the paper."""
+    frame = table1_frame(df)
+    pt, rnd = INIT_LABELS["pretrained_ft"], INIT_LABELS["random_ft"]
+    both = [t for t in dict.fromkeys(frame["task"])
+            if {pt, rnd} <= set(frame.loc[frame["task"] == t, "model"])]
+    cell = lambda t, m: frame[(frame["task"] == t) & (frame["model"] == m)].iloc[0]  # noqa: E731
+    above = [t for t in both if cell(t, pt)["low"] > cell(t, rnd)["high"]]
+    paper_above = [t for t in both if cell(t, pt)["paper"] > cell(t, rnd)["paper"]]
+    lead = (f"Pre-training + fine-tuning (dots) lies above random init + fine-tuning with intervals apart on "
+            f"{len(above)} of the {len(both)} tasks trained both ways here ({', '.join(above) or 'none'}); in the "
+            f"paper's numbers (black ticks) it is higher on {len(paper_above)} of them.")
+    return lead + (" Lines: 95% intervals; one scale for every task, so the gaps compare across tasks; the untrained "
+                   "classifier (no fine-tuning) is where a constant or arbitrary read-out lands.")
