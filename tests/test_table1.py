@@ -127,3 +127,18 @@ def test_table1_reads_the_engines_dev_outputs_keyed_on_the_dev_file(env, base): 
     assert len(used) == 1, used
     parts = evaluate.dev_outputs.parts(clf, "SST-2", 12, SMALL["max_length"], hf.file_sha256(task_path("SST-2", "dev")))
     assert used[0].endswith(cache.key(parts)) and int(out["n_total"]) >= 12
+
+
+def test_a_cell_interval_over_seeds_counts_seeds_not_dev_examples():
+    """``attnbook plan --decide`` priced a Table 1 cell's interval over 3 seeds as "872 seeds" (the cell's n was its
+    dev examples with the unit "seeds"): the count now matches the unit it is in."""
+    from attnbook.studies.kovaleva.paper.table1_rows import _cell_estimate
+
+    seeds = {"task": "SST-2", "ours": 85.8, "ours_low": 83.3, "ours_high": 88.3, "n_dev": 872, "unit": "seeds",
+             "seed_scores": {"0": 85.7, "1": 86.2, "2": 85.4}}
+    est = _cell_estimate(seeds)
+    assert (est.n, est.unit) == (3, "seeds")
+    borrowed = dict(seeds, unit="seed (seed spread borrowed)", seed_scores={"0": 63.9})
+    assert _cell_estimate(borrowed).n == 1
+    examples = dict(seeds, unit="dev examples", seed_scores=None)
+    assert (_cell_estimate(examples).n, _cell_estimate(examples).unit) == (872, "dev examples")

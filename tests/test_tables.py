@@ -49,3 +49,20 @@ def test_a_word_with_a_hyphen_or_slash_stays_whole_in_a_table():
     html = page_html(pd.DataFrame({"model": ["Random-init", "BERT"], "head": ["8-10", "1-1"]}))
     assert '<span class="attnbook-nobr">Random-init</span>' in html and ">8-10<" in html
     assert '<span class="attnbook-nobr">' not in page_html(pd.DataFrame({"x": [-0.5]}).style)
+
+
+def test_column_labels_that_are_program_identifiers_read_as_words():
+    """Chapter 7's run table showed ``train_accuracy`` and ``test_adv_accuracy`` as column titles: a plain DataFrame
+    now shows words; labels that are words, task names or numbers stay as they are."""
+    import pandas as pd
+
+    from attnbook.chapters.tables import label_words, page_html
+
+    frame = pd.DataFrame({"seed": [0], "train_accuracy": [0.7], "test_adv_accuracy": [0.5], "n_items": [444],
+                          "MRPC": [1.0], "layer-head": ["8-10"]})
+    html = page_html(frame)
+    for raw in ("train_accuracy", "test_adv_accuracy", "n_items"):
+        assert raw not in html
+    for shown in ("train accuracy", "test adversarial accuracy", "items", "MRPC", "seed"):
+        assert f">{shown}<" in html
+    assert [label_words(x) for x in ("claim_differs", "n", 3)] == ["claim differs", "n", 3]

@@ -3,7 +3,8 @@
 :func:`enable` (called by :func:`attnbook.chapters.chapter.setup`) sets pandas' Styler defaults (3 significant
 decimals instead of 6, "—" for a missing value) and makes a plain ``DataFrame`` shown by a cell render through
 :func:`book_table`: without its index when that is the default 0, 1, 2, ... (a meaningful index, e.g. task names,
-stays), numbers rounded by their size, missing values as "—"; the "paper vs this run" table shows its own page form
+stays), column labels that are program identifiers as words (``train_accuracy`` -> "train accuracy"), numbers rounded
+by their size, missing values as "—"; the "paper vs this run" table shows its own page form
 (:func:`page_html`). A table's numbers are unchanged in the results files; only their display is. Words in a table
 break only between words (book/_static/attnbook.css).
 """
@@ -40,10 +41,28 @@ def number_text(value: Any) -> str:
     return str(value)
 
 
+#: a column label that is a program's name for a quantity (``train_accuracy``, ``n_items``), not a reader's
+_IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+#: abbreviations a program's column label uses, as a reader says them
+_LABEL_WORDS = {"adv": "adversarial", "acc": "accuracy", "ids": "ids", "n": ""}
+
+
+def label_words(label: Any) -> Any:
+    """A column label as words: ``"test_adv_accuracy"`` -> ``"test adversarial accuracy"``, ``"n_items"`` ->
+    ``"items"`` (a count's ``n_`` prefix dropped); any other label (words already, a number, a task name) as it is."""
+    if not isinstance(label, str) or not _IDENTIFIER.match(label):
+        return label
+    words = [_LABEL_WORDS.get(w, w) for w in label.split("_")]
+    return " ".join(w for w in words if w)
+
+
 def book_table(df) -> Any:
-    """A DataFrame as a Styler formatted for the page (see the module docstring)."""
+    """A DataFrame as a Styler formatted for the page (see the module docstring); column labels that are program
+    identifiers read as words (:func:`label_words`)."""
     import pandas as pd
 
+    if any(label_words(c) != c for c in df.columns):
+        df = df.rename(columns=label_words)
     styler = df.style.format(number_text)
     if isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1:
         styler = styler.hide(axis="index")

@@ -143,11 +143,18 @@ def versus_constant_estimate(r) -> Estimate | None:
 
 
 def _cell_estimate(r) -> Estimate:
+    """A Table 1 cell as an :class:`Estimate` whose ``n`` counts its ``unit``: the seeds for an interval over seeds
+    (:func:`attnbook.studies.kovaleva.table1.combine_seeds`), the dev examples for one over examples."""
     low = r.get("ours_low", float("nan"))
     if is_missing(low):
         return Estimate(float(r["ours"]))
-    return Estimate(float(r["ours"]), float(low), float(r["ours_high"]), int(r["n_dev"]),
-                    r.get("unit") or "dev examples")
+    unit = r.get("unit") or "dev examples"
+    if unit.startswith("seed"):
+        seeds = r.get("seed_scores")
+        n = len(seeds) if isinstance(seeds, Mapping) and seeds else 1
+    else:
+        n = int(r["n_dev"])
+    return Estimate(float(r["ours"]), float(low), float(r["ours_high"]), n, unit)
 
 
 def row_difference(task: str, a, b, n_resamples: int, seed: int) -> tuple[Estimate, np.ndarray] | None:
