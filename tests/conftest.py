@@ -5,6 +5,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -43,6 +44,8 @@ def pytest_collection_finish(session):
         return
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     runs = {name: fn for name, fn in longruns.RUNS.items() if name in needed}
+    if os.environ.get("ATTNBOOK_BUILT_BOOK"):  # the page checks read a book already built: no smoke build
+        runs.pop("smoke_book", None)
     if runs:
         # the long runs have the other core: this process computes on one thread, and so do the chapters, kernels and
         # servers the tests start (the package's set-up reads OMP_NUM_THREADS: attnbook.engine.models.set_threads)
@@ -105,7 +108,12 @@ def tiny_bert(tokenizer):
 @pytest.fixture(scope="session")
 def smoke_book():
     """The smoke book's project folder (:func:`longruns.smoke_book`), started in the background when collection
-    ended; shared by the book's page checks and the fresh-environment run that compares its results with it."""
+    ended; shared by the book's page checks and the fresh-environment run that compares its results with it. With
+    ``ATTNBOOK_BUILT_BOOK`` set to a built project folder (``make book``'s checkout), the page checks read that book
+    instead (``ATTNBOOK_BUILT_BOOK=. pytest tests/test_book.py -k chromium``)."""
     import longruns
 
+    built = os.environ.get("ATTNBOOK_BUILT_BOOK")
+    if built:  # the page checks on a book already built (e.g. the quick book): its project folder
+        return Path(built)
     return longruns.result("smoke_book", longruns.smoke_book)

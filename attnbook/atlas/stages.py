@@ -1,8 +1,8 @@
 """Chapter 8 (the head atlas) as stages, and every chapter's stages in one registry (:func:`chapter_stages`).
 
-Each study declares its chapters' stages beside its code (``studies/<paper>/stages.py``: the package function the
-notebook calls for each step and the work it costs, :class:`attnbook.engine.cost.Stage`); the atlas, the one place
-that joins the papers, joins their lists here. ``attnbook plan`` (:func:`attnbook.chapters.plan.chapter_work`) adds
+Each study declares its chapters' stages beside its code: the methods of its pipeline marked ``@stage``
+(``studies/<paper>/pipeline.py``), each naming its cost function in ``studies/<paper>/costs.py``
+(:class:`attnbook.engine.cost.Stage`); the atlas, the one place that joins the papers, joins their lists here. ``attnbook plan`` (:func:`attnbook.chapters.plan.chapter_work`) adds
 up a chapter's stages' costs, so a chapter's plan changes where its study changes.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``attnbook plan``: what a profile will cost on this machine, before running it.
 
-For every chapter the plan lists the model work the chapter's stages declare (:func:`chapter_work`: each study's
-``stages.py`` names the package function a notebook step runs and counts its work, :mod:`attnbook.engine.cost`):
+For every chapter the plan lists the model work the chapter's stages declare (:func:`chapter_work`: each stage of a
+study's pipeline names the cost function in the study's ``costs.py`` that counts its work, :mod:`attnbook.engine.cost`):
 encoder forward passes with attention maps, fine-tuning steps (forward and backward), gradient passes, the MLM head's
 vocabulary projections and chapter 3's pairwise head divergences, each as an amount of floating-point operations
 (or of logarithms) computed from the model's shape (:func:`model_shape`, read from its config, so a paper-profile

@@ -1,9 +1,9 @@
 """What a chapter's steps cost: the vocabulary in which every study declares its chapters' work for ``attnbook plan``.
 
-A chapter is a list of :class:`Stage` objects declared beside the study it runs (``studies/<paper>/stages.py``, the
-atlas's in ``atlas/stages.py``, which also joins them into the chapter registry): each stage names the package
-function the chapter's notebook calls for that step (``run``) and a function ``cost(params, shape)`` returning the
-step's :class:`Work` items, counted from the chapter's resolved parameters (:class:`StageParams`) and the model's
+A chapter is a list of :class:`Stage` objects: the methods of the study's pipeline marked ``@stage``
+(``studies/<paper>/pipeline.py``, :mod:`attnbook.engine.pipeline`), each naming its cost function in
+``studies/<paper>/costs.py`` (the atlas's stages and the registry that joins every chapter's are in ``atlas/stages.py``).
+A stage's ``cost(params, shape)`` returns the step's :class:`Work` items, counted from the chapter's resolved parameters (:class:`StageParams`) and the model's
 :class:`Shape`. The work is an amount of floating-point operations (or of logarithms, word pairs, pieces, bytes,
 checkpoints: see :class:`Work`) that ``attnbook plan`` (:mod:`attnbook.chapters.plan`) divides by rates it measures
 on the machine.
