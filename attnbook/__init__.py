@@ -7,7 +7,8 @@ The front door holds the names a reader of the book uses; everything else lives 
 * :mod:`attnbook.stats`, :mod:`attnbook.verdict`, :mod:`attnbook.charts` - statistics, the one verdict rule, charts;
 * :mod:`attnbook.data` - one reader per dataset, and ``attnbook fetch``;
 * :mod:`attnbook.engine` - the only code that runs models: loading, extraction, interventions, sweeps, training;
-  ``attnbook.heads`` (:mod:`attnbook.engine.heads`) - load, maps, mask, disable, score and prune any encoder's heads;
+  ``attnbook.heads`` (:mod:`attnbook.engine.heads`) - load, maps, mask, disable, score and prune any encoder's heads,
+  the front door's one way to do each (the chapters run the same engine underneath);
 * :mod:`attnbook.studies` - the science, one folder per paper;
 * :mod:`attnbook.chapters` - making the book: profiles, results, the runner, the command line.
 
@@ -31,8 +32,6 @@ _EXPORTS = {
     "stream_attention": "attnbook.engine.extract",
     "collect_maps": "attnbook.engine.extract",
     "Reducer": "attnbook.engine.extract",
-    "head_mask": "attnbook.engine.interventions",
-    "disable_heads": "attnbook.engine.interventions",
     "fit": "attnbook.engine.train",
     "Recipe": "attnbook.engine.train",
     "get_finetuned": "attnbook.engine.finetune",

@@ -162,17 +162,17 @@ def test_the_plan_counts_each_models_own_work_and_reads_the_books_model_back(mon
     assert [s.name for s in chapter_stages(E.CHAPTER)] == [i.name for _, i in E.AcrossPipeline.stage_methods()]
     public = [n for n, v in vars(E.AcrossPipeline).items() if callable(v) and not n.startswith("_")]
     assert set(public) - {n for n, _ in E.AcrossPipeline.stage_methods()} == {"data_files"}
-    work = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "quick"), P.model_shape("embedded"))
+    work = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "quick"), P.planned_shape("embedded"))
     kinds = {m: {w.kind for w in work if w.what.startswith(f"{m}: ") and "word-level maps" not in w.what}
              for m in ("embedded", "mpnet")}  # the joint maps are the one measurement no chapter caches
     assert kinds["embedded"] <= {"encode", "parse"} and {"forward", "pairs", "probe"} <= kinds["mpnet"]
     assert {"vocab", "backprop"} <= kinds["mpnet"]  # MPNet's MLM head is fitted and its gradients taken, as chapter 1's
-    smoke = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "smoke"), P.model_shape("embedded"))
+    smoke = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "smoke"), P.planned_shape("embedded"))
     assert {"forward", "backprop", "vocab"} <= {w.kind for w in smoke if w.what.startswith("embedded-random: ")}
 
 
 def test_the_random_short_name_is_a_seeded_copy_of_the_embedded_models_shape():
-    from attnbook.chapters.plan import model_shape
+    from attnbook.chapters.plan import planned_shape
     from attnbook.engine.models import load_encoder
 
     a, b, real = load_encoder("embedded-random"), load_encoder("embedded-random"), load_encoder("embedded")
@@ -181,7 +181,7 @@ def test_the_random_short_name_is_a_seeded_copy_of_the_embedded_models_shape():
     pa, pr = a.model.state_dict(), real.model.state_dict()
     assert set(pa) == set(pr) and not torch.equal(pa["embeddings.word_embeddings.weight"],
                                                   pr["embeddings.word_embeddings.weight"])
-    assert model_shape("embedded-random") == model_shape("embedded")
+    assert planned_shape("embedded-random") == planned_shape("embedded")
     assert E.model_labels({"embedded": real, "embedded-random": a}) == {
         "embedded": "all-MiniLM-L6-v2", "embedded-random": "random-weight all-MiniLM-L6-v2"}
 

@@ -1,4 +1,6 @@
-"""The family table and the head machinery (:mod:`attnbook.engine.families`, :mod:`attnbook.engine.headgate`) on
+"""The family table and the head machinery (:mod:`attnbook.engine.families`; the one engine the chapters and
+``attnbook.heads`` share: :mod:`attnbook.engine.interventions`, :mod:`attnbook.engine.pruning`,
+:mod:`attnbook.engine.mask_gradients`, :mod:`attnbook.engine.extract`) on
 a tiny random model of every supported encoder family (:mod:`tiny_families`), against independent references.
 
 The references never use the hooks: masking = zeroing the head's input columns of the output projection;
@@ -20,7 +22,12 @@ from tiny_families import FAMILIES, SENTENCES, one_thread, plant, planted  # noq
 
 from attnbook.engine import families as fam_mod
 from attnbook.engine.families import UnsupportedModelError, base_model, describe, family_of, sites
-from attnbook.engine.headgate import attention_maps, disabled, gated, head_importance, kept_heads, masked, prune
+from attnbook.engine.extract import attention_maps
+from attnbook.engine.heads import disabled, masked
+from attnbook.engine.interventions import head_mask as gated
+from attnbook.engine.mask_gradients import batch_gradients as head_importance
+from attnbook.engine.pruning import kept_heads
+from attnbook.engine.pruning import prune_heads as prune
 
 L, H, D = 3, 4, 8  # tiny models: layers, heads, head size
 

@@ -1,10 +1,11 @@
 """Chapters 5 and 6's machinery on a tiny random model of every encoder family (:mod:`tiny_families`).
 
 What is checked, per family: the interventions of :mod:`attnbook.engine.interventions` (``head_mask``,
-``disable_heads``: the registered attention function for BERT's layout, hooks for the other families) against
-:mod:`attnbook.engine.headgate` (itself checked against weight edits in ``test_families.py``), stacked and per-token
-gates, the maps a disabled head returns, the gate gradients of :mod:`attnbook.engine.mask_gradients` against
-``headgate.head_importance``, the fast sweeps of :mod:`attnbook.engine.sweeps` against the naive ones (one full
+``disable_heads``: the registered attention function for BERT's layout, hooks for the other families) as the
+chapters call them (gate tensors, bool arrays) against the public handle's calls (``attnbook.heads.masked`` /
+``disabled`` with head lists; the one engine, checked against weight edits in ``test_families.py``), stacked and
+per-token gates, the maps a disabled head returns, the per-example gate gradients of
+:mod:`attnbook.engine.mask_gradients` against its per-batch ``batch_gradients`` on one-example batches, the fast sweeps of :mod:`attnbook.engine.sweeps` against the naive ones (one full
 forward per configuration), physical pruning (:mod:`attnbook.engine.pruning`) against the masked model, classifiers
 built and fine-tuned from the base model folder (:mod:`attnbook.engine.classifiers`, :mod:`attnbook.engine.finetune`),
 Kovaleva's disabling check and word matching without segment ids. Models run in float64 (ModernBERT in float32:
@@ -17,7 +18,8 @@ import pytest
 import torch
 from tiny_families import FAMILIES, SENTENCES, one_thread, plant, planted  # noqa: F401  (fixtures)
 
-from attnbook.engine import headgate, sweeps
+from attnbook.engine import heads as handle
+from attnbook.engine import sweeps
 from attnbook.engine.families import family_of
 from attnbook.engine.interventions import (
     Intervention,
@@ -88,7 +90,7 @@ def pair_batches(tokenizer, n=8, batch_size=4):
 
 # ---------------------------------------------------------------------------------------------- interventions
 @pytest.mark.parametrize("family", FAMILIES)
-def test_interventions_agree_with_headgate(family, planted):
+def test_the_chapters_calls_agree_with_the_public_handle(family, planted):
     model, tokenizer = load(planted(family), family)
     enc = encode(tokenizer)
     heads = heads_for(family)
@@ -96,9 +98,9 @@ def test_interventions_agree_with_headgate(family, planted):
     hooks = n_hooks(model)
     base = out(model, enc)
     with torch.no_grad():
-        with headgate.masked(model, heads):
+        with handle.masked(model, heads):
             ref_masked = model(**enc).logits
-        with headgate.disabled(model, heads):
+        with handle.disabled(model, heads):
             ref_disabled = model(**enc).logits
         with head_mask(model, gate_without(heads, dtype)):
             masked = model(**enc).logits
@@ -176,10 +178,11 @@ def test_maps_of_disabled_and_masked_heads(family, planted):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_mask_gradients_are_headgate_importance(family, planted):
-    """E|dL/dxi| per example (mask_gradients) = headgate's summed |dL/dgate| over one-example batches / examples."""
+def test_mask_gradients_are_batch_gradients_of_one_example_batches(family, planted):
+    """E|dL/dxi| per example (mask_gradients) = the summed |dL/dgate| of one-example batches (batch_gradients, the
+    public importance) over the number of examples."""
     from attnbook.engine.inputs import Batch
-    from attnbook.engine.mask_gradients import mask_gradients
+    from attnbook.engine.mask_gradients import batch_gradients, mask_gradients
 
     model, tokenizer = load(planted(family, "classifier"), family, "classifier")
     enc = encode(tokenizer)
@@ -191,7 +194,7 @@ def test_mask_gradients_are_headgate_importance(family, planted):
         return torch.nn.functional.cross_entropy(outputs, gold, reduction="none")
 
     got = mask_gradients(model, batches, loss)
-    reference = headgate.head_importance(
+    reference = batch_gradients(
         model, [{"input_ids": b.input_ids, "attention_mask": b.attention_mask, "labels": b.labels} for b in batches],
         lambda m, batch: loss(m(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits,
                               batch["labels"]).sum())

@@ -16,7 +16,7 @@ from attnbook.engine.interventions import (
     disable_layers,
     head_mask,
     tile_batch,
-    uniform_weights,
+    uniform_from_mask,
 )
 
 from tiny_models import tiny_classifier
@@ -245,10 +245,10 @@ def test_returned_maps_are_the_weights_used_under_a_mask():
 
 
 def test_uniform_weights_without_mask_and_with_bool_mask():
-    u = uniform_weights(None, (1, 2, 3, 4), torch.float32)
+    u = uniform_from_mask(None, (1, 2, 3, 4), torch.float32)
     assert torch.equal(u, torch.full((1, 1, 3, 4), 0.25))
     allowed = torch.tensor([True, True, False])[None, None, None, :].expand(1, 1, 2, 3)
-    u = uniform_weights(allowed, (1, 2, 2, 3), torch.float32)
+    u = uniform_from_mask(allowed, (1, 2, 2, 3), torch.float32)
     assert torch.equal(u[0, 0, 0], torch.tensor([0.5, 0.5, 0.0]))
 
 

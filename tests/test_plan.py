@@ -80,8 +80,8 @@ def test_paper_plan_needs_no_weights(tmp_path, monkeypatch):
     """bert-base-uncased is not downloadable here: its shape comes from the known shapes, offline."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert P.model_shape("bert-base-uncased") == P.Shape(12, 12, 768, 3072, has_mlm_head=True)
-    assert P.model_shape("embedded").n_layers == 6 and not P.model_shape("embedded").has_mlm_head
+    assert P.planned_shape("bert-base-uncased") == P.Shape(12, 12, 768, 3072, has_mlm_head=True)
+    assert P.planned_shape("embedded").n_layers == 6 and not P.planned_shape("embedded").has_mlm_head
 
 
 def test_probe_training_counts_the_padded_word_pairs():

@@ -1,4 +1,5 @@
-"""Physical head pruning for BERT (transformers 5 has no prune_heads) and the speed table."""
+"""Physical head pruning (transformers 5 has no prune_heads; the one pruning of every family, here on BERT) and the
+speed table."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,10 +97,21 @@ def test_interventions_keep_the_original_head_numbering_after_pruning():
     assert torch.allclose(got.attentions[0][:, 1], expected.attentions[0][:, 2])
 
 
+def test_pruning_a_whole_layer_leaves_an_inert_placeholder_equal_to_masking_it():
+    """One rule for every family (the BERT path used to refuse it): a layer whose heads all go keeps one zero head,
+    and the model computes what the unpruned one computes with the layer masked."""
+    model = tiny_classifier(seed=5)
+    batch = padded_batch([7, 4, 6])
+    with torch.no_grad(), head_mask(model, _mask_for({1: [0, 1, 2, 3]})):
+        masked = model(**batch).logits
+    pruned = pruned_copy(model, {1: [0, 1, 2, 3]})
+    with torch.no_grad():
+        assert torch.allclose(pruned(**batch).logits, masked, atol=1e-6)
+    assert kept_heads(pruned)[1] == [] and pruned.bert.encoder.layer[1].attention.self.query.out_features == 8
+
+
 def test_pruning_errors_name_the_fix():
     model = tiny_classifier(seed=5)
-    with pytest.raises(ParameterError, match="mask them"):
-        prune_heads(model, {1: [0, 1, 2, 3]})
     with pytest.raises(ParameterError, match="outside"):
         prune_heads(model, {5: [0]})
     with pytest.raises(ParameterError, match="outside"):

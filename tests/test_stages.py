@@ -56,7 +56,7 @@ def test_a_stage_cannot_be_declared_without_a_cost_and_its_cost_is_checked():
 
 @pytest.mark.parametrize("profile", ["smoke", "quick"])
 def test_every_stage_costs_a_list_of_work_for_the_profiles_params(profile):
-    shape = P.model_shape("embedded")
+    shape = P.planned_shape("embedded")
     trained: set = set()
     for chapter in CHAPTER_IDS:
         p = chapter_params(chapter, profile)

@@ -4,7 +4,7 @@ For every chapter the plan lists the model work the chapter's stages declare (:f
 study's pipeline names the cost function in the study's ``costs.py`` that counts its work, :mod:`attnbook.engine.cost`):
 encoder forward passes with attention maps, fine-tuning steps (forward and backward), gradient passes, the MLM head's
 vocabulary projections and chapter 3's pairwise head divergences, each as an amount of floating-point operations
-(or of logarithms) computed from the model's shape (:func:`model_shape`, read from its config, so a paper-profile
+(or of logarithms) computed from the model's shape (:func:`planned_shape`, read from its config, so a paper-profile
 plan needs no weights) and the data sizes (the local files' lengths, the standard sizes of the GLUE files that are
 not here). :func:`measure_rates` then times each kind of work for a few seconds on this machine (a random model of
 the same shape), and the plan divides.
@@ -138,7 +138,7 @@ def _rate_text(kind: str, rate: float) -> str:
 # ---------------------------------------------------------------------------------------------- the model and data
 
 
-def model_shape(name: str) -> Shape:
+def planned_shape(name: str) -> Shape:
     """The shape of ``name`` from its config (the embedded model, a folder, a hub model in the Hugging Face cache),
     else from :data:`attnbook.engine.models.KNOWN_SHAPES` (a paper model not downloaded yet)."""
     try:
@@ -456,7 +456,7 @@ def make_plan(profile: str, *, model: str | None = None, chapters: list[str] | N
     params = {c: chapter_params(c, profile, {**(overrides or {}).get(c, {}), **({"model": model} if model else {})})
               for c in chapters}
     name = model or next(iter(params.values()))["model"]
-    shape = model_shape(name)
+    shape = planned_shape(name)
     rates = measure_rates(shape, seconds=seconds, model_name=name, profile=profile)
     fetched = profile == "paper"
     plan = Plan(profile, name, shape, {k: v for k, v in rates.items() if k != "startup"}, cached_work=[],

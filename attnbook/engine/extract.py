@@ -13,17 +13,20 @@ also has ``update_layers(layers, batch)`` can take the model's per-layer maps
 pass can, the stacking copy (a tenth of the forward pass's time) is skipped. Padded query
 rows and key columns are zero in the maps the model returns for keys (the mask
 adds -inf before the softmax) but *not* for queries: reducers must use
-``batch.query_mask`` when they average over queries.
+``batch.query_mask`` when they average over queries. :func:`attention_maps` is the one-batch form for a model of any
+family (pruned heads as NaN at their original place), which ``attnbook.heads.attention`` shows.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 import torch
 
 from attnbook.core import memory
-from attnbook.core.errors import EmptyDataError, ParameterError
+from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
+from attnbook.engine.families import model_shape, sites, slices_of
 from attnbook.engine.inputs import Batch, Encoded, make_batches  # noqa: F401  (re-exported for reducers)
 from attnbook.engine.models import LoadedModel
 
@@ -182,3 +185,42 @@ class _KeepMaps:
 
     def result(self) -> list[np.ndarray]:
         return self.maps  # type: ignore[return-value]
+
+
+@contextmanager
+def eager_attention(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run ``model`` with transformers' eager attention inside the block (the only implementation that returns
+    attention probabilities); the previous implementation is restored afterwards. Families whose attention
+    code has no implementation switch (MPNet, DeBERTa) compute eagerly anyway."""
+    previous = getattr(model.config, "_attn_implementation", None)
+    switch = previous not in (None, "eager") and getattr(model, "_can_set_attn_implementation", lambda: False)()
+    if switch:
+        model.set_attn_implementation("eager")
+    try:
+        yield model
+    finally:
+        if switch:
+            model.set_attn_implementation(previous)
+
+
+def attention_maps(model: torch.nn.Module, **inputs: Any) -> torch.Tensor:
+    """``attn[layer, batch, head, query, key]`` (float, detached) of one batch: the model's own
+    ``output_attentions=True`` probabilities with eager attention, any family. Pruned heads are NaN (their original
+    position is kept).
+
+    ModernBERT in float64: its eager softmax runs in float32, so where a local window holds only padding the
+    row is NaN and the NaN spreads through the padded keys; run it in float32 (or without padding) for maps."""
+    n_layers, n_heads, _ = model_shape(model)
+    with eager_attention(model), torch.no_grad():
+        out = model(**inputs, output_attentions=True)
+    maps = getattr(out, "attentions", None)
+    if maps is None or len(maps) != n_layers or any(m is None for m in maps):
+        raise ModelError(f"{type(model).__name__} returned {0 if maps is None else len(maps)} attention maps for "
+                         f"{n_layers} layers; it needs eager attention and output_attentions support")
+    first = maps[0]
+    full = first.new_full((n_layers, first.shape[0], n_heads, first.shape[-2], first.shape[-1]), float("nan"))
+    for site, layer_maps in zip(sites(model), maps):
+        for s, head in enumerate(slices_of(site, n_heads)):
+            if head >= 0:
+                full[site.depth, :, head] = layer_maps[:, s]
+    return full

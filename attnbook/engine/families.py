@@ -1,7 +1,8 @@
 """Where the attention heads are, for every encoder family the book supports: one table.
 
 transformers 5 dropped ``head_mask`` and ``prune_heads``, and every family names its attention modules
-differently, so :mod:`attnbook.engine.headgate` needs, per family, a map of the model: the base encoder inside
+differently, so the head machinery (:mod:`attnbook.engine.interventions` and its hooks, :mod:`attnbook.engine.pruning`,
+:mod:`attnbook.engine.extract`) needs, per family, a map of the model: the base encoder inside
 a head model, the attention layers in order of depth, and per layer the query/key/value projections (separate
 ``nn.Linear`` modules, or one fused ``qkv`` projection) and the attention *output* projection ``W_o`` that reads
 the concatenated head outputs ``[batch, seq, heads * head_size]``. That projection is the one place where every
@@ -31,7 +32,7 @@ What needs care:
   (depth), so ``[layer, head]`` arrays have ``num_hidden_layers * inner_group_num`` rows like the model's
   ``output_attentions``. The same modules then appear at several depths: a gate on head ``[d, h]`` acts only at
   depth ``d`` (the hook counts the calls of the shared module, and a pre-hook on the base model resets the count
-  at every forward). Pruning removes weights, so it acts at every depth at once (see ``headgate.prune``).
+  at every forward). Pruning removes weights, so it acts at every depth at once (see :func:`attnbook.engine.pruning.prune_heads`).
 * **MPNet** adds a relative-position bias ``[batch, head, query, key]`` computed *once* by the encoder from an
   embedding with one column per head and passed to every layer (``position_bias``, 3rd argument of the
   self-attention); pruning slices it per layer with a pre-hook.
@@ -347,8 +348,18 @@ def sites(model: nn.Module) -> list[Site]:
 
 
 def model_shape(model: nn.Module) -> tuple[int, int, int]:
-    """``(layers, heads, head_size)`` of the original model (depths for ALBERT; heads before any pruning)."""
-    family = family_of(model)
+    """``(layers, heads, head_size)`` of the original model (depths for ALBERT; heads before any pruning): the
+    book's one reading of a model's head shape. A model outside the family table that has BERT's config fields (it
+    runs through transformers' attention interface, :mod:`attnbook.engine.interventions`) is read from its config;
+    any other raises :class:`UnsupportedModelError`."""
+    try:
+        family = family_of(model)
+    except UnsupportedModelError:
+        config = _config_of(model)
+        layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)
+        if not isinstance(layers, int) or not isinstance(heads, int):
+            raise
+        return layers, heads, int(getattr(config, "hidden_size", 0)) // heads
     config = _config_of(model)
     return len(layer_modules(model)), family.n_heads(config), family.head_size(config)
 

@@ -15,10 +15,37 @@ from torch import nn
 
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.engine import families
-from attnbook.engine.headgate import _uniform_weights
 
 #: the hooks of the family-generic path while interventions are active (on the model's ``__dict__``)
 _HOOKS_ATTR = "_attnbook_head_hooks"
+
+
+def uniform_weights(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Kovaleva's uniform attention from ``allowed[..., query, key]`` (bool: the keys each query may see):
+    ``1/n`` on each of a query's ``n`` allowed keys, 0 elsewhere (a query that may see none gets zeros). Both paths
+    of the engine build ``allowed`` their way (the attention function from its 4-D mask,
+    :func:`attnbook.engine.interventions.uniform_from_mask`; the hooks from the padding and the window,
+    :func:`window_weights`) and share this."""
+    count = allowed.sum(-1, keepdim=True).clamp(min=1)
+    return allowed.to(dtype) / count.to(dtype)
+
+
+def window_weights(padding: torch.Tensor | None, window: int | None, batch: int, seq: int,
+                   like: torch.Tensor) -> torch.Tensor:
+    """``w[batch, query, key]``: :func:`uniform_weights` over the keys a query may see, not padding
+    (``padding[batch, seq]``, 0 = padding) and, in a local (sliding-window) layer, within ``window`` of it."""
+    if padding is None:
+        allowed = torch.ones(batch, seq, dtype=torch.bool, device=like.device)
+    elif padding.dim() == 2 and tuple(padding.shape) == (batch, seq):
+        allowed = padding.to(like.device) > 0
+    else:
+        raise ParameterError("disabling heads needs the 2-D padding mask attention_mask[batch, seq] (0 = padding) "
+                             f"passed to the model by keyword; got shape {tuple(padding.shape)}")
+    allowed = allowed[:, None, :].expand(batch, seq, seq)
+    if window is not None:
+        pos = torch.arange(seq, device=like.device)
+        allowed = allowed & ((pos[:, None] - pos[None, :]).abs() <= window)[None]
+    return uniform_weights(allowed, like.dtype)
 
 
 def expand_rows(values: torch.Tensor, n_rows: int, what: str) -> torch.Tensor:
@@ -203,7 +230,7 @@ class _HeadHooks:
                     mean = (torch.einsum("bk,bkhd->bhd", w, values)
                             / w.sum(1).clamp(min=1)[:, None, None])[:, None]
             else:
-                weights = _uniform_weights(self.padding, site.window, rows, keys, ctx)[:, :seq]
+                weights = window_weights(self.padding, site.window, rows, keys, ctx)[:, :seq]
                 mean = torch.einsum("bqk,bkhd->bqhd", weights, values)
             x = ctx.reshape(rows, seq, n, d)
             chosen = disabled.index_select(1, cols)[:, None, :, None]
@@ -239,7 +266,7 @@ class _HeadHooks:
         if disabled is not None:
             if q != k:
                 return
-            uniform = _uniform_weights(self.padding, site.window, rows, q, weights)[:, None]
+            uniform = window_weights(self.padding, site.window, rows, q, weights)[:, None]
             weights.copy_(torch.where(disabled[:, :, None, None], uniform, weights))
         for m, per_token in self._masks(depth, index, real, weights):
             if per_token:

@@ -1,10 +1,12 @@
 """Attention heads of your own encoder: the few calls a researcher needs, for every family in the family table.
 
 Transformers 5 removed ``head_mask`` and ``prune_heads`` from its models; these calls do the same for BERT,
-RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, MPNet, DeBERTa-v2/v3 and ModernBERT (:data:`FAMILIES`), through a
-pre-hook on each layer's attention output projection (:mod:`attnbook.engine.headgate`), so they hold whatever
-attention implementation the model runs. Heads are 0-based ``(layer, head)`` pairs inside, or the papers' 1-based
-labels (``"8-10"``)::
+RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, MPNet, DeBERTa-v2/v3 and ModernBERT (:data:`FAMILIES`), with the very
+code the chapters run: masking and disabling through :mod:`attnbook.engine.interventions` (transformers' attention
+interface for the BERT-layout families, hooks placed through the family table for the others), importance through
+:mod:`attnbook.engine.mask_gradients`, pruning through :mod:`attnbook.engine.pruning`, maps through
+:mod:`attnbook.engine.extract`. Heads are 0-based ``(layer, head)`` pairs inside, or the papers' 1-based labels
+(``"8-10"``)::
 
     from attnbook import heads
 
@@ -30,10 +32,15 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from attnbook.engine import headgate
+from attnbook.engine.extract import attention_maps
 from attnbook.engine.families import FAMILIES, Family, UnsupportedModelError, family_of, family_table
-from attnbook.engine.headgate import Heads
+from attnbook.engine.interventions import as_disabled, disable_heads, head_mask
+from attnbook.engine.mask_gradients import batch_gradients
 from attnbook.engine.models import LoadedModel, load_encoder
+from attnbook.engine.pruning import prune_heads
+
+#: heads as the calls take them: ``(layer, head)`` pairs (0-based) or labels ``"8-10"`` (1-based)
+Heads = Iterable["tuple[int, int] | str"]
 
 __all__ = ["FAMILIES", "Family", "UnsupportedModelError", "attention", "disabled", "embed", "families", "family",
            "importance", "inputs", "load", "masked", "paraphrase_loss", "prune"]
@@ -46,7 +53,15 @@ def load(name: str = "embedded", *, device: str | None = None) -> LoadedModel:
 
 
 def _module(model: LoadedModel | torch.nn.Module) -> torch.nn.Module:
-    return model.model if isinstance(model, LoadedModel) else model
+    """The module of ``model``, refused with the supported families named when it is outside the family table."""
+    module = model.model if isinstance(model, LoadedModel) else model
+    family_of(module)
+    return module
+
+
+def _dtype(module: torch.nn.Module) -> torch.dtype:
+    param = next(module.parameters(), None)
+    return param.dtype if param is not None and param.is_floating_point() else torch.float32
 
 
 def attention(model: LoadedModel, text: str, pair: str | None = None) -> tuple[list[str], np.ndarray]:
@@ -54,23 +69,26 @@ def attention(model: LoadedModel, text: str, pair: str | None = None) -> tuple[l
     ``attn[layer, head, query, key]`` (float32; rows sum to 1)."""
     enc = model.tokenizer(text, pair, return_tensors="pt")
     enc = {k: v.to(model.device) for k, v in enc.items()}
-    maps = headgate.attention_maps(model.model, **enc)[:, 0]
+    maps = attention_maps(model.model, **enc)[:, 0]
     return model.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()), maps.float().cpu().numpy()
 
 
 @contextmanager
 def masked(model: LoadedModel | torch.nn.Module, heads: Heads) -> Iterator[torch.nn.Module]:
     """Within the block, each of ``heads`` contributes nothing (Michel et al.'s ``xi_h = 0``); restored on exit."""
-    with headgate.masked(_module(model), heads) as m:
-        yield m
+    module = _module(model)
+    gate = (~as_disabled(heads, module)).to(_dtype(module))
+    with head_mask(module, gate):
+        yield module
 
 
 @contextmanager
 def disabled(model: LoadedModel | torch.nn.Module, heads: Heads) -> Iterator[torch.nn.Module]:
     """Within the block, each of ``heads`` attends uniformly to the real (unpadded) keys it may see (Kovaleva et
     al.'s disabling); restored on exit. Pass the padding ``attention_mask`` to the model."""
-    with headgate.disabled(_module(model), heads) as m:
-        yield m
+    module = _module(model)
+    with disable_heads(module, heads):
+        yield module
 
 
 def importance(model: LoadedModel | torch.nn.Module, batches: Iterable[Mapping[str, Any]],
@@ -78,14 +96,14 @@ def importance(model: LoadedModel | torch.nn.Module, batches: Iterable[Mapping[s
     """Michel et al.'s head importance ``I[layer, head] = sum over batches |d loss / d gate[layer, head]|``
     (float64). ``batches`` are keyword inputs of the model; the default loss is ``model(**batch).loss`` (give
     ``labels``)."""
-    return headgate.head_importance(_module(model), batches, loss_fn)
+    return batch_gradients(_module(model), batches, loss_fn)
 
 
 def prune(model: LoadedModel | torch.nn.Module, heads: Heads) -> torch.nn.Module:
     """Remove ``heads`` for good: their query, key and value rows and their columns of the output projection go,
     so the forward is smaller and faster; the other heads keep their numbers. Returns the model (changed in
     place). ALBERT shares one layer across depths: a head can only be pruned at every depth at once."""
-    return headgate.prune(_module(model), heads)
+    return prune_heads(_module(model), heads)
 
 
 def inputs(model: LoadedModel, texts: list[str]) -> dict[str, torch.Tensor]:

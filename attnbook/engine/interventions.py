@@ -33,20 +33,22 @@ tiled ``n`` times along the batch (:func:`tile_batch`, mask-major: rows ``m*B ..
 see mask ``m``).
 
 Arrays are 0-based ``[layer, head]`` in the model's *original* head numbering, also after
-heads were physically removed by :func:`attnbook.engine.pruning.prune_heads`.
+heads were physically removed by :func:`attnbook.engine.pruning.prune_heads`. This module, with its hook path
+(:mod:`attnbook.engine.head_hooks`), is the book's one way of switching heads off: the chapters' sweeps, the
+importance scores (:mod:`attnbook.engine.mask_gradients`) and the public :mod:`attnbook.heads` all run here.
 
 **Every encoder family.** The attention function above serves the families whose attention modules call
 transformers' ``AttentionInterface`` in BERT's layout, one module per layer (:data:`INTERFACE_FAMILIES`: BERT,
 RoBERTa, XLM-R, ELECTRA). Every other family of :mod:`attnbook.engine.families` (DistilBERT, ALBERT, MPNet,
 DeBERTa-v2/v3, ModernBERT) gets the same interventions, with the same arguments and the same meaning, from hooks
-placed through the family table (the approach of :mod:`attnbook.engine.headgate`): a forward pre-hook on each
+placed through the family table (:mod:`attnbook.engine.head_hooks`): a forward pre-hook on each
 layer's attention output projection ``W_o`` multiplies a head's slice of the context by its gate (masking) or
 replaces it by the mean of the head's value vectors over the keys a query may see (disabling: uniform attention
 over the non-padding keys, within the window of a ModernBERT local layer), per row of a tiled batch, per example
 or per token as above; a forward hook on the attention module edits the maps it returns the same way when the
 forward was asked for ``output_attentions`` (and no gradient flows through them). ALBERT's shared layer is
 intervened on per depth (the hooks count the calls of the shared modules). Heads removed by
-:func:`attnbook.engine.headgate.prune` keep their original numbering there too.
+:func:`attnbook.engine.pruning.prune_heads` keep their original numbering there too.
 """
 from __future__ import annotations
 
@@ -61,10 +63,10 @@ from torch import nn
 
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.core.heads import parse_head_label
-from attnbook.engine import families
-from attnbook.engine.families import UnsupportedModelError, family_of
+from attnbook.engine.families import SLICES_ATTR, UnsupportedModelError, family_of, model_shape
 from attnbook.engine.head_hooks import expand_rows as _rows
 from attnbook.engine.head_hooks import hooked as _hooked
+from attnbook.engine.head_hooks import uniform_weights
 
 #: name of the attention implementation registered with ``transformers.AttentionInterface``
 ATTN_IMPLEMENTATION = "attnbook"
@@ -72,7 +74,6 @@ ATTN_IMPLEMENTATION = "attnbook"
 # attributes stored on each self-attention module
 _STACK_ATTR = "_attnbook_interventions"  # list of active Intervention objects
 _LAYER_ATTR = "_attnbook_layer"  # 0-based layer index of the module
-KEPT_HEADS_ATTR = "_attnbook_kept_heads"  # original indices of the heads still present (set by pruning)
 
 #: families whose attention modules call transformers' AttentionInterface in BERT's layout (one module per layer,
 #: ``layer_idx``): their interventions run in the registered attention function; every other family through hooks
@@ -187,17 +188,6 @@ def attention_modules(model: Any) -> list[nn.Module]:
     return found
 
 
-def model_shape(model: Any) -> tuple[int, int]:
-    """``(n_layers, n_heads)`` in the original numbering (unchanged by pruning): the config's, as the family table
-    reads it (:func:`attnbook.engine.families.model_shape`; ALBERT: one layer per depth)."""
-    module = unwrap(model)
-    try:
-        n_layers, n_heads, _ = families.model_shape(module)
-        return int(n_layers), int(n_heads)
-    except UnsupportedModelError:
-        return int(module.config.num_hidden_layers), int(module.config.num_attention_heads)
-
-
 # ----------------------------------------------------------------------------- interventions
 
 
@@ -233,7 +223,7 @@ def as_mask(xi: Any, model: Any) -> torch.Tensor:
 
     A tensor is used as is (so it keeps ``requires_grad``); arrays are converted.
     """
-    n_layers, n_heads = model_shape(model)
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     t = xi if isinstance(xi, torch.Tensor) else torch.as_tensor(np.asarray(xi, dtype=np.float32))
     if t.ndim not in (2, 3) or tuple(t.shape[-2:]) != (n_layers, n_heads):
         raise ParameterError(
@@ -251,7 +241,7 @@ def as_disabled(heads: Any, model: Any) -> torch.Tensor:
     Accepts ``[(layer, head), ...]`` pairs, ``{layer: [heads]}``, 1-based labels ``["8-10", ...]``
     or a bool array of the right shape. Indices are 0-based.
     """
-    n_layers, n_heads = model_shape(model)
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     if isinstance(heads, (torch.Tensor, np.ndarray)):
         t = torch.as_tensor(heads)
         if t.ndim not in (2, 3) or tuple(t.shape[-2:]) != (n_layers, n_heads):
@@ -281,7 +271,7 @@ def as_disabled(heads: Any, model: Any) -> torch.Tensor:
 
 def layers_to_heads(layers: Iterable[int], model: Any) -> torch.Tensor:
     """Bool ``[layer, head]`` with every head of the given (0-based) layers set."""
-    n_layers, n_heads = model_shape(model)
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     out = torch.zeros(n_layers, n_heads, dtype=torch.bool)
     for layer in layers:
         if not 0 <= int(layer) < n_layers:
@@ -389,8 +379,9 @@ def _eager_for(module: nn.Module) -> Callable:
     return fn
 
 
-def uniform_weights(attention_mask: torch.Tensor | None, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-    """Kovaleva's uniform attention: ``1/L`` on each key a query may see, 0 elsewhere.
+def uniform_from_mask(attention_mask: torch.Tensor | None, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """Kovaleva's uniform attention in the attention function: ``1/L`` on each key a query may see, 0 elsewhere
+    (:func:`attnbook.engine.head_hooks.uniform_weights`).
 
     ``attention_mask`` is the 4D mask the attention function receives (additive float with
     the dtype's minimum on padding, or bool), or ``None`` when nothing is masked. For BERT,
@@ -403,8 +394,7 @@ def uniform_weights(attention_mask: torch.Tensor | None, shape: Sequence[int], d
         allowed = attention_mask[..., -q:, -k:]
     else:
         allowed = attention_mask[..., -q:, -k:] > torch.finfo(attention_mask.dtype).min / 2
-    count = allowed.sum(-1, keepdim=True).clamp(min=1)
-    return allowed.to(dtype) / count.to(dtype)
+    return uniform_weights(allowed, dtype)
 
 
 def attnbook_attention(
@@ -430,7 +420,8 @@ def attnbook_attention(
     if not stack:
         return out, weights
     layer = module.__dict__.get(_LAYER_ATTR, getattr(module, "layer_idx", 0))
-    kept = module.__dict__.get(KEPT_HEADS_ATTR)
+    slices = module.__dict__.get(SLICES_ATTR)  # a pruned layer: the original head of each remaining one
+    kept = None if slices is None else torch.tensor([max(int(h), 0) for h in slices])  # placeholder (-1): inert
     n_rows, n_heads = query.shape[0], query.shape[1]
 
     def layer_values(values: torch.Tensor, per_token: bool) -> torch.Tensor:
@@ -452,7 +443,7 @@ def attnbook_attention(
             d = d.reshape(1, n_heads) if d.ndim == 1 else _rows(d, n_rows, "disable")
             disabled = d if disabled is None else (disabled | d)
     if disabled is not None and bool(disabled.any()):
-        uniform = uniform_weights(attention_mask, weights.shape, weights.dtype).to(weights.device)
+        uniform = uniform_from_mask(attention_mask, weights.shape, weights.dtype).to(weights.device)
         v = value
         if v.shape[1] != n_heads:  # grouped-query attention: share key/value heads
             v = v.repeat_interleave(n_heads // v.shape[1], dim=1)

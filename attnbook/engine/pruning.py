@@ -1,27 +1,22 @@
-"""Physically removing attention heads, and what it buys in speed (Michel et al. §4.3).
+"""Physically removing attention heads, and what it buys in speed (Michel et al. §4.3): the book's one pruning.
 
-Masking a head (:mod:`attnbook.engine.interventions`) changes the function but not the cost. To
-measure the speed-up of a smaller model, Michel et al. remove the heads: the rows of the
-query, key and value projections that produce a head's vectors and the matching columns
-of the attention output projection are deleted. transformers 5 no longer has
-``prune_heads``, so :func:`prune_heads` does it for BERT-family models.
+Masking a head (:mod:`attnbook.engine.interventions`) changes the function but not the cost. To measure the
+speed-up of a smaller model, Michel et al. remove the heads; transformers 5 no longer has ``prune_heads``, so
+:func:`prune_heads` does it for every family of the family table (:mod:`attnbook.engine.families`): per layer the
+rows of the query/key/value projections of the removed heads (the matching row blocks of a fused ``qkv``; DeBERTa's
+positional projections too) and the input columns of the output projection are deleted, and the attention module's
+head-count and size attributes updated, so the forward really is smaller. A pruned model computes what the unpruned
+one computes with those heads masked (a masked head contributes nothing but the output bias, which pruning keeps).
 
-Each pruned self-attention module keeps its own ``num_attention_heads`` and
-``all_head_size`` (layers can have different head counts). BERT's attention code reshapes
-with ``(*shape, -1, module.attention_head_size)``, so per-layer head counts need no change
-there. A pruned model gives the same outputs as the unpruned one with those heads masked
-(ξ_h = 0): a masked head contributes exactly nothing but the output bias, which pruning keeps.
+The original head numbering survives pruning: each pruned attention module records the original head of every
+slice it still has (:data:`attnbook.engine.families.SLICES_ATTR`), so masks, disabled sets, importance scores and
+maps keep using ``[layer, head]`` of the full model. The model's ``config`` is left unchanged (it describes the
+original shape). A layer whose heads are all removed keeps one inert placeholder head (zero query/key/value rows,
+zero output columns): no family's attention code runs with zero heads, and the placeholder contributes exactly
+what a fully masked layer does, the output bias.
 
-The original head numbering survives pruning: the module remembers which original heads
-it still has, so masks and disabled sets keep using ``[layer, head]`` of the full model.
-The model's ``config`` is left unchanged (it describes the original shape).
-
-Every other encoder family (:mod:`attnbook.engine.families`: DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3, ModernBERT;
-the BERT-layout families RoBERTa, XLM-R and ELECTRA go the BERT way) is pruned by
-:func:`attnbook.engine.headgate.prune`, which removes the same rows and columns through the family table (fused
-``Wqkv`` blocks, DeBERTa's positional projections, MPNet's shared position bias sliced per layer), with the same
-guarantee. ALBERT applies one layer at every depth, so a head can only go at all of them at once:
-:func:`heads_to_prune` chooses heads per shared layer for it (importance summed over the depths).
+ALBERT applies one layer at every depth, so a head can only go at all of them at once: :func:`heads_to_prune`
+chooses heads per shared layer for it (importance summed over the depths).
 """
 from __future__ import annotations
 
@@ -34,54 +29,16 @@ import torch
 from torch import nn
 
 from attnbook.core.errors import ModelError, ParameterError
-from attnbook.engine import headgate
-from attnbook.engine.families import family_of, sites
-from attnbook.engine.interventions import (
-    KEPT_HEADS_ATTR,
-    attention_modules,
-    model_shape,
-    unwrap,
-    uses_attention_interface,
-)
-
-
-def _output_dense(model: nn.Module, attn: nn.Module) -> nn.Linear:
-    """The output projection ``W_o`` that reads the concatenated heads of ``attn`` (BERT: ``attention.output.dense``)."""
-    names = {id(m): n for n, m in model.named_modules()}
-    name = names[id(attn)]
-    parent_name = name.rsplit(".", 1)[0] if "." in name else ""
-    parent = model.get_submodule(parent_name)
-    dense = getattr(getattr(parent, "output", None), "dense", None)
-    if not isinstance(dense, nn.Linear):
-        raise ModelError(
-            f"cannot find the attention output projection of {name} (expected {parent_name}.output.dense): "
-            "prune_heads supports BERT-family models"
-        )
-    return dense
-
-
-def _slice_linear(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
-    """A copy of ``linear`` keeping ``index`` along the output (``dim=0``) or input (``dim=1``) features."""
-    w = linear.weight.detach().index_select(dim, index).clone()
-    b = None
-    if linear.bias is not None:
-        b = linear.bias.detach()[index].clone() if dim == 0 else linear.bias.detach().clone()
-    new = nn.Linear(w.shape[1], w.shape[0], bias=b is not None, device=w.device, dtype=w.dtype)
-    new.weight = nn.Parameter(w, requires_grad=linear.weight.requires_grad)
-    if b is not None:
-        new.bias = nn.Parameter(b, requires_grad=linear.bias.requires_grad)
-    return new
+from attnbook.core.heads import head_label
+from attnbook.engine.families import SLICES_ATTR, Site, family_of, get_path, model_shape, set_path, sites, slices_of
+from attnbook.engine.interventions import as_disabled, unwrap
 
 
 def kept_heads(model: Any) -> dict[int, list[int]]:
-    """The original (0-based) indices of the heads each layer still has."""
-    if not uses_attention_interface(model):
-        return headgate.kept_heads(unwrap(model))
-    out = {}
-    for layer, attn in enumerate(attention_modules(model)):
-        kept = attn.__dict__.get(KEPT_HEADS_ATTR)
-        out[layer] = list(range(int(attn.num_attention_heads))) if kept is None else [int(h) for h in kept]
-    return out
+    """``{layer: [original heads still present]}`` (0-based)."""
+    module = unwrap(model)
+    _, n_heads, _ = model_shape(module)
+    return {site.depth: [h for h in slices_of(site, n_heads) if h >= 0] for site in sites(module)}
 
 
 def heads_from_mask(mask: Any) -> dict[int, list[int]]:
@@ -92,77 +49,102 @@ def heads_from_mask(mask: Any) -> dict[int, list[int]]:
     return {int(l): [int(h) for h in np.flatnonzero(mask[l] == 0)] for l in range(mask.shape[0]) if np.any(mask[l] == 0)}
 
 
-def _checked(layer: Any, heads: Iterable[Any], n_layers: int, n_heads: int) -> tuple[int, set[int]]:
-    """``(layer, heads)`` as ints, refused with the valid ranges when outside the model."""
-    layer = int(layer)
-    if not 0 <= layer < n_layers:
-        raise ParameterError(f"layer {layer} is outside the model's {n_layers} layers (0-based)")
-    remove = {int(h) for h in heads}
-    if any(not 0 <= h < n_heads for h in remove):
-        raise ParameterError(f"heads {sorted(remove)} of layer {layer} are outside 0..{n_heads - 1}")
-    return layer, remove
+def _rows(positions: list[int], d: int, offset: int = 0) -> torch.Tensor:
+    return torch.cat([torch.arange(offset + p * d, offset + (p + 1) * d) for p in positions])
 
 
-def prune_heads(model: Any, heads: Mapping[int, Iterable[int]]) -> nn.Module:
-    """Remove ``heads`` (``{layer: [head, ...]}``, 0-based, original numbering) from ``model`` in place.
+def _sliced(linear: nn.Linear, index: torch.Tensor, dim: int, zero: bool = False) -> nn.Linear:
+    """A new ``nn.Linear`` keeping ``index`` of the output rows (``dim=0``) or input columns (``dim=1``)."""
+    index = index.to(linear.weight.device)
+    weight = linear.weight.detach().index_select(dim, index).clone()
+    bias = None if linear.bias is None else linear.bias.detach()
+    if bias is not None:
+        bias = (bias.index_select(0, index) if dim == 0 else bias).clone()
+    if zero:
+        weight.zero_()
+        if bias is not None and dim == 0:
+            bias.zero_()
+    new = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device=weight.device,
+                    dtype=weight.dtype)
+    new.weight = nn.Parameter(weight, requires_grad=linear.weight.requires_grad)
+    if bias is not None:
+        new.bias = nn.Parameter(bias, requires_grad=linear.bias.requires_grad)
+    new.train(linear.training)
+    return new
 
-    Slices the query/key/value output rows and the attention output projection's input
-    columns of each removed head and updates the module's ``num_attention_heads`` and
-    ``all_head_size``. Heads already removed are ignored. Removing every head of a layer
-    is refused (mask them instead): a zero-width attention cannot be reshaped into heads.
-    Returns the model. Families outside BERT's layout go through :func:`attnbook.engine.headgate.prune` (module
-    doc; ALBERT: a head listed at every depth of its shared layer, :func:`heads_to_prune`).
+
+def _slice_head_bias(module: nn.Module, args: tuple, kwargs: dict):
+    """Pre-hook left on a pruned attention module of a family with a shared per-head bias (MPNet): keeps the
+    bias ``[batch, heads, query, key]`` rows of the heads the module still has."""
+    name, position = module._attnbook_head_bias
+    keep = torch.tensor([max(h, 0) for h in module.__dict__[SLICES_ATTR]])
+    if name in kwargs and kwargs[name] is not None:
+        kwargs[name] = kwargs[name].index_select(1, keep.to(kwargs[name].device))
+    elif len(args) > position and args[position] is not None:
+        args = (*args[:position], args[position].index_select(1, keep.to(args[position].device)),
+                *args[position + 1:])
+    return args, kwargs
+
+
+def prune_heads(model: Any, heads: Any) -> nn.Module:
+    """Remove ``heads`` from ``model`` in place and return it (the module inside a LoadedModel): ``{layer: [head,
+    ...]}``, ``[(layer, head), ...]`` (0-based, original numbering), the papers' labels ``"2-3"``, or a bool array
+    ``[layer, head]``. Heads already removed are ignored. See the module doc for what is removed and kept.
+
+    Shared layers (ALBERT) cannot lose a head at one depth only: pruning acts on the weights, which every depth
+    uses. A head must then be listed at every depth its module serves, otherwise :class:`ModelError` is raised
+    (mask it instead, which is per depth; :func:`heads_to_prune` lists it at every depth).
     """
     module = unwrap(model)
-    n_layers, n_heads = model_shape(module)
-    if not uses_attention_interface(module):
-        return _prune_family(module, heads, n_layers, n_heads)
-    modules = attention_modules(module)
-    for layer, to_remove in heads.items():
-        layer, remove = _checked(layer, to_remove, n_layers, n_heads)
-        attn = modules[layer]
-        for part in ("query", "key", "value"):
-            if not isinstance(getattr(attn, part, None), nn.Linear):
-                raise ModelError(f"layer {layer}'s attention has no '{part}' projection: prune_heads supports BERT-family models")
-        kept_before = attn.__dict__.get(KEPT_HEADS_ATTR)
-        kept_before = list(range(int(attn.num_attention_heads))) if kept_before is None else [int(h) for h in kept_before]
-        kept_after = [h for h in kept_before if h not in remove]
-        if len(kept_after) == len(kept_before):
-            continue
-        if not kept_after:
-            raise ParameterError(
-                f"removing every head of layer {layer} is not supported; mask them with head_mask instead"
-            )
-        size = int(attn.attention_head_size)
-        positions = [kept_before.index(h) for h in kept_after]  # current slot of each kept head
-        index = torch.cat([torch.arange(p * size, (p + 1) * size) for p in positions]).to(attn.query.weight.device)
-        dense = _output_dense(module, attn)
-        attn.query = _slice_linear(attn.query, index, 0)
-        attn.key = _slice_linear(attn.key, index, 0)
-        attn.value = _slice_linear(attn.value, index, 0)
-        new_dense = _slice_linear(dense, index, 1)
-        dense_name = {id(m): n for n, m in module.named_modules()}[id(dense)]
-        parent_name, attr = dense_name.rsplit(".", 1)
-        setattr(module.get_submodule(parent_name), attr, new_dense)
-        attn.num_attention_heads = len(kept_after)
-        attn.all_head_size = len(kept_after) * size
-        attn.__dict__[KEPT_HEADS_ATTR] = torch.tensor(kept_after, dtype=torch.long)
+    family = family_of(module)
+    chosen = {(int(l), int(h)) for l, h in np.argwhere(as_disabled(heads, module).numpy())}
+    _, n_heads, d = model_shape(module)
+    groups: dict[int, list[Site]] = {}
+    for site in sites(module):
+        groups.setdefault(id(site.attention), []).append(site)
+    for group in groups.values():
+        depths = [site.depth for site in group]
+        removal = [frozenset(head for (layer, head) in chosen if layer == depth) for depth in depths]
+        if len(set(removal)) > 1:
+            labels = sorted({head_label(layer, head) for (layer, head) in chosen if layer in depths})
+            raise ModelError(
+                f"{family.label} shares one attention module among depths {depths}: a head can "
+                f"only be pruned at all of them at once (asked: {', '.join(labels)}). List the head at every "
+                "depth to prune it everywhere, or mask it to switch it off at one depth.")
+        if removal[0]:
+            _prune_module(family, group[0], removal[0], n_heads, d)
     return module
 
 
-def _prune_family(module: nn.Module, heads: Mapping[int, Iterable[int]], n_layers: int, n_heads: int) -> nn.Module:
-    """:func:`prune_heads` for a family outside BERT's layout: the same checks, then
-    :func:`attnbook.engine.headgate.prune` (heads already removed are ignored)."""
-    present = headgate.kept_heads(module)
-    pairs = []
-    for layer, to_remove in heads.items():
-        layer, remove = _checked(layer, to_remove, n_layers, n_heads)
-        if present[layer] and not set(present[layer]) - remove:
-            raise ParameterError(
-                f"removing every head of layer {layer} is not supported; mask them with head_mask instead"
-            )
-        pairs += [(layer, h) for h in sorted(remove) if h in present[layer]]
-    return headgate.prune(module, pairs) if pairs else module
+def _prune_module(family, site: Site, remove: frozenset, n_heads: int, d: int) -> None:
+    attn = site.attention
+    current = list(slices_of(site, n_heads))
+    if not remove.intersection(current):
+        return
+    kept = [h for h in current if h >= 0 and h not in remove]
+    placeholder = not kept
+    positions = [0] if placeholder else [current.index(h) for h in kept]
+    rows = _rows(positions, d)
+    if site.qkv is not None:
+        width = len(current) * d
+        fused = torch.cat([_rows(positions, d, offset=k * width) for k in range(3)])
+        set_path(attn, family.qkv, _sliced(site.qkv, fused, 0, zero=placeholder))
+    else:
+        for name in (family.query, family.key, family.value):
+            set_path(attn, name, _sliced(get_path(attn, name), rows, 0, zero=placeholder))
+    for name in family.head_rows:
+        extra = get_path(attn, name)
+        if isinstance(extra, nn.Linear):
+            set_path(attn, name, _sliced(extra, rows, 0, zero=placeholder))
+    set_path(site.layer, family.output, _sliced(site.output, rows, 1, zero=placeholder))
+    for name in family.count_attrs:
+        setattr(attn, name, len(positions))
+    for name in family.size_attrs:
+        setattr(attn, name, len(positions) * d)
+    attn.__dict__[SLICES_ATTR] = tuple(kept) if kept else (-1,)
+    if family.head_bias and "_attnbook_head_bias" not in attn.__dict__:
+        attn.__dict__["_attnbook_head_bias"] = family.head_bias
+        attn.register_forward_pre_hook(_slice_head_bias, with_kwargs=True)
 
 
 def heads_to_prune(model: Any, importance: np.ndarray, share: float, *, min_per_layer: int = 1
@@ -339,7 +321,7 @@ def pruning_speed(
     import pandas as pd
 
     module = unwrap(model)
-    n_layers, n_heads = model_shape(module)
+    n_layers, n_heads, _ = model_shape(module)
     if heads is None:
         values = importance if importance is not None else np.random.default_rng(seed).random((n_layers, n_heads))
         heads = heads_to_prune(module, values, share)

@@ -38,13 +38,12 @@ import torch
 
 from attnbook.core.errors import EmptyDataError, ModelError, ParameterError
 from attnbook.core.heads import head_label
-from attnbook.engine.families import UnsupportedModelError, base_model, family_of, layer_modules
+from attnbook.engine.families import UnsupportedModelError, base_model, family_of, layer_modules, model_shape
 from attnbook.engine.inputs import Batch
 from attnbook.engine.interventions import (
     Intervention,
     Mode,
     intervene,
-    model_shape,
     restore_attention,
     tile_batch,
     unwrap,
@@ -362,7 +361,7 @@ def first_touched_layer(configs: torch.Tensor, mode: Mode) -> np.ndarray:
 
 
 def _as_configs(configs: Any, mode: Mode, model: Any) -> torch.Tensor:
-    n_layers, n_heads = model_shape(model)
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     t = torch.as_tensor(np.asarray(configs)) if not isinstance(configs, torch.Tensor) else configs
     if t.ndim == 2:
         t = t[None]
@@ -522,7 +521,7 @@ def sweep_single_heads(
     ``mode="disable"``: Kovaleva et al. §4.6, Fig. 8 (uniform attention);
     ``mode="mask"``: Michel et al. §3.2 (ξ_h = 0, Δ = score without h − base).
     """
-    n_layers, n_heads = model_shape(unwrap(model))
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     configs = single_head_configs(n_layers, n_heads, mode)
     names = [head_label(l, h) for l in range(n_layers) for h in range(n_heads)]
     return sweep_configs(
@@ -537,7 +536,7 @@ def sweep_all_but_one(
 
     ``.scores[layer, head]`` is the score with only ``head`` left in ``layer``.
     """
-    n_layers, n_heads = model_shape(unwrap(model))
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     configs = single_head_configs(n_layers, n_heads, mode, keep_only=True)
     names = [f"only {head_label(l, h)}" for l in range(n_layers) for h in range(n_heads)]
     return sweep_configs(
@@ -564,7 +563,7 @@ def sweep_layers(
     **kwargs: Any,
 ) -> SweepResult:
     """Every head of one layer switched off, each layer in turn; ``.scores[layer]`` (Kovaleva §4.6, Fig. 9)."""
-    n_layers, n_heads = model_shape(unwrap(model))
+    n_layers, n_heads, _ = model_shape(unwrap(model))
     off = np.zeros((n_layers, n_layers, n_heads), dtype=bool)
     for layer in range(n_layers):
         off[layer, layer] = True

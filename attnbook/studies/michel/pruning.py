@@ -24,8 +24,9 @@ import torch
 from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.core.heads import head_label
+from attnbook.engine.families import model_shape
 from attnbook.engine.inputs import Batch
-from attnbook.engine.interventions import model_shape, unwrap
+from attnbook.engine.interventions import unwrap
 from attnbook.engine.mask_gradients import LossFn
 from attnbook.engine.pruning import heads_to_prune, interleaved_throughput, pruned_copy
 from attnbook.engine.scores import ScoreFn, accuracy
@@ -134,7 +135,7 @@ def iterative_pruning(
     import pandas as pd
 
     module = unwrap(model)
-    n_layers, n_heads = model_shape(module)
+    n_layers, n_heads, _ = model_shape(module)
     schedule = pruning_schedule(n_layers * n_heads, step)
     counts = [n for _, n in schedule]
     eval_data = as_batches(eval_batches)
@@ -363,7 +364,7 @@ def ordered_pruning_sweep(classifier: Any, batches: Sequence[Batch], heads: list
     """The sweep of :func:`pruning_sweep` for heads pruned in the order ``heads`` (0-based ``(layer, head)``),
     cached by the classifier's weights, the batches, the order, the step and the score function."""
     module = unwrap(classifier.model)
-    n_layers, n_heads = model_shape(module)
+    n_layers, n_heads, _ = model_shape(module)
     schedule = pruning_schedule(n_layers * n_heads, step)
     masks = masks_from_order(heads, [n for _, n in schedule], (n_layers, n_heads))
     names = [f"{n} pruned" for _, n in schedule]
@@ -376,7 +377,7 @@ def pruning_sweep(classifier: Any, batches: Sequence[Batch], order: np.ndarray |
     can be bootstrapped over examples): the heads go in increasing order of ``order[layer, head]``, or, for an
     integer ``order``, in the seeded random order of :func:`iterative_pruning`'s ``"random"``. Configuration ``k``
     is the model after step ``k`` of :func:`pruning_schedule` (:func:`ordered_pruning_sweep`, cached)."""
-    n_layers, n_heads = model_shape(unwrap(classifier.model))
+    n_layers, n_heads, _ = model_shape(unwrap(classifier.model))
     if isinstance(order, (int, np.integer)):
         perm = np.random.default_rng(int(order)).permutation(n_layers * n_heads)
         heads = [divmod(int(k), n_heads) for k in perm]
