@@ -209,16 +209,17 @@ def benchmark_arct_grouping(loaded: LoadedModel, n_items: int = 200) -> dict:
     """One epoch of chapter 7's whole-encoder training (quick recipe: batch 8, bf16, one thread) on ``n_items``
     ARCT training items, batches grouped by length vs random; and the share of padding in each."""
     from attnbook.data.arct import load_arct
+    from attnbook.engine import pairwise as scorer
     from attnbook.studies.niven_kao import pairwise
 
     items = load_arct("train")[:n_items]
     enc = pairwise.encode_pairs(loaded.tokenizer, items, "full", 64)
-    lengths = pairwise.item_lengths(enc)
+    lengths = scorer.item_lengths(enc)
 
     def run(group: bool):
-        cfg = pairwise.TrainConfig(epochs=1, lr=5e-5, batch_size=8, train_threads=1, bf16=True, group_by_length=group,
+        cfg = scorer.TrainConfig(epochs=1, lr=5e-5, batch_size=8, train_threads=1, bf16=True, group_by_length=group,
                                select_on_dev=False)
-        return lambda: pairwise.train_pairwise(copy.deepcopy(loaded.model), enc, None, cfg, 0, pad_id=0)
+        return lambda: scorer.train_pairwise(copy.deepcopy(loaded.model), enc, None, cfg, 0, pad_id=0)
 
     def padded(group: bool) -> float:
         if group:

@@ -367,6 +367,11 @@ def test_a_folder_that_is_not_a_cache_is_refused(tmp_path, monkeypatch, capsys):
 
 # ---------------------------------------------------------------------------------------------- the contract
 def test_layout_constants_agree_with_the_writers():
+    import inspect
+    import re
+
+    source = inspect.getsource(checkpoints)  # the file names are declared once, in core.cache_admin
+    assert not re.search(r"^(COMPLETE_FILE|WEIGHTS_FILE|CHECKPOINTS_FOLDER)\s*=", source, re.M)
     assert cache_admin.COMPLETE_FILE == checkpoints.COMPLETE_FILE
     assert cache_admin.WEIGHTS_FILE == checkpoints.WEIGHTS_FILE
     assert len(cache.key({"x": 1})) == 24

@@ -7,6 +7,8 @@ import torch
 
 from arct_items import planted_cue_items
 from attnbook.core.errors import ParameterError
+from attnbook.engine import pairwise as S
+from attnbook.engine.inputs import pad_rows
 from attnbook.engine.models import load_encoder
 from attnbook.studies.niven_kao import pairwise as M
 from tiny_families import FAMILIES, one_thread, planted  # noqa: F401  (fixtures)
@@ -16,8 +18,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def pairs(tokenizer, n=4):
     enc = M.encode_pairs(tokenizer, planted_cue_items(n, 1), "full", 32)
-    ids, mask = M.pad_rows(enc.input_ids, int(tokenizer.pad_token_id or 0))
-    types, _ = M.pad_rows(enc.token_type_ids, 0)
+    ids, mask = pad_rows(enc.input_ids, int(tokenizer.pad_token_id or 0))
+    types, _ = pad_rows(enc.token_type_ids, 0)
     shape = (n, 2, ids.shape[1])
     return ids.reshape(shape), mask.reshape(shape), types.reshape(shape)
 
@@ -25,7 +27,7 @@ def pairs(tokenizer, n=4):
 @pytest.mark.parametrize("family", ["bert", "roberta", "xlm-roberta", "electra"])
 def test_berts_layout_stacks_its_layers_and_equals_the_models_own_forward(family, planted):
     base = load_encoder(str(planted(family, "base")), device="cpu")
-    scorer = M.PairwiseScorer(base.model).eval()
+    scorer = S.PairwiseScorer(base.model).eval()
     assert scorer.stacked
     ids, mask, types = pairs(base.tokenizer)
     with torch.no_grad():
@@ -63,5 +65,5 @@ def test_frozen_layers_stay_frozen_outside_berts_layout(family, planted):
 def test_albert_shares_its_layer_so_only_all_or_none_train(planted):
     base = load_encoder(str(planted("albert", "base")), device="cpu")
     with pytest.raises(ParameterError, match="shares one layer"):
-        M.PairwiseScorer(base.model, trainable_layers=1)
-    assert M.PairwiseScorer(base.model, trainable_layers=0).start == base.n_layers
+        S.PairwiseScorer(base.model, trainable_layers=1)
+    assert S.PairwiseScorer(base.model, trainable_layers=0).start == base.n_layers

@@ -13,6 +13,7 @@ from arct_items import planted_cue_items
 from attnbook.core.errors import ParameterError
 from attnbook.data.arct import ArctItem
 from attnbook.engine.layers import first_query_only
+from attnbook.engine import pairwise as S
 from attnbook.studies.niven_kao import pairwise as M
 from conftest import make_tiny_bert
 
@@ -34,7 +35,7 @@ def random_pairs(batch=3, length=7, seed=0, vocab=(1000, 2000)):
 @pytest.fixture
 def scorer(tokenizer):
     torch.manual_seed(0)
-    model = M.PairwiseScorer(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=1))
+    model = S.PairwiseScorer(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=1))
     return model.eval()
 
 
@@ -95,7 +96,7 @@ def test_rejects_inputs_without_two_warrants(scorer):
     with pytest.raises(ValueError):
         scorer(ids[:, :1], mask[:, :1], types[:, :1])
     with pytest.raises(ParameterError):
-        M.PairwiseScorer(scorer.encoder, trainable_layers=5)
+        S.PairwiseScorer(scorer.encoder, trainable_layers=5)
 
 
 def test_encode_pairs_layout(tokenizer):
@@ -123,7 +124,7 @@ def test_cached_lower_states_give_the_same_scores(tokenizer, k):
     encoder = make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=2)
     items = [item(i, f"warrant number {i} is fine", "a much longer other warrant text here", i % 2) for i in range(5)]
     enc = M.encode_pairs(tokenizer, items, "full", 40)
-    model = M.PairwiseScorer(encoder, trainable_layers=k).eval()
+    model = S.PairwiseScorer(encoder, trainable_layers=k).eval()
     cached = M.cache_lower_states(model, enc)
     assert cached.start == 2 - k
     direct = M.predict_proba(model, enc)
@@ -262,17 +263,17 @@ def test_length_grouped_batches_cover_every_item_and_pad_less(tokenizer, monkeyp
     loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=1, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
     items = [item(i, "short", " ".join(["a much longer warrant"] * (1 + i % 7)), i % 2) for i in range(40)]
     enc = M.encode_pairs(tokenizer, items, "full", 64)
-    lengths = M.item_lengths(enc)
+    lengths = S.item_lengths(enc)
     assert lengths.shape == (40,) and lengths.min() < lengths.max()
     seen: list[list[int]] = []
-    original = M.PairwiseScorer.logits_for
+    original = S.PairwiseScorer.logits_for
 
     def spy(self, data, idx, pad_id=0):
         if self.training:
             seen.append(list(idx))
         return original(self, data, idx, pad_id)
 
-    monkeypatch.setattr(M.PairwiseScorer, "logits_for", spy)
+    monkeypatch.setattr(S.PairwiseScorer, "logits_for", spy)
     padded = {}
     for group in (False, True):
         seen.clear()

@@ -35,7 +35,7 @@ import nbformat
 import numpy as np
 import papermill as pm
 import torch
-from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
+from transformers import AutoTokenizer
 
 from attnbook.atlas.stages import chapter_stages
 from attnbook.chapters.params import chapter_params
@@ -50,7 +50,7 @@ from attnbook.data.registry import DATASETS, data_path
 from attnbook.engine.checkpoints import load_checkpoint, save_checkpoint
 from attnbook.engine.cost import CheckpointCache, Shape, StageParams, Work
 from attnbook.engine.inputs import encode_words
-from attnbook.engine.models import KNOWN_SHAPES, has_mlm_head, resolve_model, set_threads
+from attnbook.engine.models import KNOWN_SHAPES, has_mlm_head, random_bert, resolve_model, set_threads
 from attnbook.engine.train import Recipe, make_optimizer
 from attnbook.studies.clark.distances import pairwise_xlogx_sums
 from attnbook.studies.clark.probe_data import ProbeBatch
@@ -201,9 +201,7 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_na
     shape ``s`` (no weights needed), and the start-up seconds of a chapter's kernel with ``model_name`` loaded."""
     set_threads()
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.n_layers,
-                     num_attention_heads=s.n_heads, intermediate_size=s.ffn, attn_implementation="eager")
-    model = BertModel(cfg)
+    model = random_bert(s.vocab, s.hidden, s.n_layers, s.n_heads, s.ffn)
 
     def timed(fn, flops: float) -> float:
         fn()  # warm-up
@@ -371,10 +369,9 @@ def load_rate(s: Shape, repeats: int = 3) -> float:
     :func:`attnbook.engine.checkpoints.save_checkpoint` to a temporary folder and read back ``repeats`` times with
     :func:`~attnbook.engine.checkpoints.load_checkpoint` (checksums verified, as every load of the book does); the
     median load."""
-    cfg = BertConfig(vocab_size=s.vocab, hidden_size=s.hidden, num_hidden_layers=s.n_layers,
-                     num_attention_heads=s.n_heads, intermediate_size=s.ffn, num_labels=2)
+    classifier = random_bert(s.vocab, s.hidden, s.n_layers, s.n_heads, s.ffn, num_labels=2)
     with tempfile.TemporaryDirectory(prefix="attnbook-plan-") as tmp:
-        save_checkpoint(BertForSequenceClassification(cfg), "plan", {"what": "attnbook plan's load timing"}, root=Path(tmp))
+        save_checkpoint(classifier, "plan", {"what": "attnbook plan's load timing"}, root=Path(tmp))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()

@@ -59,7 +59,8 @@ from attnbook.core.paths import cache_dir, project_root
 #: the folder of fine-tuned checkpoints under the cache root, and their kind here
 CHECKPOINTS_FOLDER = "finetune"
 CHECKPOINT_KIND = "checkpoint"
-#: as in :mod:`attnbook.engine.checkpoints` (importing it would load PyTorch; a test checks they agree)
+#: a checkpoint folder's files: the weights, and the checksum file written last (:mod:`attnbook.engine.checkpoints`
+#: writes them under these names, from here)
 COMPLETE_FILE = "COMPLETE"
 WEIGHTS_FILE = "model.safetensors"
 #: :func:`attnbook.core.cache.key` is 24 hex digits (importing that module would load NumPy; a test checks it)

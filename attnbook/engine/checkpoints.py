@@ -31,13 +31,10 @@ from typing import Any, Mapping
 import torch
 
 from attnbook.core import cache
+from attnbook.core.cache_admin import CHECKPOINTS_FOLDER, COMPLETE_FILE, WEIGHTS_FILE
 from attnbook.core.io import atomic_write_json, sha256_file
 from attnbook.core.paths import cache_dir
 from attnbook.engine.models import prepare_model
-
-WEIGHTS_FILE = "model.safetensors"
-
-COMPLETE_FILE = "COMPLETE"
 
 #: how a compact checkpoint was stored and checked (probe logits, the measured difference)
 STORED_FILE = "stored.json"
@@ -55,10 +52,6 @@ PROBE_SHAPE = (4, 24)
 
 class CheckpointCorruptWarning(UserWarning):
     """A cached checkpoint is incomplete or fails its checksum; it is trained again."""
-
-
-#: the checkpoints' folder under the cache root (as :mod:`attnbook.core.cache_admin` names it)
-CHECKPOINTS_FOLDER = "finetune"
 
 
 def checkpoints_root() -> Path:

@@ -459,3 +459,15 @@ def _env_threads(name: str) -> int:
         raise ParameterError(f"{name}={value!r} is not a number of threads: set it to a positive integer "
                              f"(e.g. {name}=2) or unset it to use every core")
     return n
+
+
+def random_bert(vocab: int, hidden: int, n_layers: int, n_heads: int, ffn: int, *,
+                num_labels: int | None = None) -> torch.nn.Module:
+    """A randomly initialised BERT of this shape, with eager attention: the base encoder, or with ``num_labels`` a
+    sequence classifier. What ``attnbook plan`` times its kinds of work on (a model of the planned shape, no
+    weights needed), built here so that the engine stays the code that makes and runs models."""
+    from transformers import BertConfig, BertForSequenceClassification, BertModel
+
+    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=n_layers, num_attention_heads=n_heads,
+                        intermediate_size=ffn, attn_implementation="eager", num_labels=num_labels or 2)
+    return BertForSequenceClassification(config) if num_labels else BertModel(config)

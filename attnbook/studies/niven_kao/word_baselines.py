@@ -33,7 +33,8 @@ from attnbook.core.errors import ParameterError
 from attnbook.data.arct import ArctItem, labels_of
 from attnbook.engine.inputs import pad_rows
 from attnbook.engine.train import Recipe, epochs_of, fit
-from attnbook.studies.niven_kao.pairwise import INPUTS, accuracy_of
+from attnbook.engine.pairwise import accuracy_of
+from attnbook.studies.niven_kao.pairwise import INPUTS
 from attnbook.studies.niven_kao.cues import tokenize
 
 

@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence
 from attnbook import verdict
 from attnbook.engine.precision import training_sentence
 from attnbook.studies.niven_kao import cues
-from attnbook.studies.niven_kao.pairwise import INPUTS, TrainConfig
+from attnbook.engine.pairwise import TrainConfig
+from attnbook.studies.niven_kao.pairwise import INPUTS
 from attnbook.studies.niven_kao.word_baselines import ARGUMENT_CANCELS
 from attnbook.studies.niven_kao.paper.claims import PAPER
 from attnbook.studies.niven_kao.paper.estimates import productivity_vs_chance
