@@ -161,11 +161,10 @@ class PruningPipeline(Pipeline):
     def analysed(self) -> list[SeedRun]:
         """Each analysed seed's single-head masking sweep, importance and pruning curves (:func:`runs.analyse`)."""
         p, d = self.p, self.data()
-        for run in self.seeds().todo:
-            runs.analyse(run, p["task"], d.dev_batches, d.importance_batches, SCORE, step=p["step"],
-                         random_seeds=p["random_seeds"], tolerance=p["tolerance"], n_resamples=p["n_resamples"],
-                         seed=p["seed"])
-        return self.seeds().todo
+        return [runs.analyse(run, p["task"], d.dev_batches, d.importance_batches, SCORE, step=p["step"],
+                             random_seeds=p["random_seeds"], tolerance=p["tolerance"], n_resamples=p["n_resamples"],
+                             seed=p["seed"])
+                for run in self.seeds().todo]
 
     @stage("first seed: all-but-one, disabling, training dynamics", costs.first_seed_cost)
     def one_head(self) -> OneHead:

@@ -59,7 +59,9 @@ class CuesPipeline(Pipeline):
 
     def __init__(self, model, params):
         super().__init__(model, params)
-        self._memo: dict = {}  # lower-layer states shared between runs when only the top layers train
+        #: a cache, not a result: the frozen lower layers' states of every distinct input, computed once and read by
+        #: every run of this pipeline when only the top layers train (:func:`attnbook.engine.pairwise.cache_lower_states`)
+        self.lower_states: dict = {}
 
     def data_files(self) -> list[Path]:
         return [data_path("arct")]
@@ -96,7 +98,7 @@ class CuesPipeline(Pipeline):
 
     def _runs(self, train, dev, tests, inputs: str, cfg) -> pd.DataFrame:
         return pairwise.run_seeds(self.model, train, dev, tests, inputs=inputs, seeds=self.seeds, cfg=cfg,
-                                         max_length=self.p["max_length"], progress=False, memo=self._memo,
+                                         max_length=self.p["max_length"], progress=False, memo=self.lower_states,
                                          workers=self.p["seed_workers"])
 
     @stage("BERT on the full inputs and the probes' partial inputs", costs.runs_cost)
