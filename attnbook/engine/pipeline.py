@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
 
 from attnbook.core.errors import ParameterError
@@ -100,6 +101,11 @@ class Pipeline:
         self.model = model
         self.p = params
         self._done: dict[str, Any] = dict(given or {})
+
+    def data_files(self) -> list[Path]:
+        """The data files the chapter reads, for its results' provenance (``res.use_data(*run.data_files())``):
+        every pipeline names its own, from its parameters, before any stage runs."""
+        raise NotImplementedError(f"{type(self).__name__} does not name the data files it reads: define data_files()")
 
     @classmethod
     def stage_methods(cls) -> list[tuple[str, StageInfo]]:
