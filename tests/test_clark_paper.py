@@ -201,7 +201,7 @@ def test_surface_comparison_names_a_cls_sink():
     grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
     assert "[CLS]" in grad.quantity and "(the paper tested [SEP])" in grad.note
     assert grad.verdict == verdict.AGREES
-    text = paper.surface_findings(rows, stats, "tiny")
+    text = paper.agreement_markdown(rows, "tiny", stats=stats)
     assert text.startswith("**What this run found.** Of 9 comparisons,") and "no-op target" in text
     assert "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased" in text
     assert "The pattern behind them holds on average" in text
@@ -216,12 +216,12 @@ def test_findings_say_the_sink_pattern_carries_over_only_when_the_gradients_say_
     rows = paper.surface_comparison(stats, wrong_way, n_resamples=400)
     grad = [r for r in rows if r.experiment == "§3.2 gradients"][0]
     assert grad.verdict == verdict.DISAGREES
-    text = paper.surface_findings(rows, stats, "tiny")
+    text = paper.agreement_markdown(rows, "tiny", stats=stats)
     assert "pattern behind them holds" not in text and "not supported" in text
     flat = gradient_stats(small_layers=[], sink="cls", noise=0.3)  # no contrast: the data cannot tell
     rows = paper.surface_comparison(stats, flat, n_resamples=400)
     assert [r for r in rows if r.experiment == "§3.2 gradients"][0].verdict == verdict.INCONCLUSIVE
-    assert "cannot tell" in paper.surface_findings(rows, stats, "tiny")
+    assert "cannot tell" in paper.agreement_markdown(rows, "tiny", stats=stats)
 
 
 def test_gradient_row_is_not_comparable_for_an_mlm_head_no_better_than_a_constant():
@@ -678,8 +678,8 @@ SUMMARY_ROWS = [
 ]
 
 
-def test_findings_markdown_counts_verdicts_and_lists_differences():
-    text = paper.findings_markdown(SUMMARY_ROWS, "tiny")
+def test_agreement_markdown_counts_verdicts_and_lists_differences():
+    text = paper.agreement_markdown(SUMMARY_ROWS, "tiny")
     assert text.startswith("**What this run found.** Of 5 comparisons, 1 agrees, 1 partly agrees, 1 disagrees, "
                            "1 inconclusive, 1 not comparable. ")
     assert " by chance alone were every claim true; 1 disagrees. The model here is tiny; the paper's is " in text
@@ -688,7 +688,7 @@ def test_findings_markdown_counts_verdicts_and_lists_differences():
     assert "(1):\n\n- det: paper 1; this run 1\n\n" in agree and "random" not in agree
     assert "Disagree</span>** (1):\n\n- random: paper 4; this run -11\n\n" in rest
     assert "Cannot tell (inconclusive)</span>** (1):\n\n- stress: paper < 0.2; this run 0.3 [0.1, 0.5]" in rest
-    assert paper.findings_markdown([], "tiny").startswith("**What this run found.** No comparison was made.")
+    assert paper.agreement_markdown([], "tiny").startswith("**What this run found.** No comparison was made.")
 
 
 def test_summaries_are_the_one_summary_writers_output():
@@ -696,18 +696,18 @@ def test_summaries_are_the_one_summary_writers_output():
     sentence about the model (and, for a [CLS] sink, what the gradients say about it), never its own count."""
     setting = "The model here is tiny; the paper's is bert-base-uncased (12 layers x 12 heads)."
     for rows in (SUMMARY_ROWS, SUMMARY_ROWS[:1], SUMMARY_ROWS[2:4], []):
-        assert paper.findings_markdown(rows, "tiny") == verdict.summary_markdown(rows, setting)
-        assert paper.agreement_markdown(rows, "tiny", 2, 3) == verdict.summary_markdown(
+        assert paper.agreement_markdown(rows, "tiny") == verdict.summary_markdown(rows, setting)
+        assert paper.agreement_markdown(rows, "tiny", n_layers=2, n_heads=3) == verdict.summary_markdown(
             rows, "The model here is tiny (2 layers x 3 heads); the paper's is bert-base-uncased (12 layers x 12 heads).")
     stats = surface_stats()  # a [SEP] sink, as in bert-base: the setting is the model's shape alone
     rows = paper.surface_comparison(stats, gradient_stats([2, 3]), n_resamples=200)
-    assert paper.surface_findings(rows, stats, "tiny") == verdict.summary_markdown(
+    assert paper.agreement_markdown(rows, "tiny", stats=stats) == verdict.summary_markdown(
         rows, "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased (12 layers x 12 heads).")
     cls = surface_stats(sink="cls")
     rows = paper.surface_comparison(cls, gradient_stats([2, 3], sink="cls"), n_resamples=200)
     sink = paper_text._sink_sentence(rows, cls)  # a [CLS] sink: the setting also says what the gradients show
     assert sink.startswith("The largest difference is the no-op target")
-    assert paper.surface_findings(rows, cls, "tiny") == verdict.summary_markdown(
+    assert paper.agreement_markdown(rows, "tiny", stats=cls) == verdict.summary_markdown(
         rows, "The model here is tiny (6 layers x 12 heads); the paper's is bert-base-uncased (12 layers x 12 heads). "
         + sink)
 
@@ -718,7 +718,7 @@ def test_sink_sentence_reads_the_gradient_row_not_the_mlm_head_row():
     own = MLMQuality("pretrained", 0.45, 0.4, 0.5, 468, 0.05, "the")
     rows = paper.surface_comparison(stats, n_resamples=200) + paper.mlm_head_rows(own)
     assert rows[-1].experiment == "§3.2 gradients" and rows[-1].verdict == verdict.AGREES
-    text = paper.surface_findings(rows, stats, "tiny")
+    text = paper.agreement_markdown(rows, "tiny", stats=stats)
     assert "Without the gradients" in text and "The pattern behind them holds" not in text
 
 
@@ -875,11 +875,11 @@ def test_distance_setting_and_agreement_sentence():
     # issue 32: the distance is a setting, not a finding: a sentence of the summary, no longer a "not comparable" row
     setting = paper.distance_setting(np.array(1234), 0.25, 0.0)
     assert "mean Jensen-Shannon divergence over 1,234 tokens (25% of each segment), smoothing 0.0" in setting
-    text = paper.findings_markdown([comparison("§6", "q", 1, 1, verdict.AGREES)], "tiny", setting)
+    text = paper.agreement_markdown([comparison("§6", "q", 1, 1, verdict.AGREES)], "tiny", setting=setting)
     assert setting in text and "The model here is tiny;" in text
     rows = [comparison("§6", f"q{k}", 1, 1, v)
             for k, v in enumerate((verdict.AGREES, verdict.DISAGREES, verdict.AGREES, verdict.NOT_COMPARABLE))]
-    text = paper.agreement_markdown(rows, "tiny", 2, 3)
+    text = paper.agreement_markdown(rows, "tiny", n_layers=2, n_heads=3)
     assert text.startswith("**What this run found.** Of 4 comparisons, 2 agree, 1 disagrees, 1 not comparable.")
     assert "tiny (2 layers x 3 heads)" in text
 
@@ -908,21 +908,21 @@ def test_the_gradient_sentence_names_the_layers_that_carry_the_contrast():
     assert layers.heavy == [3, 4, 5] and layers.carriers == [3] and layers.against == [4, 5]
     assert layers.share_of_contrast([3]) == pytest.approx(1, abs=0.01)  # layers 4 and 5 add nothing
     assert "as their mean: 3" in grad.note and "layer 3: 70% / 0.10" in grad.note
-    text = paper.surface_findings(rows, stats, "tiny", grads=grads)
+    text = paper.agreement_markdown(rows, "tiny", stats=stats, grads=grads)
     assert "in the layers that attend to it most" not in text
     assert "are smaller in layer 3 (ratio 0.10)" in text and "in layers 4, 5, which also give [CLS]" in text
     assert "the contrast rests on layer 3" in text and "among the layers that attend to it less" not in text
     # a layer of "the rest" that still attends to [CLS] heavily is named
     stats["cls"][1] = 0.5
-    text = paper.surface_findings(paper.surface_comparison(stats, grads, n_resamples=300), stats, "tiny", grads=grads)
+    text = paper.agreement_markdown(paper.surface_comparison(stats, grads, n_resamples=300), "tiny", stats=stats, grads=grads)
     assert "layer 2, giving [CLS] 50% of its attention, is among the layers that attend to it less" in text
     # every heavy layer small: all of them carry it, and the sentence says no more
     even = gradient_stats(small_layers=[2, 3, 4], sink="cls")
     rows = paper.surface_comparison(stats, even, n_resamples=300)
-    text = paper.surface_findings(rows, stats, "tiny", grads=even)
+    text = paper.agreement_markdown(rows, "tiny", stats=stats, grads=even)
     assert "are smaller in layers 3, 4, 5" in text and "rests on" not in text
     # without the gradients the sentence claims only the average over the heavy layers
-    assert "taken together (layers 3, 4, 5)" in paper.surface_findings(rows, stats, "tiny")
+    assert "taken together (layers 3, 4, 5)" in paper.agreement_markdown(rows, "tiny", stats=stats)
 
 
 def test_the_sink_heads_are_reselected_in_every_resample():

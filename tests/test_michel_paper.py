@@ -391,25 +391,23 @@ def two_rows():
 
 
 def test_the_closing_summary_is_the_verdict_summary_stated_once():
-    """Chapter 6 calls ``agreement_markdown(res.table(), ...) + findings_markdown(rows)``: the first gives the
-    setting only, the second the one summary of :func:`attnbook.verdict.summary_markdown`."""
+    """Chapter 6 calls ``agreement_markdown(rows, setting_markdown(...))``, the one closing-summary name of every
+    study: the setting sentence, then the one summary of :func:`attnbook.verdict.summary_markdown`."""
     rows = two_rows()
     setting = paper.setting_markdown("tiny", "SST-2", 872, 3, True)
     assert setting == ("The classifiers here are tiny fine-tuned on SST-2 (3 analysed seed(s), 872 dev examples "
                        "scored after each intervention); the paper's is bert-base fine-tuned on MNLI.")
-    table = pd.DataFrame({"experiment": [r.experiment for r in rows], "outcome": [r.verdict for r in rows]})
-    assert paper.agreement_markdown(table, "tiny", "SST-2", 872, 3, True) == setting
-    assert paper.findings_markdown(rows) == verdict.summary_markdown(rows, "")
-    assert paper.findings_markdown(rows, setting) == verdict.summary_markdown(rows, setting)
-    page = paper.agreement_markdown(table, "tiny", "SST-2", 872, 3, True) + "\n\n" + paper.findings_markdown(rows)
+    assert paper.agreement_markdown(rows) == verdict.summary_markdown(rows, "")
+    page = paper.agreement_markdown(rows, setting)
+    assert page == verdict.summary_markdown(rows, setting)
     assert page.count("comparisons") == 1 and page.count("What this run found") == 1
-    assert paper.agreement_markdown(table, "tiny", "SST-2", 872, 1, False).endswith(
+    assert paper.setting_markdown("tiny", "SST-2", 872, 1, False).endswith(
         "None of them is better than its constant predictor, so no row is compared.")
 
 
 def test_the_front_door_exports_every_name_it_lists():
     assert not [name for name in paper.__all__ if not hasattr(paper, name)]
-    for name in ("comparisons", "findings_markdown", "agreement_markdown", "PAPER", "NOT_REPRODUCED", "table4"):
+    for name in ("comparisons", "agreement_markdown", "setting_markdown", "PAPER", "NOT_REPRODUCED", "table4"):
         assert name in paper.__all__
 
 
@@ -420,7 +418,7 @@ def test_the_chapters_sentences():
     assert "1 surely lower it and 0 surely raise it" in text and "Δ ranges from -15.00 to +0.05 points" in text
     one = paper.one_head_markdown(chosen([0.0, 0.0], 0.5), Estimate(-18.75, -30.0, -10.0, 100), 1.0)
     assert "**2 of 2** (0 undecided)" in one and "**-18.8 [-30.0, -10.0]**" in one
-    found = paper.findings_markdown(two_rows())
+    found = paper.agreement_markdown(two_rows())
     assert found.startswith("**What this run found.** Of 2 comparisons, 1 agrees, 1 inconclusive.")
     assert "Cannot tell (inconclusive)</span>** (1):\n\n- q2: paper p2; this run o2" in found
     status = Learned("SST-2", False, "below", 50.2, 46.8, 53.6, 50.9, 872, -2.0, 3.0, 0.6)

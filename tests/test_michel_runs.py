@@ -64,9 +64,10 @@ def test_analyse_every_seed_and_their_agreement():
     for s in (0, 1):
         clf = Named(key=f"tiny-{s}", model=tiny_classifier(seed=50 + s))
         run = michel_runs.SeedRun(s, clf, status(True))
-        michel_runs.analyse(run, "MNLI-m", dev_b, imp_b, accuracy_points, step=0.5, random_seeds=[0, 1], tolerance=1.0,
-                      n_resamples=100)
-        runs.append(run)
+        measured = michel_runs.analyse(run, "MNLI-m", dev_b, imp_b, accuracy_points, step=0.5, random_seeds=[0, 1],
+                                       tolerance=1.0, n_resamples=100)
+        assert run.ablation is None and measured.ablation is not None  # a stage's result is never changed
+        runs.append(measured)
     r = runs[0]
     assert r.effects.shape[0] == 12 and r.effect_draws.shape == (100, 3, 4)
     assert set(r.curve_stats) == {mp.BY_IMPORTANCE, mp.BY_ABLATION, mp.RANDOM}

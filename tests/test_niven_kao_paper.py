@@ -29,11 +29,11 @@ def _comparison(bert_runs, **kw):
     """Rows over a balanced test set of 444 items (constant predictor 0.5) and the toy cue table."""
     toy = [item(0, "it is not good", "it is good", 0), item(1, "no", "not so", 1)]
     not_rows = M.not_cue_table({"train": toy, "dev": toy, "test": toy, "all": toy})
-    return M.paper_comparison(not_rows=not_rows, bert=bert_runs, train=labelled_items(100, 60),
+    return M.comparisons(not_rows=not_rows, bert=bert_runs, train=labelled_items(100, 60),
                               test=labelled_items(444), **kw)
 
 
-def test_paper_comparison_verdicts_follow_the_numbers():
+def test_comparisons_verdicts_follow_the_numbers():
     seeds20 = [0.70] * 19 + [0.77]
     bert_runs = {"full": fake_runs(seeds20, test_adv_accuracy=[0.46, 0.47] * 10),
                  "W": fake_runs([0.57, 0.58] * 10, "W")}
@@ -217,5 +217,5 @@ def test_agreement_markdown_is_the_verdict_summary_with_the_chapters_setting():
 
 def test_the_front_door_exports_every_name_it_lists():
     assert not [name for name in M.__all__ if not hasattr(M, name)]
-    for name in ("paper_comparison", "agreement_markdown", "PAPER", "E_FULL", "Q_MEAN", "probe_experiment"):
+    for name in ("comparisons", "agreement_markdown", "PAPER", "E_FULL", "Q_MEAN", "probe_experiment"):
         assert name in M.__all__

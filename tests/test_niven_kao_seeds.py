@@ -30,7 +30,7 @@ TRAIN = labelled_items(1210, 700)
 
 
 def _rows(runs, **kw):
-    return M.paper_comparison(not_rows=_not_rows(), bert=runs, train=TRAIN, test=labelled_items(444), dev=DEV, **kw)
+    return M.comparisons(not_rows=_not_rows(), bert=runs, train=TRAIN, test=labelled_items(444), dev=DEV, **kw)
 
 
 def test_degenerate_mask_is_dev_at_chance():
@@ -66,7 +66,7 @@ def test_all_runs_degenerate_is_not_comparable():
 
 def test_without_dev_nothing_is_filtered():
     full = fake_runs([0.70, 0.50, 0.72], dev_accuracy=[0.72, 0.60, 0.74])
-    rows = _by(M.paper_comparison(not_rows=_not_rows(), bert={"full": full}, train=TRAIN, test=labelled_items(444)))
+    rows = _by(M.comparisons(not_rows=_not_rows(), bert={"full": full}, train=TRAIN, test=labelled_items(444)))
     assert rows[(M.E_FULL, M.Q_MEAN)].n == 3 and "degenerate" not in rows[(M.E_FULL, M.Q_MEAN)].note
 
 

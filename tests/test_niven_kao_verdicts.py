@@ -29,7 +29,7 @@ def _not_rows(productive: int, applicable: int, items: int):
 
 
 def _rows(bert_runs, not_rows=None, **kw):
-    return M.paper_comparison(not_rows=_not_rows(8100, 12000, 20000) if not_rows is None else not_rows,
+    return M.comparisons(not_rows=_not_rows(8100, 12000, 20000) if not_rows is None else not_rows,
                               bert=bert_runs, train=labelled_items(100, 60), test=labelled_items(444), **kw)
 
 
@@ -103,7 +103,7 @@ def test_accuracy_rows_are_held_against_this_runs_constant_predictor():
     predictor (always the training set's majority answer, on the same test file as the paper's)."""
     train = labelled_items(100, 60)  # majority label 1
     test = labelled_items(444, 230)  # as ARCT's test file: 230 of 444 labelled 1, the constant predictor 0.518
-    rows = _by(M.paper_comparison(not_rows=_not_rows(8100, 12000, 20000), bert={}, train=train, test=test,
+    rows = _by(M.comparisons(not_rows=_not_rows(8100, 12000, 20000), bert={}, train=train, test=test,
                                   words={"bov": fake_runs([0.515, 0.52, 0.518])}))
     bov = rows[("§3/§5 BoV (C, R, W)", M.Q_MEAN)]
     c = 230 / 444

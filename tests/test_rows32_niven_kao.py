@@ -29,7 +29,7 @@ def _not_rows(productive: int = 61, applicable: int = 100, items: int = 156):
 
 
 def _rows(bert=None, **kw):
-    return {(r.experiment, r.quantity): r for r in M.paper_comparison(
+    return {(r.experiment, r.quantity): r for r in M.comparisons(
         not_rows=kw.pop("not_rows", _not_rows()), bert=bert or {}, train=TRAIN, test=TEST, **kw)}
 
 

@@ -181,7 +181,7 @@ def test_reviewed_outcomes_chapter_7(seeds):
     table = nk.not_cue_table({s: toy_items() for s in ("train", "dev", "test", "all")})
     table["items"], table["applicability"], table["productive"] = 1970, 1218, 810
     table["productivity"], table["coverage"] = 810 / 1218, 1218 / 1970
-    rows = stored("07_arct_cues", nk.paper_comparison(
+    rows = stored("07_arct_cues", nk.comparisons(
         not_rows=table, bert=bert, train=labelled_items(1210, 605), test=labelled_items(444), dev=dev,
         adversarial=adv, adv_train=labelled_items(2420), test_adv=adversarial_items(444), words=words,
         words_adversarial={"bov": fake_runs([0.5] * n, original_half_accuracy=[0.5] * n,

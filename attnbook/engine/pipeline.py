@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
 
 from attnbook.core.errors import ParameterError
@@ -86,14 +87,25 @@ class Pipeline:
     #: the parameters the stages read (checked when the pipeline is made)
     needs: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, model: LoadedModel, params: Mapping[str, Any]):
+    def __init__(self, model: LoadedModel, params: Mapping[str, Any], given: Mapping[str, Any] | None = None):
+        """``given``: results of stages that the caller already has (by the stage's method name), used instead of
+        running those stages (e.g. the head atlas hands chapter 1's segments to chapter 3's pipeline)."""
         missing = [k for k in self.needs if k not in params]
         if missing:
             raise ParameterError(f"{type(self).__name__} ({self.chapter}) needs the parameters {missing}: pass the "
                                  f"chapter's resolved parameters (attnbook.chapters.params.chapter_params)")
+        unknown = sorted(set(given or {}) - {attr for attr, _ in self.stage_methods()})
+        if unknown:
+            raise ParameterError(f"{type(self).__name__} has no stage(s) {unknown} to be given; its stages: "
+                                 f"{', '.join(attr for attr, _ in self.stage_methods())}")
         self.model = model
         self.p = params
-        self._done: dict[str, Any] = {}
+        self._done: dict[str, Any] = dict(given or {})
+
+    def data_files(self) -> list[Path]:
+        """The data files the chapter reads, for its results' provenance (``res.use_data(*run.data_files())``):
+        every pipeline names its own, from its parameters, before any stage runs."""
+        raise NotImplementedError(f"{type(self).__name__} does not name the data files it reads: define data_files()")
 
     @classmethod
     def stage_methods(cls) -> list[tuple[str, StageInfo]]:

@@ -166,9 +166,7 @@ class ClusteringPipeline(Pipeline):
     def __init__(self, model, params, segments: list[Encoded] | None = None):
         """``segments``: chapter 1's, when the caller has them and they were drawn with the same size, length and
         seed as this chapter's (the head atlas)."""
-        super().__init__(model, params)
-        if segments is not None:
-            self._done["segments"] = segments
+        super().__init__(model, params, given=None if segments is None else {"segments": segments})
 
     def data_files(self) -> list[Path]:
         return [*source_files(), ud_path(self.p["syntax_split"])]

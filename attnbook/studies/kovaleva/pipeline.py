@@ -7,7 +7,6 @@ besides the encoder and the chapter's parameters, the fine-tuning recipe (the bo
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,22 +22,15 @@ from attnbook.engine.finetune import DEV_SAMPLE_SEED, train_checkpoints
 from attnbook.engine.jobs import seeds_for
 from attnbook.engine.inputs import Batch, Encoded
 from attnbook.engine.models import LoadedModel
-from attnbook.engine.pipeline import Pipeline, no_model_work, stage
+from attnbook.engine.pipeline import no_model_work, stage
 from attnbook.engine import sweeps
 from attnbook.engine.sweeps import SweepResult
 from attnbook.studies.heads_off import effects as headstudy
+from attnbook.studies.heads_off.pipeline import GluePipeline
 from attnbook.studies.kovaleva import cnn, costs, disabling, features, framenet, patterns, table1, taxonomy
 from attnbook.studies.kovaleva import labels as labelled
 from attnbook.studies.kovaleva.inputs import dev_inputs
 from attnbook.studies.kovaleva.paper.learned import learned_tasks
-
-
-class GluePipeline(Pipeline):
-    """A pipeline over classifiers fine-tuned from ``model`` with ``recipe``."""
-
-    def __init__(self, model: LoadedModel, params: Mapping[str, Any], recipe: Mapping[str, Any]):
-        super().__init__(model, params)
-        self.recipe = dict(recipe)
 
 
 @dataclass(frozen=True)
@@ -114,6 +106,11 @@ class TaxonomyPipeline(GluePipeline):
     chapter = costs.TAXONOMY
     needs = ("model", "seed", "tasks", "table1_tasks", "dev_caps", "n_resamples", "cv_folds", "cnn_size", "cnn_epochs",
              "n_examples", "max_tokens", "batch_size", "direction", "percentile")
+
+    def data_files(self) -> list[Path]:
+        """Table 1's GLUE files, the reviewed pattern labels (their maps are drawn from those tasks' dev files) and
+        FrameNet's full-text annotations."""
+        return [*table1.data_files(self.p["table1_tasks"]), labelled.LABELS_FILE, *framenet_data.fulltext_files()]
 
     @stage("fine-tuning Table 1's classifiers", costs.finetune_cost)
     def classifiers(self) -> dict[str, LoadedModel]:
@@ -228,6 +225,10 @@ class DisablingPipeline(GluePipeline):
     chapter = costs.DISABLING
     needs = ("seed", "tasks", "seeds", "dev_caps", "eval_caps", "held_out_caps", "batch_size", "n_resamples",
              "analyse_unlearned")
+
+    def data_files(self) -> list[Path]:
+        """The dev files of the tasks whose heads and layers are switched off."""
+        return self.glue_files(self.p["tasks"], ("dev",))
 
     @stage("classifiers of every seed", costs.classifiers_cost)
     def classifiers(self) -> dict[tuple[str, int], LoadedModel]:

@@ -7,7 +7,6 @@ of this pipeline's stages (:meth:`PruningPipeline.comparisons`).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,12 @@ from attnbook import stats
 from attnbook.data.glue import GlueSplit
 from attnbook.engine.finetune import DEV_SAMPLE_SEED
 from attnbook.engine.inputs import Batch
-from attnbook.engine.models import LoadedModel
-from attnbook.engine.pipeline import Pipeline, no_model_work, stage
+from attnbook.engine.pipeline import no_model_work, stage
 from attnbook.engine.scores import accuracy_points
 from attnbook.engine.sweeps import SweepResult
 from attnbook.stats import Estimate
 from attnbook.studies.heads_off import effects as headstudy
+from attnbook.studies.heads_off.pipeline import GluePipeline
 from attnbook.studies.michel import costs, dynamics, importance, paper, runs
 from attnbook.studies.michel import pruning as mp
 from attnbook.studies.michel.runs import SeedRun
@@ -130,7 +129,7 @@ class DisableVsMask:
     agreement: dict
 
 
-class PruningPipeline(Pipeline):
+class PruningPipeline(GluePipeline):
     """Chapter 6 (Michel §3-5): masking heads, importance scores, pruning, and when importance appears."""
 
     chapter = costs.PRUNING
@@ -138,10 +137,12 @@ class PruningPipeline(Pipeline):
              "n_resamples", "alpha", "ood_task", "agreement_tasks", "speed_examples", "speed_batch_sizes",
              "speed_repeats", "checkpoints")
 
-    def __init__(self, model: LoadedModel, params: Mapping[str, Any], recipe: Mapping[str, Any]):
-        super().__init__(model, params)
-        self.recipe = dict(recipe)
-        self.batching = dict(batch_size=params["batch_size"], max_length=self.recipe["max_length"])
+    def data_files(self) -> list[Path]:
+        """The main task's training (importance) and dev files, the out-of-domain task's dev file and the agreement
+        tasks' files."""
+        p = self.p
+        return [*self.glue_files([p["task"]]), *self.glue_files([p["ood_task"]] if p["ood_task"] else [], ("dev",)),
+                *self.glue_files(p["agreement_tasks"])]
 
     @stage("classifiers of every seed and agreement task", costs.classifiers_cost)
     def seeds(self) -> Seeds:
@@ -161,11 +162,10 @@ class PruningPipeline(Pipeline):
     def analysed(self) -> list[SeedRun]:
         """Each analysed seed's single-head masking sweep, importance and pruning curves (:func:`runs.analyse`)."""
         p, d = self.p, self.data()
-        for run in self.seeds().todo:
-            runs.analyse(run, p["task"], d.dev_batches, d.importance_batches, SCORE, step=p["step"],
-                         random_seeds=p["random_seeds"], tolerance=p["tolerance"], n_resamples=p["n_resamples"],
-                         seed=p["seed"])
-        return self.seeds().todo
+        return [runs.analyse(run, p["task"], d.dev_batches, d.importance_batches, SCORE, step=p["step"],
+                             random_seeds=p["random_seeds"], tolerance=p["tolerance"], n_resamples=p["n_resamples"],
+                             seed=p["seed"])
+                for run in self.seeds().todo]
 
     @stage("first seed: all-but-one, disabling, training dynamics", costs.first_seed_cost)
     def one_head(self) -> OneHead:

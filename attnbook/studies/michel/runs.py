@@ -34,9 +34,11 @@ from attnbook.studies.michel import pruning as mp
 from attnbook.studies.michel.importance import importance_of
 
 
-@dataclass
+@dataclass(frozen=True)
 class SeedRun:
-    """One fine-tuning seed's classifier and what chapter 6 measures on it (see the module's docstring)."""
+    """One fine-tuning seed's classifier and what chapter 6 measures on it (see the module's docstring): made with
+    the classifier and its status (:func:`classifiers`), measured by :func:`analyse`, which returns a new, filled
+    run (a stage's result is never changed afterwards)."""
 
     seed: int
     classifier: LoadedModel
@@ -79,23 +81,25 @@ def analysed(runs: Sequence[SeedRun]) -> tuple[list[SeedRun], bool]:
 
 def analyse(run: SeedRun, task: str, dev_b: Sequence[Batch], imp_b: Sequence[Batch], score_fn: ScoreFn, *,
             step: float, random_seeds: Sequence[int], tolerance: float, n_resamples: int = 1000, seed: int = 0) -> SeedRun:
-    """Fill ``run`` with the single-head ablation (paired intervals), ``I_h`` and the pruning curves (by ``I_h``,
-    by the oracle -Δ, one random order per ``random_seeds``) with their :func:`~attnbook.studies.michel.pruning.
-    curve_statistics`. Every seed is scored on the same ``dev_b`` with the same bootstrap draws (``seed``)."""
+    """``run`` with its single-head ablation (paired intervals), ``I_h`` and the pruning curves (by ``I_h``, by the
+    oracle -Δ, one random order per ``random_seeds``) with their :func:`~attnbook.studies.michel.pruning.
+    curve_statistics`: a new :class:`SeedRun` (``run`` is left as it was). Every seed is scored on the same ``dev_b``
+    with the same bootstrap draws (``seed``)."""
     clf = run.classifier
-    run.ablation = heads_off.switched_off(clf, dev_b, "single_heads", "mask", score_fn)
-    run.effects, run.effect_draws = heads_off.effect_intervals(run.ablation, task, n_resamples=n_resamples, seed=seed)
-    run.importance = importance_of(clf, imp_b)
+    ablation = heads_off.switched_off(clf, dev_b, "single_heads", "mask", score_fn)
+    effects, effect_draws = heads_off.effect_intervals(ablation, task, n_resamples=n_resamples, seed=seed)
+    importance = importance_of(clf, imp_b)
     kw = dict(step=step)
-    run.sweeps = {mp.BY_IMPORTANCE: [mp.pruning_sweep(clf, dev_b, run.importance, score_fn, **kw)],
-                  mp.BY_ABLATION: [mp.pruning_sweep(clf, dev_b, -run.ablation.delta, score_fn, **kw)],
-                  mp.RANDOM: [mp.pruning_sweep(clf, dev_b, int(r), score_fn, **kw) for r in random_seeds]}
+    sweeps = {mp.BY_IMPORTANCE: [mp.pruning_sweep(clf, dev_b, importance, score_fn, **kw)],
+              mp.BY_ABLATION: [mp.pruning_sweep(clf, dev_b, -ablation.delta, score_fn, **kw)],
+              mp.RANDOM: [mp.pruning_sweep(clf, dev_b, int(r), score_fn, **kw) for r in random_seeds]}
     frames = [mp.curve_frame(s, name, int(r) if name == mp.RANDOM else None, step=step)
-              for name, group in run.sweeps.items()
+              for name, group in sweeps.items()
               for r, s in zip(random_seeds if name == mp.RANDOM else [None], group)]
-    run.curves = pd.concat(frames, ignore_index=True).assign(ft_seed=run.seed)
-    run.curve_stats = mp.curve_statistics(run.sweeps, task, tolerance, n_resamples=n_resamples, seed=seed)
-    return run
+    curves = pd.concat(frames, ignore_index=True).assign(ft_seed=run.seed)
+    curve_stats = mp.curve_statistics(sweeps, task, tolerance, n_resamples=n_resamples, seed=seed)
+    return replace(run, ablation=ablation, effects=effects, effect_draws=effect_draws, importance=importance,
+                   sweeps=sweeps, curves=curves, curve_stats=curve_stats)
 
 
 # ----------------------------------------------------------------------------- across seeds

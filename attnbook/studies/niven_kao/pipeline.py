@@ -1,7 +1,7 @@
 """Chapter 7 (Niven & Kao 2019) as a pipeline: the steps its notebook runs, one method a step.
 
 The costs the plan adds up are in :mod:`attnbook.studies.niven_kao.costs`; the comparison rows are
-:func:`attnbook.studies.niven_kao.paper.paper_comparison` of this pipeline's stages (:meth:`CuesPipeline.comparisons`).
+:func:`attnbook.studies.niven_kao.paper.comparisons` of this pipeline's stages (:meth:`CuesPipeline.comparisons`).
 """
 from __future__ import annotations
 
@@ -59,7 +59,9 @@ class CuesPipeline(Pipeline):
 
     def __init__(self, model, params):
         super().__init__(model, params)
-        self._memo: dict = {}  # lower-layer states shared between runs when only the top layers train
+        #: a cache, not a result: the frozen lower layers' states of every distinct input, computed once and read by
+        #: every run of this pipeline when only the top layers train (:func:`attnbook.engine.pairwise.cache_lower_states`)
+        self.lower_states: dict = {}
 
     def data_files(self) -> list[Path]:
         return [data_path("arct")]
@@ -96,7 +98,7 @@ class CuesPipeline(Pipeline):
 
     def _runs(self, train, dev, tests, inputs: str, cfg) -> pd.DataFrame:
         return pairwise.run_seeds(self.model, train, dev, tests, inputs=inputs, seeds=self.seeds, cfg=cfg,
-                                         max_length=self.p["max_length"], progress=False, memo=self._memo,
+                                         max_length=self.p["max_length"], progress=False, memo=self.lower_states,
                                          workers=self.p["seed_workers"])
 
     @stage("BERT on the full inputs and the probes' partial inputs", costs.runs_cost)
@@ -138,10 +140,10 @@ class CuesPipeline(Pipeline):
 
     @stage("paper vs this run", no_model_work)
     def comparisons(self) -> list[Comparison]:
-        """The chapter's comparison rows from every stage (:func:`paper.paper_comparison`)."""
+        """The chapter's comparison rows from every stage (:func:`paper.comparisons`)."""
         s, a = self.splits(), self.adversarial()
         agreement, adversarial_cues = self.adversarial_cues()
-        return paper.paper_comparison(
+        return paper.comparisons(
             not_rows=self.not_cue(), bert=self.runs(), train=s.train, test=s.test, adversarial=a.runs,
             adv_train=a.train, test_adv=s.test_adv, words=self.words(), agreement=agreement,
             adversarial_cues=adversarial_cues, model_name=self.model.name, dev=s.dev,

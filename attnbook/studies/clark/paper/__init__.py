@@ -81,11 +81,9 @@ from attnbook.studies.clark.paper.text import (
     agreement_markdown,
     baselines_markdown,
     distance_setting,
-    findings_markdown,
     mlm_markdown,
     random_init_markdown,
     split_words_text,
-    surface_findings,
 )
 
 __all__ = [
@@ -104,6 +102,6 @@ __all__ = [
     # tables: the paper's columns beside this run's
     "Report", "table1_frame", "table1", "table2_frame", "paper_table2", "table2", "table3_frame", "table3",
     # text: sentences from the numbers, the closing summaries
-    "mlm_markdown", "surface_findings", "split_words_text", "baselines_markdown", "random_init_markdown",
-    "findings_markdown", "agreement_markdown", "distance_setting",
+    "mlm_markdown", "split_words_text", "baselines_markdown", "random_init_markdown",
+    "agreement_markdown", "distance_setting",
 ]

@@ -2,7 +2,7 @@
 
 A sentence may name this run's numbers only because it is written from them here; the paper's numbers come from
 :mod:`~attnbook.studies.clark.paper.claims` and are attributed in the same sentence. A chapter's closing summary
-(:func:`surface_findings`, :func:`findings_markdown`, :func:`agreement_markdown`) is written by the one summary
+(:func:`agreement_markdown`, one for the three chapters) is written by the one summary
 writer, :func:`attnbook.verdict.summary_markdown`, from the chapter's rows; this module adds only the sentence
 that sets the scene (the model and its shape beside the paper's bert-base).
 """
@@ -118,19 +118,6 @@ def _sink_sentence(rows: Sequence[Comparison], stats: dict[str, np.ndarray], gra
                    "interval of their contrast includes no difference.")
 
 
-def surface_findings(rows: Sequence[Comparison], stats: dict[str, np.ndarray], model_name: str,
-                     grads: dict[str, np.ndarray] | None = None) -> str:
-    """Chapter 1's closing summary: :func:`attnbook.verdict.summary_markdown` of the rows of
-    :func:`~attnbook.studies.clark.paper.surface_rows.surface_comparison` (and
-    :func:`~attnbook.studies.clark.paper.surface_rows.mlm_head_rows`), set by the model's shape beside bert-base's and,
-    when this model's sink is [CLS] rather than [SEP], by what the gradient row says about that sink (with
-    ``grads``, the gradients behind that row, layer by layer)."""
-    n_layers, n_heads = np.shape(stats["sep"])
-    setting = _setting(model_name, n_layers, n_heads)
-    if sink_token(stats) == "cls":
-        setting += " " + _sink_sentence(rows, stats, grads)
-    return verdict.summary_markdown(rows, setting)
-
 
 # =============================================================================================
 # §4-5 heads as parsers, coreference, probes (chapter 2)
@@ -198,12 +185,6 @@ def random_init_markdown(uas: dict[str, float], peak: dict[str, float] | None = 
 # =============================================================================================
 
 
-def findings_markdown(rows: Sequence[Comparison], model_name: str, setting: str = "") -> str:
-    """A chapter's closing summary (chapters 2 and 3): :func:`attnbook.verdict.summary_markdown` of its rows, set by
-    the model's name beside the paper's bert-base (and ``setting``, a sentence such as :func:`distance_setting`)."""
-    return verdict.summary_markdown(rows, _setting(model_name) + (f" {setting}" if setting else ""))
-
-
 def distance_setting(n_tokens, query_fraction: float, smoothing: float) -> str:
     """How chapter 3's distance between heads differs from Clark et al.'s (§6): a setting, not a finding, so it is a
     sentence of the closing summary and no comparison row (issue 32). The paper sums the Jensen-Shannon divergence
@@ -213,7 +194,17 @@ def distance_setting(n_tokens, query_fraction: float, smoothing: float) -> str:
             "(their released code smooths each map with 0.001/n first), and a mean is that sum over a constant.")
 
 
-def agreement_markdown(rows: Sequence[Comparison], model_name: str, n_layers: int, n_heads: int) -> str:
-    """Chapter 3's closing summary with the model's shape: :func:`attnbook.verdict.summary_markdown` of its rows,
-    set by the model's name and shape beside the paper's bert-base (12 layers x 12 heads)."""
-    return verdict.summary_markdown(rows, _setting(model_name, n_layers, n_heads))
+def agreement_markdown(rows: Sequence[Comparison], model_name: str, *, n_layers: int | None = None,
+                       n_heads: int | None = None, stats: dict[str, np.ndarray] | None = None,
+                       grads: dict[str, np.ndarray] | None = None, setting: str = "") -> str:
+    """A Clark chapter's closing summary: :func:`attnbook.verdict.summary_markdown` of its rows, set by the model's
+    name beside the paper's bert-base, with its shape when given (``n_layers``/``n_heads``, or read from chapter 1's
+    ``stats``), and ``setting`` (a sentence such as :func:`distance_setting`). Chapter 1 passes its surface
+    ``stats``: when this model's sink is [CLS] rather than [SEP], the summary adds what the gradient row says about
+    that sink (with ``grads``, the gradients behind that row, layer by layer)."""
+    if stats is not None:
+        n_layers, n_heads = np.shape(stats["sep"])
+    text = _setting(model_name, n_layers, n_heads)
+    if stats is not None and sink_token(stats) == "cls":
+        text += " " + _sink_sentence(rows, stats, grads)
+    return verdict.summary_markdown(rows, text + (f" {setting}" if setting else ""))

@@ -8,7 +8,7 @@ they are:
   thresholds in :data:`THRESHOLDS`), the estimates they judge, and the tables beside the paper's (:func:`table4`,
   :func:`pruning_summary`);
 * :mod:`~attnbook.studies.michel.paper.text` - the sentences from the numbers, and the closing summary
-  (:func:`findings_markdown`, written by :func:`attnbook.verdict.summary_markdown`; :func:`agreement_markdown` gives
+  (:func:`agreement_markdown`, written by :func:`attnbook.verdict.summary_markdown`; :func:`setting_markdown` gives
   its setting).
 
 The measurements are :mod:`attnbook.studies.michel.importance` (§3.2–§4.1), :mod:`attnbook.studies.michel.pruning`
@@ -47,7 +47,6 @@ from attnbook.studies.michel.paper.text import (
     across_markdown,
     agreement_markdown,
     disable_vs_mask_markdown,
-    findings_markdown,
     halves_markdown,
     importance_markdown,
     not_reproduced_markdown,
@@ -68,5 +67,5 @@ __all__: list[str] = [
     # text
     "not_reproduced_markdown", "seeds_markdown", "ablation_markdown", "one_head_markdown", "seeds_agreement_markdown",
     "across_markdown", "importance_markdown", "halves_markdown", "disable_vs_mask_markdown", "setting_markdown",
-    "findings_markdown", "agreement_markdown",
+    "agreement_markdown",
 ]

@@ -1,8 +1,8 @@
 """Michel, Levy & Neubig (2019) in chapter 6's sentences: prose generated from this run's numbers and rows.
 
 Which seeds are analysed (:func:`seeds_markdown`), the §3-§4 measurements in words, what of the paper is not
-reproduced (:func:`not_reproduced_markdown`) and the closing summary: :func:`findings_markdown` is
-:func:`attnbook.verdict.summary_markdown` of the rows, :func:`agreement_markdown` (and :func:`setting_markdown`) the
+reproduced (:func:`not_reproduced_markdown`) and the closing summary: :func:`agreement_markdown` is
+:func:`attnbook.verdict.summary_markdown` of the rows, :func:`setting_markdown` the
 sentence of setting that goes with it (what was fine-tuned, on how many seeds and dev examples).
 """
 from __future__ import annotations
@@ -121,17 +121,8 @@ def setting_markdown(model_name: str, task: str, n_dev: int, n_seeds: int, analy
             + ("" if analysable else " None of them is better than its constant predictor, so no row is compared."))
 
 
-def findings_markdown(rows: Sequence[Comparison], setting: str = "") -> str:
+def agreement_markdown(rows: Sequence[Comparison], setting: str = "") -> str:
     """The chapter's closing summary, computed from its rows by :func:`attnbook.verdict.summary_markdown` (outcomes
     counted per experiment, the rows that differ or cannot be decided listed with their numbers), with ``setting``
     (:func:`setting_markdown`) as its sentence of context when given."""
     return verdict.summary_markdown(rows, setting)
-
-
-def agreement_markdown(table: pd.DataFrame | None, model_name: str, task: str, n_dev: int, n_seeds: int,
-                       analysable: bool) -> str:
-    """The setting that goes with :func:`findings_markdown` (which counts and lists the rows): the sentence of
-    :func:`setting_markdown`. ``table`` (:meth:`ChapterResults.table`) is accepted for the chapter's call and not
-    read: the one summary is :func:`findings_markdown`'s, so ``agreement_markdown(...) + findings_markdown(rows)``
-    states the outcomes once."""
-    return setting_markdown(model_name, task, n_dev, n_seeds, analysable)

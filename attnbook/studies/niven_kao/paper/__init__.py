@@ -7,7 +7,7 @@ sentences. Callers use ``paper.X`` for every name below; the package holds them 
   (:func:`seed_estimate`, :func:`median_estimate`, :func:`combined_estimate`), the cue counts as a census
   (:func:`cue_estimate`) and the constant predictor (:func:`constant_accuracy`);
 * :mod:`~attnbook.studies.niven_kao.paper.rows` - the rules (:func:`accuracy_rule`, :func:`cue_rule`, :data:`RULES`),
-  the tables in the paper's layout, and the "paper vs this run" rows (:func:`paper_comparison`);
+  the tables in the paper's layout, and the "paper vs this run" rows (:func:`comparisons`);
 * :mod:`~attnbook.studies.niven_kao.paper.detect` - what each row's rule compared, as its note quotes it, and what an
   undecided row's seeds could detect;
 * :mod:`~attnbook.studies.niven_kao.paper.text` - the sentences from the numbers and the rows, and the closing
@@ -56,7 +56,7 @@ from attnbook.studies.niven_kao.paper.rows import (
     not_cue_table,
     original_adv_experiment,
     over_constant,
-    paper_comparison,
+    comparisons,
     probe_experiment,
     probe_seed_table,
     seed_records,
@@ -90,7 +90,7 @@ __all__: list[str] = [
     "constant_accuracy", "degenerate_mask", "non_degenerate", "seeds_note", "seed_records",
     "E_FULL", "E_WARRANTS", "E_ORIGINAL_ADV", "Q_MEAN", "Q_MEDIAN", "Q_MAX", "Q_ADV_MEAN", "Q_GAP",
     "Q_HALVES",
-    "original_adv_experiment", "probe_experiment", "adversarial_experiment", "paper_comparison",
+    "original_adv_experiment", "probe_experiment", "adversarial_experiment", "comparisons",
     # detect: what a row compared, what an undecided row's seeds could detect
     "compared", "seed_detectable", "seeds_needed",
     # text

@@ -9,7 +9,7 @@
 * an accuracy as its margin over the constant predictor (:func:`over_constant`), the paper's degenerate-run filter
   (§3), and the per-seed records; this run's numbers as estimates with 95% intervals, the cue counts as the census
   they are and the constant predictor are built in :mod:`~attnbook.studies.niven_kao.paper.estimates`;
-* the "paper vs this run" rows (:func:`paper_comparison`), each note quoting what its rule compared and each
+* the "paper vs this run" rows (:func:`comparisons`), each note quoting what its rule compared and each
   undecided row saying what its seeds could detect (:mod:`~attnbook.studies.niven_kao.paper.detect`).
 
 The paper's numbers are in :mod:`attnbook.studies.niven_kao.paper.claims`; the measurements in
@@ -391,7 +391,7 @@ def _pooled(frames: Sequence[Any], column: str = "test_accuracy") -> tuple[float
     return stats.pooled_seed_sd([list(f[column]) for f in frames if column in f.columns])
 
 
-def paper_comparison(
+def comparisons(
     *,
     not_rows: Any,
     bert: Mapping[str, Any],
