@@ -76,3 +76,13 @@ def test_the_glue_pipelines_name_files_that_exist(monkeypatch):
         files = cls(None, p, glue.recipe(p)).data_files()
         assert files and all(f.exists() for f in files), (chapter, files)
         assert any("dev" in f.name for f in files)
+
+
+def test_a_glue_pipeline_runs_without_a_recipe_for_its_pre_trained_stages():
+    """Chapter 9 runs chapter 4's pre-trained stages with no fine-tuning recipe: the shared base must not need one
+    (it raised KeyError 'max_length' in chapter 9's smoke run)."""
+    from attnbook.chapters.params import chapter_params
+    from attnbook.studies.kovaleva.pipeline import TaxonomyPipeline
+
+    run = TaxonomyPipeline(None, chapter_params("04_kovaleva_taxonomy", "smoke"), {})
+    assert run.recipe == {} and run.batching["max_length"] is None

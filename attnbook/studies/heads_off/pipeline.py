@@ -20,12 +20,13 @@ from attnbook.engine.pipeline import Pipeline
 
 
 class GluePipeline(Pipeline):
-    """A pipeline over classifiers fine-tuned from ``model`` with ``recipe``."""
+    """A pipeline over classifiers fine-tuned from ``model`` with ``recipe`` (empty for a pipeline that runs only its
+    pre-trained stages, as chapter 9 runs chapter 4's: no classifier, no batching length from a recipe)."""
 
     def __init__(self, model: LoadedModel, params: Mapping[str, Any], recipe: Mapping[str, Any]):
         super().__init__(model, params)
         self.recipe = dict(recipe)
-        self.batching = dict(batch_size=params.get("batch_size"), max_length=self.recipe["max_length"])
+        self.batching = dict(batch_size=params.get("batch_size"), max_length=self.recipe.get("max_length"))
 
     def glue_files(self, tasks: Iterable[str], splits: Iterable[str] = ("train", "dev")) -> list[Path]:
         """The GLUE files of ``tasks`` in ``splits`` that the data directory holds (a task without its file is
