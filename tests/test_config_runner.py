@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_profiles_define_the_same_parameters():
-    from attnbook.chapters.params import CHAPTERS, _load_registry
+    from attnbook.chapters.params import CHAPTERS, load_registry
 
-    _load_registry()
+    load_registry()
     assert CHAPTERS, "no chapter registered"
     for chapter, profiles in CHAPTERS.items():
         keys = {p: set(v) for p, v in profiles.items()}
@@ -41,10 +41,17 @@ def test_unknown_profile_and_parameter():
 
 
 def test_register_rejects_inconsistent_profiles():
+    from attnbook.chapters.spec import Chapter
+
+    def bad(profiles, cid="99_bad"):
+        return Chapter(cid, "Bad", "Nowhere", profiles=profiles)
+
     with pytest.raises(ValueError, match="different parameters"):
-        register_chapter("zz_bad", {"smoke": {"a": 1}, "quick": {"a": 1}, "paper": {"b": 1}})
+        register_chapter(bad({"smoke": {"a": 1}, "quick": {"a": 1}, "paper": {"b": 1}}))
     with pytest.raises(ValueError, match="exactly"):
-        register_chapter("zz_bad", {"smoke": {"a": 1}})
+        register_chapter(bad({"smoke": {"a": 1}}))
+    with pytest.raises(ValueError, match="two-digit number"):
+        register_chapter(bad({"smoke": {}, "quick": {}, "paper": {}}, cid="zz_bad"))
 
 
 def test_parse_overrides_types():
@@ -143,10 +150,10 @@ def test_notebooks_are_stored_without_outputs_and_have_one_parameters_cell():
 
 
 def test_notebook_parameters_match_the_profile_table():
-    from attnbook.chapters.params import CHAPTERS, _load_registry
+    from attnbook.chapters.params import CHAPTERS, load_registry
     from attnbook.chapters.runner import notebook_parameters
 
-    _load_registry()
+    load_registry()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         names = notebook_parameters(path) - {"profile"}
         assert names == set(CHAPTERS[path.stem]["quick"]), path.name

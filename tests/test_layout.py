@@ -105,13 +105,13 @@ def test_no_study_imports_another_papers_study():
 
 def test_the_chapter_list_agrees_with_the_toc_the_profiles_and_the_notebooks():
     from attnbook.chapters.params import CHAPTERS as REGISTERED
-    from attnbook.chapters.params import _load_registry
+    from attnbook.chapters.params import load_registry
     from attnbook.chapters.runner import CHAPTER_ORDER
     from attnbook.chapters.toc import CHAPTER_IDS, toc
 
     assert yaml.safe_load((ROOT / "_toc.yml").read_text()) == toc(), "_toc.yml differs from attnbook.chapters.toc.toc()"
     assert CHAPTER_ORDER == CHAPTER_IDS
-    _load_registry()
+    load_registry()
     assert set(REGISTERED) == set(CHAPTER_IDS), "a chapter without profiles, or profiles without a chapter"
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert notebooks == sorted(CHAPTER_IDS)

@@ -128,10 +128,10 @@ def main(argv: list[str] | None = None) -> int:
                 atomic_write_json(args.json, {"profile": args.profile, "model": plan.model, "rates": plan.rates,
                                               "seconds": {c: round(v, 1) for c, v in plan.chapter_seconds().items()}})
         elif args.command == "list":
-            from attnbook.chapters.params import CHAPTERS, PROFILES, _load_registry  # lazy: a command loads only its own machinery
+            from attnbook.chapters.params import CHAPTERS, PROFILES, load_registry  # lazy: a command loads only its own machinery
             from attnbook.chapters.runner import available_chapters  # lazy: a command loads only its own machinery
 
-            _load_registry()
+            load_registry()
             for chapter in available_chapters():
                 print(chapter)
                 for profile in PROFILES:

@@ -12,23 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from attnbook.chapters.toc import CHAPTERS
 from attnbook.core.paths import data_dir
 from attnbook.data.fetch import fetch
 from attnbook.data.manifest import Manifest
 
-#: the manifest datasets (``attnbook fetch`` names) a chapter reads in every profile; the paper profile's GLUE
-#: tasks that are not in the standard download (``glue_large``) are fetched on request (the chapters name them)
-CHAPTER_DATASETS: dict[str, tuple[str, ...]] = {
-    "01_clark_surface_patterns": ("wiki",),
-    "02_clark_probing": ("ud_ewt", "coref", "glove"),
-    "03_clark_clustering": ("wiki", "ud_ewt"),
-    "04_kovaleva_taxonomy": ("glue", "framenet"),
-    "05_kovaleva_disabling": ("glue",),
-    "06_michel_pruning": ("glue",),
-    "07_arct_cues": ("arct", "glove"),
-    "08_head_atlas": ("wiki", "ud_ewt", "coref", "glove", "glue", "framenet"),
-    "09_across_encoders": ("wiki", "ud_ewt", "coref", "glove", "framenet"),
-}
+#: the manifest datasets (``attnbook fetch`` names) a chapter reads in every profile, as each chapter declares them
+#: (:attr:`attnbook.chapters.spec.Chapter.datasets`); the paper profile's GLUE tasks that are not in the standard
+#: download (``glue_large``) are fetched on request (the chapters name them)
+CHAPTER_DATASETS: dict[str, tuple[str, ...]] = {c.id: c.datasets for c in CHAPTERS}
 
 #: where the cell installs attnbook from when it is missing (``ATTNBOOK_SOURCE`` overrides it)
 DEFAULT_SOURCE = "git+https://github.com/attnbook/attnbook"
@@ -51,7 +43,8 @@ ensure_data("{chapter}")'''
 def setup_cell(chapter: str) -> str:
     """The set-up cell's source for ``chapter``."""
     if chapter not in CHAPTER_DATASETS:
-        raise KeyError(f"no datasets recorded for chapter {chapter!r}; add it to CHAPTER_DATASETS")
+        raise KeyError(f"no chapter {chapter!r}: a chapter declares its datasets in its module of "
+                       "attnbook.chapters.profiles")
     return SETUP_CELL.replace("{source}", DEFAULT_SOURCE).replace("{chapter}", chapter)
 
 

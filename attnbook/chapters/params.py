@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from attnbook.chapters.spec import Chapter
 from attnbook.core.errors import ParameterError
 
 PROFILES = ("smoke", "quick", "paper")
 
 #: chapter id -> profile -> parameter values. Every profile lists the same keys.
 CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {}
+#: chapter id -> the chapter as it declared itself (:class:`attnbook.chapters.spec.Chapter`)
+SPECS: dict[str, Chapter] = {}
 
 
 #: Parameters every chapter has, with their value in every profile (a chapter may set its own).
@@ -29,15 +32,20 @@ CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {}
 COMMON: dict[str, Any] = {"device": "auto", "use_cache": True}
 
 
-def register_chapter(chapter: str, profiles: dict[str, dict[str, Any]]) -> None:
-    """Declare a chapter's parameters (plus :data:`COMMON`); every profile must define the same keys."""
-    profiles = {name: {**COMMON, **values} for name, values in profiles.items()}
+def register_chapter(spec: Chapter) -> None:
+    """Declare a chapter (:class:`attnbook.chapters.spec.Chapter`): its parameters (plus :data:`COMMON`) in every
+    profile, which must define the same keys, and everything else the book reads of it."""
+    chapter = spec.id
+    if not (len(chapter) > 3 and chapter[:2].isdigit() and chapter[2] == "_"):
+        raise ValueError(f"a chapter id starts with its two-digit number and an underscore, got {chapter!r}")
+    profiles = {name: {**COMMON, **values} for name, values in spec.profiles.items()}
     if set(profiles) != set(PROFILES):
         raise ValueError(f"{chapter}: profiles must be exactly {PROFILES}, got {sorted(profiles)}")
     keys = {p: set(v) for p, v in profiles.items()}
     if len({frozenset(k) for k in keys.values()}) != 1:
         raise ValueError(f"{chapter}: profiles define different parameters: {keys}")
     CHAPTERS[chapter] = profiles
+    SPECS[chapter] = spec
 
 
 class Params(dict):
@@ -61,7 +69,7 @@ def chapter_params(chapter: str, profile: str, overrides: Mapping[str, Any] | No
 
     Raises :class:`ParameterError` for an unknown chapter, profile or parameter name.
     """
-    _load_registry()
+    load_registry()
     check_profile(profile)
     if chapter not in CHAPTERS:
         raise ParameterError(f"unknown chapter {chapter!r}; known: {', '.join(sorted(CHAPTERS))}")
@@ -107,7 +115,7 @@ def resolve(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
 
     A notebook calls ``P = resolve(CHAPTER, profile, globals())`` after its parameters cell.
     """
-    _load_registry()
+    load_registry()
     check_profile(profile)
     if chapter not in CHAPTERS:
         raise ParameterError(f"unknown chapter {chapter!r}")
@@ -115,5 +123,5 @@ def resolve(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
     return chapter_params(chapter, profile, {k: namespace[k] for k in keys if k in namespace})
 
 
-def _load_registry() -> None:
+def load_registry() -> None:
     from attnbook.chapters import profiles  # noqa: F401  (registers every chapter)

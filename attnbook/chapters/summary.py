@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from attnbook.chapters.anchors import experiment_anchor
 from attnbook.chapters.results import comparisons_of
+from attnbook.chapters.toc import CHAPTERS
 from attnbook.verdict import (AGREES, CLAIM, DISAGREES, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES, OWN, OWN_WORDS, PARTLY,
     Comparison, expected_by_chance, outcome_html, shown)
 
@@ -30,98 +31,14 @@ MAX_FINDINGS = 5
 DECIDED = (AGREES, PARTLY, DISAGREES)
 
 
-def _n(value: Any, unit: str = "") -> str:
-    """``1000 -> '1,000'``; ``None``/``0`` (no cap) -> ``'all'``."""
-    if value in (None, 0):
-        return f"all {unit}".strip()
-    if isinstance(value, (int, float)):
-        return f"{value:,}" + (f" {unit}" if unit else "")
-    return str(value)
-
-
-def _caps(caps: Mapping[str, Any] | None, unit: str) -> str:
-    """A per-task cap mapping as text: ``{"default": 96, "RTE": 64}`` -> ``'96 examples (RTE 64)'``."""
-    if not caps:
-        return f"all {unit}"
-    caps = dict(caps)
-    default = caps.pop("default", None)
-    rest = ", ".join(f"{t} {_n(v)}" for t, v in caps.items() if v != default)
-    return _n(default, unit) + (f" ({rest})" if rest else "")
-
-
-def _tasks(p: Mapping[str, Any], key: str = "tasks") -> str:
-    return ", ".join(p[key]) if isinstance(p.get(key), (list, tuple)) else str(p.get(key))
-
-
-#: chapter -> the data and sample sizes of a run, from its parameters
-SIZES: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "01_clark_surface_patterns": lambda p: (
-        f"{_n(p['n_segments'])} WikiText-2 segments of at most {p['max_tokens']} word pieces; attention gradients on "
-        f"{_n(p['grad_segments'])} of them"),
-    "02_clark_probing": lambda p: (
-        f"UD English EWT {p['syntax_split']}: {_n(p['syntax_sentences'])} sentences for single heads; probes trained on "
-        f"{_n(p['probe_train_sentences'])} and scored on {_n(p['probe_dev_sentences'])} sentences; GUM coreference "
-        f"{p['coref_split']}: {_n(p['coref_max_docs'], 'documents')}"),
-    "03_clark_clustering": lambda p: (
-        f"{_n(p['n_segments'])} WikiText-2 segments; {_n(p['n_permutations'])} permutations per test; "
-        f"{_n(p['syntax_sentences'])} UD EWT sentences for the behaviours"),
-    "04_kovaleva_taxonomy": lambda p: (
-        f"GLUE tasks {_tasks(p)}: {_n(p['n_examples'])} dev inputs per task for patterns, cosines and features; "
-        f"Table 1 on {_caps(p['dev_caps'], 'dev examples')}; the book's labelled maps for the pattern classifier"),
-    "05_kovaleva_disabling": lambda p: (
-        f"GLUE tasks {_tasks(p)}, fine-tuning seeds {', '.join(map(str, p['seeds']))}; sweeps over "
-        f"{_caps(p['dev_caps'], 'dev examples')} per task; classifiers scored on "
-        f"{_caps(p['eval_caps'], 'dev examples')}"),
-    "06_michel_pruning": lambda p: (
-        f"{p['task']} (seeds {', '.join(map(str, p['seeds']))}): {_n(p['dev_cap'], 'dev examples')} scored after "
-        f"each intervention, importance on {_n(p['importance_cap'], 'training examples')}; pruning in steps of "
-        f"{p['step']:.0%}; {len(p['random_seeds'])} random pruning orders per seed"),
-    "07_arct_cues": lambda p: (
-        f"ARCT (original and adversarial): {_n(p['train_cap'], 'training items')}, {_n(p['eval_cap'], 'dev/test items')};"
-        f" {p['n_seeds']} seeds x {p['epochs']} epochs per BERT experiment; BoV/BiLSTM with {p['word_seeds']} seeds"),
-    "08_head_atlas": lambda p: (
-        f"the measurements of chapters 1-6 for this profile (read from their caches); {_n(p['n_permutations'])} "
-        "permutations per cross-paper test"),
-    "09_across_encoders": lambda p: (
-        f"models {', '.join(map(str, p['models']))}; each model's own sizes (chapters 1-4's for the model they ran "
-        f"with, smaller for the others: the chapter's sizes table); {_n(p['joint_sentences'])} sentences read by every "
-        "model for the joint map"),
-}
+#: chapter -> the data and sample sizes of a run, from its parameters (each chapter's own sentence,
+#: :attr:`attnbook.chapters.spec.Chapter.sizes`)
+SIZES: dict[str, Callable[[Mapping[str, Any]], str]] = {c.id: c.sizes for c in CHAPTERS if c.sizes}
 
 #: chapter -> the main ways a run differs from the paper, besides the model (from its parameters ``p`` and the
-#: numbers ``r`` of its results file)
+#: numbers ``r`` of its results file; :attr:`attnbook.chapters.spec.Chapter.differs`)
 DIFFERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]] = {
-    "01_clark_surface_patterns": lambda p, r: [
-        "WikiText-2 paragraphs instead of the paper's Wikipedia segments",
-        *(["the §3.2 gradients use an MLM head fitted on the frozen encoder (the model has none of its own)"]
-          if (r.get("mlm_head") or {}).get("source", "pretrained") != "pretrained" else [])],
-    "02_clark_probing": lambda p, r: [
-        "UD English EWT instead of the WSJ Penn Treebank with Stanford Dependencies",
-        "GUM/OntoGUM instead of CoNLL-2012 for coreference",
-        "GloVe 6B 50d (filtered) word vectors in the probes" if p.get("word_vectors") == "glove" else
-        "no pre-trained word vectors in the probes"],
-    "03_clark_clustering": lambda p, r: ["WikiText-2 paragraphs instead of the paper's Wikipedia segments",
-                                      "the paper's visual claims turned into tests with intervals"],
-    "04_kovaleva_taxonomy": lambda p, r: [
-        "the book's own labelled maps (the paper's ~400 were not released)",
-        "FrameNet 1.7 full-text annotations instead of its lexical-unit examples",
-        *(["QQP and MNLI are not in the local data"] if "QQP" not in p["tasks"] else [])],
-    "05_kovaleva_disabling": lambda p, r: [
-        *([f"sweeps on a sample of each dev set ({_caps(p['dev_caps'], 'examples')})"] if p.get("dev_caps")
-          and any(v for v in p["dev_caps"].values()) else []),
-        "paired significance tests with Holm's correction, which the paper does not report"],
-    "06_michel_pruning": lambda p, r: [
-        *([f"{p['task']} instead of MNLI (MNLI is not in the local data)"] if p["task"] != "MNLI-m" else []),
-        "the machine-translation experiments are not reproduced",
-        "§6's training dynamics asked of fine-tuning checkpoints"],
-    "07_arct_cues": lambda p, r: [
-        *([f"{p['n_seeds']} seeds instead of 20"] if p["n_seeds"] != 20 else []),
-        *([f"{p['epochs']} epochs instead of 30"] if p["epochs"] != 30 else []),
-        "GloVe 6B 50d instead of 840B 300d for BoV and BiLSTM"],
-    "08_head_atlas": lambda p, r: ["no paper: it joins chapters 1-6 head by head and tests what none of them measured"],
-    "09_across_encoders": lambda p, r: ["no paper: it sets the papers' findings on bert-base beside every model here, "
-                                        "each judged by its own chapter's rule"],
-}
+    c.id: c.differs for c in CHAPTERS if c.differs}
 
 
 def _filled(template: Callable | None, *args: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import CLARK, Chapter, count_text
 
 # quick: batch size 16; `make bench` measures segments/s by batch size (8 and 16 are within its noise on 2 cores)
 # and the statistics' overhead at this size.
@@ -17,9 +18,17 @@ from attnbook.chapters.profiles import PAPER_MODEL
 # gives 1,980 paragraph pairs; 1,000 feed the statistics, so 980 remain for the head: 60 validation + 60 held-out
 # segments leave 860 to fit on. So the quick profile fits on 860 segments for at most 1000 steps, evaluating every 50 and stopping after 3 evaluations
 # without a lower validation loss (the best weights kept).
-register_chapter(
-    "01_clark_surface_patterns",
-    {
+register_chapter(Chapter(
+    "01_clark_surface_patterns", "Surface patterns (Clark §3)", CLARK,
+    datasets=("wiki",),
+    sizes=lambda p: (
+        f"{count_text(p['n_segments'])} WikiText-2 segments of at most {p['max_tokens']} word pieces; attention gradients on "
+        f"{count_text(p['grad_segments'])} of them"),
+    differs=lambda p, r: [
+        "WikiText-2 paragraphs instead of the paper's Wikipedia segments",
+        *(["the §3.2 gradients use an MLM head fitted on the frozen encoder (the model has none of its own)"]
+          if (r.get("mlm_head") or {}).get("source", "pretrained") != "pretrained" else [])],
+    profiles={
         "smoke": dict(
             model="embedded", n_segments=12, max_tokens=64, batch_size=4, seed=0,
             mlm_fit_steps=30, mlm_fit_batch=4, mlm_fit_segments=24, mlm_fit_lr=1e-3, mlm_eval_every=10,
@@ -36,4 +45,4 @@ register_chapter(
             grad_segments=1000,
         ),
     },
-)
+))

@@ -12,10 +12,21 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import CLARK, Chapter, count_text
 
-register_chapter(
-    "02_clark_probing",
-    {
+register_chapter(Chapter(
+    "02_clark_probing", "Probing heads (Clark §4-5)", CLARK,
+    datasets=("ud_ewt", "coref", "glove"),
+    sizes=lambda p: (
+        f"UD English EWT {p['syntax_split']}: {count_text(p['syntax_sentences'])} sentences for single heads; probes trained on "
+        f"{count_text(p['probe_train_sentences'])} and scored on {count_text(p['probe_dev_sentences'])} sentences; GUM coreference "
+        f"{p['coref_split']}: {count_text(p['coref_max_docs'], 'documents')}"),
+    differs=lambda p, r: [
+        "UD English EWT instead of the WSJ Penn Treebank with Stanford Dependencies",
+        "GUM/OntoGUM instead of CoNLL-2012 for coreference",
+        "GloVe 6B 50d (filtered) word vectors in the probes" if p.get("word_vectors") == "glove" else
+        "no pre-trained word vectors in the probes"],
+    profiles={
         "smoke": dict(
             # --- shared ---
             model="embedded", seed=0, max_tokens=64, batch_size=8,
@@ -52,4 +63,4 @@ register_chapter(
             probe_hidden=64, word_vectors="glove", probe_random_init=True,
         ),
     },
-)
+))

@@ -28,15 +28,22 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import CLARK, Chapter, count_text
 
 _COMMON = dict(
     max_tokens=128, batch_size=16, seed=0, smoothing=0.0, n_clusters="auto", k_range=[3, 12],
     behaviour_threshold=0.5, broad_quantile=0.75, syntax_margin=0.05, exclude_punct=False, mds_n_init=4,
 )
 
-register_chapter(
-    "03_clark_clustering",
-    {
+register_chapter(Chapter(
+    "03_clark_clustering", "Clustering heads (Clark §6)", CLARK,
+    datasets=("wiki", "ud_ewt"),
+    sizes=lambda p: (
+        f"{count_text(p['n_segments'])} WikiText-2 segments; {count_text(p['n_permutations'])} permutations per test; "
+        f"{count_text(p['syntax_sentences'])} UD EWT sentences for the behaviours"),
+    differs=lambda p, r: ["WikiText-2 paragraphs instead of the paper's Wikipedia segments",
+                                      "the paper's visual claims turned into tests with intervals"],
+    profiles={
         "smoke": dict(_COMMON, model="embedded", n_segments=12, max_tokens=64, batch_size=4,
                       query_fraction=1.0, n_permutations=199,
                       syntax_split="dev", syntax_sentences=40, syntax_max_tokens=64, syntax_batch_size=8),
@@ -45,4 +52,4 @@ register_chapter(
         "paper": dict(_COMMON, model=PAPER_MODEL, n_segments=1000, query_fraction=1.0, n_permutations=10000,
                       syntax_split="dev", syntax_sentences=2001, syntax_max_tokens=128, syntax_batch_size=32),
     },
-)
+))

@@ -26,12 +26,22 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import KOVALEVA, Chapter, Page, caps_text, count_text, tasks_text
 
 _ALL_TASKS = ["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"]
 
-register_chapter(
-    "04_kovaleva_taxonomy",
-    {
+register_chapter(Chapter(
+    "04_kovaleva_taxonomy", "Patterns and fine-tuning (Kovaleva §4)", KOVALEVA,
+    datasets=("glue", "framenet"),
+    sizes=lambda p: (
+        f"GLUE tasks {tasks_text(p)}: {count_text(p['n_examples'])} dev inputs per task for patterns, cosines and features; "
+        f"Table 1 on {caps_text(p['dev_caps'], 'dev examples')}; the book's labelled maps for the pattern classifier"),
+    differs=lambda p, r: [
+        "the book's own labelled maps (the paper's ~400 were not released)",
+        "FrameNet 1.7 full-text annotations instead of its lexical-unit examples",
+        *(["QQP and MNLI are not in the local data"] if "QQP" not in p["tasks"] else [])],
+    pages=(Page("04_kovaleva_taxonomy", ("Table 1", "§4.3")), Page("04_kovaleva_patterns")),
+    profiles={
         "smoke": dict(
             model="embedded", recipe_overrides={},
             finetune="smoke", tasks=["SST-2", "STS-B"], table1_tasks=["SST-2", "STS-B", "QQP"],
@@ -51,4 +61,4 @@ register_chapter(
             direction="both", seed=0, dev_caps={"default": None}, n_resamples=2000,
         ),
     },
-)
+))

@@ -26,10 +26,20 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import KOVALEVA, Chapter, caps_text, tasks_text
 
-register_chapter(
-    "05_kovaleva_disabling",
-    {
+register_chapter(Chapter(
+    "05_kovaleva_disabling", "Disabling heads (Kovaleva §4.6, §5)", KOVALEVA,
+    datasets=("glue",),
+    sizes=lambda p: (
+        f"GLUE tasks {tasks_text(p)}, fine-tuning seeds {', '.join(map(str, p['seeds']))}; sweeps over "
+        f"{caps_text(p['dev_caps'], 'dev examples')} per task; classifiers scored on "
+        f"{caps_text(p['eval_caps'], 'dev examples')}"),
+    differs=lambda p, r: [
+        *([f"sweeps on a sample of each dev set ({caps_text(p['dev_caps'], 'examples')})"] if p.get("dev_caps")
+          and any(v for v in p["dev_caps"].values()) else []),
+        "paired significance tests with Holm's correction, which the paper does not report"],
+    profiles={
         "smoke": dict(
             model="embedded", recipe_overrides={},
             tasks=["SST-2", "STS-B"], seeds=[0], analyse_unlearned=True, dev_caps={"default": 8},
@@ -51,4 +61,4 @@ register_chapter(
             n_resamples=2000, alpha=0.05, match_tasks=["STS-B", "RTE"], top_k=3, bench_examples=16, seed=0,
         ),
     },
-)
+))

@@ -26,10 +26,20 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import MICHEL, Chapter, count_text
 
-register_chapter(
-    "06_michel_pruning",
-    {
+register_chapter(Chapter(
+    "06_michel_pruning", "Pruning heads (Michel et al.)", MICHEL,
+    datasets=("glue",),
+    sizes=lambda p: (
+        f"{p['task']} (seeds {', '.join(map(str, p['seeds']))}): {count_text(p['dev_cap'], 'dev examples')} scored after "
+        f"each intervention, importance on {count_text(p['importance_cap'], 'training examples')}; pruning in steps of "
+        f"{p['step']:.0%}; {len(p['random_seeds'])} random pruning orders per seed"),
+    differs=lambda p, r: [
+        *([f"{p['task']} instead of MNLI (MNLI is not in the local data)"] if p["task"] != "MNLI-m" else []),
+        "the machine-translation experiments are not reproduced",
+        "§6's training dynamics asked of fine-tuning checkpoints"],
+    profiles={
         "smoke": dict(
             model="embedded", recipe_overrides={},
             task="SST-2", ood_task=None, agreement_tasks=["SST-2", "STS-B"], seeds=[0],
@@ -51,4 +61,4 @@ register_chapter(
             speed_examples=512, speed_repeats=3, seed=0,
         ),
     },
-)
+))

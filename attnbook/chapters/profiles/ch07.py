@@ -48,15 +48,24 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import NIVEN_KAO, Chapter, count_text
 
 _COMMON = dict(
     seed=0, warmup=0.1, weight_decay=0.01, dropout=0.1, probes=["full", "W", "RW", "CW"],
     word_baselines=True, min_applicability=20,
 )
 
-register_chapter(
-    "07_arct_cues",
-    {
+register_chapter(Chapter(
+    "07_arct_cues", "Cues in ARCT (Niven & Kao)", NIVEN_KAO,
+    datasets=("arct", "glove"),
+    sizes=lambda p: (
+        f"ARCT (original and adversarial): {count_text(p['train_cap'], 'training items')}, {count_text(p['eval_cap'], 'dev/test items')};"
+        f" {p['n_seeds']} seeds x {p['epochs']} epochs per BERT experiment; BoV/BiLSTM with {p['word_seeds']} seeds"),
+    differs=lambda p, r: [
+        *([f"{p['n_seeds']} seeds instead of 20"] if p["n_seeds"] != 20 else []),
+        *([f"{p['epochs']} epochs instead of 30"] if p["epochs"] != 30 else []),
+        "GloVe 6B 50d instead of 840B 300d for BoV and BiLSTM"],
+    profiles={
         "smoke": dict(
             _COMMON, model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=2e-3, batch_size=32,
             max_length=48, trainable_layers=1, freeze_embeddings=True, bf16="auto", train_threads=1, seed_workers=1,
@@ -79,4 +88,4 @@ register_chapter(
             bilstm_epochs=20,
         ),
     },
-)
+))

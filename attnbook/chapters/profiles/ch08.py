@@ -17,10 +17,16 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import ACROSS, Chapter, count_text
 
-register_chapter(
-    "08_head_atlas",
-    {
+register_chapter(Chapter(
+    "08_head_atlas", "A head atlas (all papers)", ACROSS,
+    datasets=("wiki", "ud_ewt", "coref", "glove", "glue", "framenet"),
+    sizes=lambda p: (
+        f"the measurements of chapters 1-6 for this profile (read from their caches); {count_text(p['n_permutations'])} "
+        "permutations per cross-paper test"),
+    differs=lambda p, r: ["no paper: it joins chapters 1-6 head by head and tests what none of them measured"],
+    profiles={
         "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0,
                       chapter_overrides={}),
         "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
@@ -28,4 +34,4 @@ register_chapter(
         "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
                       chapter_overrides={}),
     },
-)
+))

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
+from attnbook.chapters.spec import ACROSS, Chapter, count_text
 
 #: MPNet's quick sizes (see the module docstring for why they suffice)
 MPNET_QUICK = {
@@ -55,13 +56,20 @@ MPNET_QUICK = {
 #: chapter 1's paper profile requires the model's own MLM head; the sentence encoders get one fitted (quick's recipe)
 FITTED_MLM = {"01_clark_surface_patterns": dict(mlm_fit_steps=1000)}
 
-register_chapter(
-    "09_across_encoders",
-    {
+register_chapter(Chapter(
+    "09_across_encoders", "What holds across encoders (Clark, Kovaleva)", ACROSS,
+    datasets=("wiki", "ud_ewt", "coref", "glove", "framenet"),
+    sizes=lambda p: (
+        f"models {', '.join(map(str, p['models']))}; each model's own sizes (chapters 1-4's for the model they ran "
+        f"with, smaller for the others: the chapter's sizes table); {count_text(p['joint_sentences'])} sentences read by every "
+        "model for the joint map"),
+    differs=lambda p, r: ["no paper: it sets the papers' findings on bert-base beside every model here, "
+                                        "each judged by its own chapter's rule"],
+    profiles={
         "smoke": dict(model="embedded", models=["embedded", "embedded-random"], sizes={}, joint_sentences=40, seed=0),
         "quick": dict(model="embedded", models=["embedded", "mpnet"], sizes={"mpnet": MPNET_QUICK},
                       joint_sentences=300, seed=0),
         "paper": dict(model=PAPER_MODEL, models=[PAPER_MODEL, "embedded", "mpnet"],
                       sizes={"embedded": FITTED_MLM, "mpnet": FITTED_MLM}, joint_sentences=500, seed=0),
     },
-)
+))
