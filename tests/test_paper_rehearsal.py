@@ -53,7 +53,7 @@ def test_paper_run_uses_berts_own_mlm_head_and_states_the_label_transfer(paper_r
     ch4, _ = _results(paper_run, "04_kovaleva_taxonomy")
     taxonomy = [r for r in ch4["comparisons"] if r["experiment"].startswith("§4.1")]
     assert taxonomy and all(r["verdict"] == "not comparable" and "another model" in r["rule"] for r in taxonomy)
-    page = (paper_run["home"] / "book" / "04_kovaleva_taxonomy.ipynb").read_text()
+    page = (paper_run["home"] / "book" / "04_kovaleva_patterns.ipynb").read_text()  # §4.1's page of chapter 4
     assert "The pattern labels describe another model" in page
 
 
