@@ -64,14 +64,18 @@ def test_each_chapter_shows_its_comparison_table_with_a_working_link_per_row(smo
 
     from attnbook.chapters.anchors import experiment_anchor
     from attnbook.chapters.runner import available_chapters
+    from attnbook.chapters.toc import chapter as chapter_of
 
     html = smoke_book / "_build" / "html" / "book"
     problems: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        for chapter in available_chapters():
-            rows = json.loads((smoke_book / "book" / "results" / f"{chapter}.json").read_text())["comparisons"]
-            page = open_page(browser, html / f"{chapter}.html", 1000)
+        for chapter, name, rows in [(c, name, [r for r in every if chapter_of(c).page_of(r["experiment"]) == name])
+                                    for c in available_chapters()
+                                    for every in [json.loads((smoke_book / "book" / "results" / f"{c}.json")
+                                                             .read_text())["comparisons"]]
+                                    for name in chapter_of(c).page_ids]:  # each page of a chapter: its own rows
+            page = open_page(browser, html / f"{name}.html", 1000)
             found = page.evaluate("""() => {
               const t = document.querySelectorAll('.attnbook-comparison table');
               if (t.length !== 1) return {tables: t.length};
@@ -84,15 +88,15 @@ def test_each_chapter_shows_its_comparison_table_with_a_working_link_per_row(smo
             }""")
             page.close()
             if found["tables"] != 1:
-                problems.append(f"{chapter}: {found['tables']} comparison tables")
+                problems.append(f"{name}: {found['tables']} comparison tables")
                 continue
             want = sorted("#" + experiment_anchor(chapter, r["experiment"]) for r in rows)
             if found["columns"] != 5 or sorted(found["hrefs"]) != want:
-                problems.append(f"{chapter}: {found['columns']} columns, links {found['hrefs'][:3]} vs {want[:3]}")
+                problems.append(f"{name}: {found['columns']} columns, links {found['hrefs'][:3]} vs {want[:3]}")
             if found["resolved"] != len(rows):
-                problems.append(f"{chapter}: {len(rows) - found['resolved']} of {len(rows)} row links lead nowhere")
+                problems.append(f"{name}: {len(rows) - found['resolved']} of {len(rows)} row links lead nowhere")
             if found["width"] > found["column"] + 2:
-                problems.append(f"{chapter}: the table is {found['width']:.0f} px, its column {found['column']:.0f}")
+                problems.append(f"{name}: the table is {found['width']:.0f} px, its column {found['column']:.0f}")
         browser.close()
     assert not problems, "\n".join(problems)
 
