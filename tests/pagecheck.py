@@ -157,9 +157,9 @@ MEASURE = r"""
 """.replace("__COLUMNS__", COLUMNS.strip())
 
 
-def page_problems(page, chapter_page: bool = True) -> list[str]:
-    """Problems of the page loaded in ``page`` (a Playwright page); ``chapter_page``: also require one parameters
-    cell and the summary box."""
+def page_problems(page, chapter_page: bool = True, parameters: int = 1) -> list[str]:
+    """Problems of the page loaded in ``page`` (a Playwright page); ``chapter_page``: also require the summary box and
+    ``parameters`` parameters cells (one on a chapter's first page, none on its further pages: the notebook has one)."""
     m = page.evaluate(MEASURE, MIN_SCALE)
     problems = ([f"overflow: {o}" for o in m["overflow"]] + [f"labels overlap: {o}" for o in m["overlaps"]]
                 + [f"too small: {o}" for o in m["shrunk"]] + [f"narrow column: {o}" for o in m["narrow"]]
@@ -167,8 +167,9 @@ def page_problems(page, chapter_page: bool = True) -> list[str]:
     if m["stderr"]:
         problems.append(f"{m['stderr']} stderr output block(s) on the page")
     if chapter_page:
-        if m["parameters"] != 1 or m["injected"]:
-            problems.append(f"{m['parameters']} parameters cell(s) and {m['injected']} injected one(s); want one")
+        if m["parameters"] != parameters or m["injected"]:
+            problems.append(f"{m['parameters']} parameters cell(s) and {m['injected']} injected one(s); "
+                            f"want {parameters}")
         if m["summary"] != 1:
             problems.append(f"{m['summary']} summary boxes; want one")
     return problems
