@@ -209,6 +209,8 @@ def main(html: Path) -> int:  # pragma: no cover - a manual check of a built boo
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    from attnbook.chapters.toc import CHAPTER_IDS
+
     total = 0
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
@@ -217,7 +219,7 @@ def main(html: Path) -> int:  # pragma: no cover - a manual check of a built boo
             page.goto(f.as_uri())
             page.wait_for_load_state("load")
             page.wait_for_timeout(2500 if chapter else 500)
-            problems = page_problems(page, chapter_page=chapter)
+            problems = page_problems(page, chapter_page=chapter, parameters=int(f.stem in CHAPTER_IDS))
             total += len(problems)
             print(f"== {f.name}: {len(problems)} problem(s)")
             for p in problems:
