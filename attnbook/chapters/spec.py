@@ -113,3 +113,8 @@ def caps_text(caps: Mapping[str, Any] | None, unit: str) -> str:
 def tasks_text(p: Mapping[str, Any], key: str = "tasks") -> str:
     """The task list parameter ``key`` as text."""
     return ", ".join(p[key]) if isinstance(p.get(key), (list, tuple)) else str(p.get(key))
+
+
+def seeds_text(p: Mapping[str, Any], key: str = "seeds") -> str:
+    """The seed list parameter ``key`` as text: ``[0, 1, 2]`` -> ``'0, 1, 2'``."""
+    return ", ".join(map(str, p[key]))

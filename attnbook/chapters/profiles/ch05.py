@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
-from attnbook.chapters.spec import KOVALEVA, Chapter, caps_text, tasks_text
+from attnbook.chapters.spec import KOVALEVA, Chapter, caps_text, seeds_text, tasks_text
 
 register_chapter(Chapter(
     "05_kovaleva_disabling", "Disabling heads (Kovaleva §4.6, §5)", KOVALEVA,
     datasets=("glue",),
     sizes=lambda p: (
-        f"GLUE tasks {tasks_text(p)}, fine-tuning seeds {', '.join(map(str, p['seeds']))}; sweeps over "
+        f"GLUE tasks {tasks_text(p)}, fine-tuning seeds {seeds_text(p)}; sweeps over "
         f"{caps_text(p['dev_caps'], 'dev examples')} per task; classifiers scored on "
         f"{caps_text(p['eval_caps'], 'dev examples')}"),
     differs=lambda p, r: [

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
-from attnbook.chapters.spec import MICHEL, Chapter, count_text
+from attnbook.chapters.spec import MICHEL, Chapter, count_text, seeds_text
 
 register_chapter(Chapter(
     "06_michel_pruning", "Pruning heads (Michel et al.)", MICHEL,
     datasets=("glue",),
     sizes=lambda p: (
-        f"{p['task']} (seeds {', '.join(map(str, p['seeds']))}): {count_text(p['dev_cap'], 'dev examples')} scored after "
+        f"{p['task']} (seeds {seeds_text(p)}): {count_text(p['dev_cap'], 'dev examples')} scored after "
         f"each intervention, importance on {count_text(p['importance_cap'], 'training examples')}; pruning in steps of "
         f"{p['step']:.0%}; {len(p['random_seeds'])} random pruning orders per seed"),
     differs=lambda p, r: [
