@@ -61,13 +61,13 @@ def _bf16():
     return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
-def _sample(tokenizer, task: str, p6: dict, recipe: dict):
+def _sample(tokenizer, task: str, p6, recipe: dict):
     from attnbook.engine.evaluate import DEV_SAMPLE_SEED
     from attnbook.studies.heads_off import effects as heads_off
 
-    _, batches = heads_off.task_data(tokenizer, task, "dev", p6["dev_cap"], DEV_SAMPLE_SEED,
-                                     batch_size=p6["batch_size"], max_length=recipe["max_length"])
-    _, imp = heads_off.task_data(tokenizer, task, "train", p6["importance_cap"], 0, batch_size=p6["batch_size"],
+    _, batches = heads_off.task_data(tokenizer, task, "dev", p6.dev_cap, DEV_SAMPLE_SEED,
+                                     batch_size=p6.batch_size, max_length=recipe["max_length"])
+    _, imp = heads_off.task_data(tokenizer, task, "train", p6.importance_cap, 0, batch_size=p6.batch_size,
                                  max_length=recipe["max_length"])
     return batches, imp
 
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
 
     tasks = args.tasks.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
-    p6 = dict(chapter_params("06_michel_pruning", "quick"))
+    p6 = chapter_params("06_michel_pruning", "quick")
     recipe = glue.recipe(chapter_params("04_kovaleva_taxonomy", "quick"))
     if args.train_cap:
         recipe = {**recipe, "train_cap": args.train_cap}

@@ -22,8 +22,8 @@ def _measure(classifier, pool, importance, p) -> dict:
     from attnbook.studies.michel import pruning as mp
 
     start = time.perf_counter()
-    runs = mp.speed_runs(classifier, pool, importance, 0.5, batch_sizes=p["speed_batch_sizes"],
-                         n_examples=p["speed_examples"], repeats=p["speed_repeats"])
+    runs = mp.speed_runs(classifier, pool, importance, 0.5, batch_sizes=p.speed_batch_sizes,
+                         n_examples=p.speed_examples, repeats=p.speed_repeats)
     summary = mp.speed_summary(runs)
     row = paper.speed_rows(summary, 0.5)[0]
     gains = {int(b): g.text("+.1f") for b, g in zip(summary["batch_size"], summary["gain"])}
@@ -40,8 +40,8 @@ def bench_speed_row(loaded) -> dict:
     p = chapter_params("06_michel_pruning", "quick")
     classifier = build_classifier(loaded, "SST-2", "pretrained", seed=0)
     pad = loaded.tokenizer.pad_token_id or 0
-    segments = clark_segments(loaded.tokenizer, p["speed_examples"], 128, seed=0)
-    pool = mp.throughput_pool(list(make_batches(segments, 32, pad)), p["speed_examples"], pad)
+    segments = clark_segments(loaded.tokenizer, p.speed_examples, 128, seed=0)
+    pool = mp.throughput_pool(list(make_batches(segments, 32, pad)), p.speed_examples, pad)
     importance = np.random.default_rng(0).random((loaded.n_layers, loaded.n_heads))
     quiet = _measure(classifier, pool, importance, p)
     competitors = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(2)]
@@ -52,7 +52,7 @@ def bench_speed_row(loaded) -> dict:
             proc.kill()
             proc.wait()
     return {"quiet": quiet, "busy": busy, "same_verdict": quiet["verdict"] == busy["verdict"],
-            "repeats": p["speed_repeats"], "examples": p["speed_examples"]}
+            "repeats": p.speed_repeats, "examples": p.speed_examples}
 
 
 def rows(report: dict | None) -> list[tuple[str, str, str]]:

@@ -19,6 +19,8 @@ from attnbook.core.errors import ParameterError
 from attnbook.stats import Estimate
 from tiny_families import plant
 
+CH9 = "09_across_encoders"
+
 OUTCOME_ESTIMATES = {  # each judged by Within(0.1, 0.2) against the paper's 0.5
     verdict.AGREES: Estimate(0.5, 0.45, 0.55, 100, "segments"),
     verdict.PARTLY: Estimate(0.65, 0.62, 0.68, 100, "segments"),
@@ -84,7 +86,7 @@ def test_a_model_without_the_row_is_not_run_with_its_reason_and_the_results_keep
     assert list(table.columns) == ["experiment", "finding", "paper (bert-base)", "m1", "m1: outcome", "m2", "m2: outcome",
                                    "holds in", "note"]
     assert table.loc[0, "m2"] == "not run" and table.loc[1, "holds in"] == "holds in one (m1)"
-    res = ChapterResults(E.CHAPTER, {"profile": "smoke"}, {"name": "m1 vs m2"})
+    res = ChapterResults(CH9, {"profile": "smoke"}, {"name": "m1 vs m2"})
     res.compare(grads.comparison(), entropy.comparison())
     assert [c.verdict for c in res.comparisons] == [verdict.AGREES, verdict.PARTLY]
     assert "not run (no gradient segments here)" in res.comparisons[0].ours and len(res.table()) == 2
@@ -131,19 +133,20 @@ def test_the_summary_is_written_from_the_rows():
 
 
 def test_the_compared_models_and_their_sources_resolve_in_every_profile():
-    assert E.compared_models({"model": "x", "models": ["a", "b"]}) == ["x", "a", "b"]
-    assert E.compared_models({"model": "b", "models": ["a", "b", "a"]}) == ["a", "b"]
-    assert E.compared_models({"model": "embedded", "models": "mpnet"}) == ["embedded", "mpnet"]
+    q = chapter_params(CH9, "quick")
+    assert E.compared_models(q.replace(model="x", models=["a", "b"])) == ["x", "a", "b"]
+    assert E.compared_models(q.replace(model="b", models=["a", "b", "a"])) == ["a", "b"]
+    assert E.compared_models(chapter_params(CH9, "quick").replace(models="mpnet")) == ["embedded", "mpnet"]
     for profile in ("smoke", "quick", "paper"):
-        p = chapter_params(E.CHAPTER, profile)
+        p = chapter_params(CH9, profile)
         for m in E.compared_models(p):
             src = E.source_parameters(chapter_params, profile, m, p.sizes)
-            assert set(src) == set(E.SOURCES) and all(v["model"] == m for v in src.values())
-    q = chapter_params(E.CHAPTER, "quick")
-    assert q.models == ["embedded", "mpnet"] and chapter_params(E.CHAPTER, "paper").model == "bert-base-uncased"
+            assert set(src) == set(E.SOURCES) and all(v.model == m for v in src.values())
+    q = chapter_params(CH9, "quick")
+    assert q.models == ["embedded", "mpnet"] and chapter_params(CH9, "paper").model == "bert-base-uncased"
     mp = E.source_parameters(chapter_params, "quick", "mpnet", q.sizes)
-    assert mp[E.SURFACE]["n_segments"] == mp[E.CLUSTERING]["n_segments"] == 300 and mp[E.SURFACE]["grad_segments"] == 200
-    assert mp[E.SURFACE]["mlm_fit_steps"] == chapter_params(E.SURFACE, "quick")["mlm_fit_steps"]  # chapter 1's recipe
+    assert mp[E.SURFACE].n_segments == mp[E.CLUSTERING].n_segments == 300 and mp[E.SURFACE].grad_segments == 200
+    assert mp[E.SURFACE].mlm_fit_steps == chapter_params(E.SURFACE, "quick").mlm_fit_steps  # chapter 1's recipe
     own = E.source_parameters(chapter_params, "quick", "embedded", q.sizes)
     assert own[E.SURFACE] == chapter_params(E.SURFACE, "quick")  # the book's model: chapter 1's own parameters
     with pytest.raises(ParameterError, match="chapter 9 runs"):
@@ -153,21 +156,21 @@ def test_the_compared_models_and_their_sources_resolve_in_every_profile():
 
 
 def test_the_plan_counts_each_models_own_work_and_reads_the_books_model_back(monkeypatch):
-    from attnbook.atlas.stages import chapter_stages
+    from attnbook.chapters.params import chapter_stages
     from attnbook.chapters import plan as P
     from attnbook.data import models_fetch
 
     monkeypatch.setattr(models_fetch, "fetch_model", lambda *a, **k: pytest.fail("the plan fetched a model"))
     assert E.encoder_shape("mpnet") == E.FETCHED_SHAPES["all-mpnet-base-v2"]
-    assert [s.name for s in chapter_stages(E.CHAPTER)] == [i.name for _, i in E.AcrossPipeline.stage_methods()]
+    assert [s.name for s in chapter_stages(CH9)] == [i.name for _, i in E.AcrossPipeline.stage_methods()]
     public = [n for n, v in vars(E.AcrossPipeline).items() if callable(v) and not n.startswith("_")]
     assert set(public) - {n for n, _ in E.AcrossPipeline.stage_methods()} == {"data_files"}
-    work = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "quick"), P.planned_shape("embedded"))
+    work = P.chapter_work(CH9, chapter_params(CH9, "quick"), P.planned_shape("embedded"))
     kinds = {m: {w.kind for w in work if w.what.startswith(f"{m}: ") and "word-level maps" not in w.what}
              for m in ("embedded", "mpnet")}  # the joint maps are the one measurement no chapter caches
     assert kinds["embedded"] <= {"encode", "parse"} and {"forward", "pairs", "probe"} <= kinds["mpnet"]
     assert {"vocab", "backprop"} <= kinds["mpnet"]  # MPNet's MLM head is fitted and its gradients taken, as chapter 1's
-    smoke = P.chapter_work(E.CHAPTER, chapter_params(E.CHAPTER, "smoke"), P.planned_shape("embedded"))
+    smoke = P.chapter_work(CH9, chapter_params(CH9, "smoke"), P.planned_shape("embedded"))
     assert {"forward", "backprop", "vocab"} <= {w.kind for w in smoke if w.what.startswith("embedded-random: ")}
 
 
@@ -204,7 +207,7 @@ def test_the_chapter_runs_end_to_end_on_two_planted_families(two_families):
     from attnbook.studies.clark.pipeline import SurfacePipeline
 
     bert, mpnet = two_families
-    P = chapter_params(E.CHAPTER, "smoke", {"model": bert, "models": [bert, mpnet]})
+    P = chapter_params(CH9, "smoke", {"model": bert, "models": [bert, mpnet]})
     models = {m: base_encoder(m) for m in E.compared_models(P)}
     sources = {m: E.source_parameters(chapter_params, "smoke", m, P.sizes) for m in models}
     run = E.AcrossPipeline(models, P, sources)
@@ -218,7 +221,7 @@ def test_the_chapter_runs_end_to_end_on_two_planted_families(two_families):
         "§3.1 relative position", "§3.2 special tokens", "§3.3 entropy", "§4.2 heads as parsers", "§4.3 coreference",
         "§5 probing classifiers", "§6 clusters", "§4.2 FrameNet"}
     assert all(c.kind == verdict.CLAIM for f in findings for c in f.cells.values())
-    res = ChapterResults(E.CHAPTER, dict(P), E.describe_models(models))
+    res = ChapterResults(CH9, P, E.describe_models(models))
     res.compare(*[f.comparison() for f in findings])
     assert len(res.table()) == len(findings) and res.payload()["model"]["n_layers"] == "3 / 3"
     assert E.summary_markdown(findings).startswith(f"**What holds across encoders.** Of {len(findings)} findings")
@@ -253,12 +256,12 @@ def test_the_paper_profile_adds_bert_base_as_a_third_column(two_families, tmp_pa
     plant_bert(tmp_path / "hub")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(models_fetch, "fetch_model", lambda name, **kw: Path(two_families[1]))
-    paper = chapter_params(E.CHAPTER, "paper")
+    paper = chapter_params(CH9, "paper")
     tiny = {c: dict(REHEARSAL_SIZES[c]) for c in E.SOURCES}
     tiny[E.SURFACE].update(mlm_fit_steps=20, mlm_fit_segments=24, mlm_eval_every=10)
     tiny[E.CLUSTERING]["k_range"] = [3, 6]  # chapter 3 tries every k of k_range: the planted bert-base has 8 heads
     sizes = {m: {c: {**paper.sizes.get(m, {}).get(c, {}), **tiny[c]} for c in E.SOURCES} for m in paper.models}
-    P = chapter_params(E.CHAPTER, "paper", {"sizes": sizes, "joint_sentences": 20})
+    P = chapter_params(CH9, "paper", {"sizes": sizes, "joint_sentences": 20})
     models = {m: base_encoder(m) for m in E.compared_models(P)}
     sources = {m: E.source_parameters(chapter_params, "paper", m, P.sizes) for m in models}
     run = E.AcrossPipeline(models, P, sources)

@@ -272,9 +272,9 @@ def test_the_atlas_reads_chapters_with_the_overrides_they_ran_with():
                                {"01_clark_surface_patterns": {"n_segments": 7},
                                 "05_kovaleva_disabling": {"recipe_overrides": {"epochs": 1}}})
     assert list(params) == list(SOURCE_CHAPTERS)
-    assert params["01_clark_surface_patterns"]["n_segments"] == 7
-    assert params["05_kovaleva_disabling"]["recipe_overrides"] == {"epochs": 1}
-    assert all(p["model"] == "embedded" and p["profile"] == "paper"
+    assert params["01_clark_surface_patterns"].n_segments == 7
+    assert params["05_kovaleva_disabling"].recipe_overrides == {"epochs": 1}
+    assert all(p.model == "embedded" and p.profile == "paper"
                for p in params.values())
     with pytest.raises(ParameterError, match="the atlas reads"):
         source_parameters(chapter_params, "paper", "embedded", {"07_arct_cues": {"epochs": 1}})
@@ -295,7 +295,7 @@ def test_the_chapter_and_its_gathering_load_the_model_once(monkeypatch):
     finetune._load_base.cache_clear()
     try:
         p1 = chapter_params("01_clark_surface_patterns", "smoke", {"n_segments": 2, "use_cache": False})
-        loaded = finetune.base_encoder(p1["model"])  # what the chapter's opening cell does
+        loaded = finetune.base_encoder(p1.model)  # what the chapter's opening cell does
         with cache.disabled():
             m = sources.gather({"01_clark_surface_patterns": p1}, lambda p: {})
     finally:

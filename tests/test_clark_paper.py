@@ -820,9 +820,11 @@ def test_the_stress_row_is_the_books_own_question_and_the_layer_row_a_direction(
 
 
 def test_the_k_range_is_the_chapters():
-    from attnbook.chapters.profiles import ch03
+    from attnbook.chapters.params import chapter_params
 
-    assert tuple(ch03._COMMON["k_range"]) == paper.K_RANGE and ch03._COMMON["n_clusters"] == "auto"
+    for profile in ("smoke", "quick", "paper"):
+        p = chapter_params("03_clark_clustering", profile)
+        assert tuple(p.k_range) == paper.K_RANGE and p.n_clusters == "auto"
 
 
 def test_behaviour_row_leaves_broad_heads_out():

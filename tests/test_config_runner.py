@@ -22,9 +22,9 @@ def test_profiles_define_the_same_parameters():
     load_registry()
     assert CHAPTERS, "no chapter registered"
     for chapter, profiles in CHAPTERS.items():
-        keys = {p: set(v) for p, v in profiles.items()}
-        assert set(keys) == set(PROFILES)
-        assert len({frozenset(k) for k in keys.values()}) == 1, chapter
+        assert set(profiles) == set(PROFILES)
+        assert len({type(v) for v in profiles.values()}) == 1, chapter  # one typed class: the same names
+        assert all(v.chapter == chapter and v.profile == name for name, v in profiles.items())
 
 
 def test_unknown_profile_and_parameter():
@@ -43,15 +43,29 @@ def test_unknown_profile_and_parameter():
 def test_register_rejects_inconsistent_profiles():
     from attnbook.chapters.spec import Chapter
 
+    from dataclasses import dataclass
+
+    from attnbook.core.parameters import Parameters
+
+    @dataclass(frozen=True, kw_only=True)
+    class A(Parameters):
+        a: int
+
+    @dataclass(frozen=True, kw_only=True)
+    class B(Parameters):
+        b: int
+
     def bad(profiles, cid="99_bad"):
         return Chapter(cid, "Bad", "Nowhere", profiles=profiles)
 
-    with pytest.raises(ValueError, match="different parameters"):
-        register_chapter(bad({"smoke": {"a": 1}, "quick": {"a": 1}, "paper": {"b": 1}}))
+    with pytest.raises(ValueError, match="one Parameters subclass"):
+        register_chapter(bad({"smoke": A(a=1), "quick": A(a=1), "paper": B(b=1)}))
+    with pytest.raises(ValueError, match="one Parameters subclass"):
+        register_chapter(bad({"smoke": {"a": 1}, "quick": {"a": 1}, "paper": {"a": 1}}))
     with pytest.raises(ValueError, match="exactly"):
-        register_chapter(bad({"smoke": {"a": 1}}))
+        register_chapter(bad({"smoke": A(a=1)}))
     with pytest.raises(ValueError, match="two-digit number"):
-        register_chapter(bad({"smoke": {}, "quick": {}, "paper": {}}, cid="zz_bad"))
+        register_chapter(bad({"smoke": A(a=1), "quick": A(a=1), "paper": A(a=1)}, cid="zz_bad"))
 
 
 def test_parse_overrides_types():
@@ -156,7 +170,7 @@ def test_notebook_parameters_match_the_profile_table():
     load_registry()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         names = notebook_parameters(path) - {"profile"}
-        assert names == set(CHAPTERS[path.stem]["quick"]), path.name
+        assert names == set(CHAPTERS[path.stem]["quick"].names()), path.name
 
 
 def test_paper_profile_is_bert_base_everywhere_and_sizes_grow():

@@ -6,6 +6,7 @@ import pytest
 
 from attnbook import verdict
 from attnbook.chapters import decide
+from attnbook.chapters.params import chapter_params
 from attnbook.stats import Estimate
 
 
@@ -52,7 +53,8 @@ def test_the_cheapest_claims_are_chosen_until_the_target_share_is_expected():
 
 
 def test_a_count_two_parameters_share_goes_to_the_one_the_experiment_names():
-    params = {"syntax_sentences": 2001, "probe_dev_sentences": 2001}
+    params = chapter_params("02_clark_probing", "quick")  # both counts are 2,001 (UD EWT's dev set)
+    assert params.syntax_sentences == params.probe_dev_sentences == 2001
     assert decide._param_for(2001, "q", "sentences", params, "§5 probing classifiers") == ("probe_dev_sentences", None)
     assert decide._param_for(2001, "q", "sentences", params, "§4.2 heads as parsers") == ("syntax_sentences", None)
 
@@ -61,3 +63,17 @@ def test_a_book_already_at_its_target_says_so(monkeypatch):
     res = results()
     text = decide.report(res, target=0.1)
     assert "already 20% decided, at or above the target 10%" in text
+
+
+def test_the_plan_reads_the_parameters_a_results_file_recorded():
+    """Regression: a results file records its ``chapter`` and ``profile`` beside the parameters; reading the record
+    back raised on ``chapter``, and the plan silently fell back to the profile's values, so a chapter run with a
+    larger dev cap was planned as if run with the profile's."""
+    gain = verdict.Within(1.0, 2.5)
+    row = verdict.row("§4.6 Fig. 9", "SST-2: layer 1 off (points)", paper=-5.0,
+                      ours=Estimate(-4.0, -9.0, 1.0, 300, "dev examples"), rule=gain)
+    recorded = {**chapter_params("05_kovaleva_disabling", "quick").as_dict(),
+                "dev_caps": {"SST-2": 300, "MRPC": 96, "RTE": 64, "STS-B": 96, "default": 96}}
+    assert recorded["chapter"] == "05_kovaleva_disabling" and recorded["profile"] == "quick"
+    found = decide.needs({"05_kovaleva_disabling": {"params": recorded, "comparisons": [row.as_dict()]}})
+    assert [(x.param, x.key, x.n) for x in found] == [("dev_caps", "SST-2", 300)]

@@ -486,9 +486,9 @@ def test_recipe_is_the_profile_entry_with_the_chapters_model_and_overrides():
     p4 = chapter_params("04_kovaleva_taxonomy", "paper", {"finetune": "smoke"})
     assert glue.recipe(p4)["train_cap"] == FINETUNE_PROFILES["smoke"]["train_cap"]
     with pytest.raises(ParameterError, match="cannot be changed.*train_cap"):
-        glue.recipe(dict(p5, recipe_overrides={"tasks": ["RTE"]}))
+        glue.recipe(p5.replace(recipe_overrides={"tasks": ["RTE"]}))
     with pytest.raises(ParameterError, match="cannot be changed"):
-        glue.recipe(dict(p5, recipe_overrides={"learning_rate": 1e-5}))
+        glue.recipe(p5.replace(recipe_overrides={"learning_rate": 1e-5}))
 
 
 def test_classifiers_trained_side_by_side_are_cached_once(env, tmp_path, monkeypatch):
@@ -642,8 +642,8 @@ def test_quick_recipe_snapshots_are_the_ones_chapter_6_reads():
     for profile in ("smoke", "quick", "paper"):
         p = chapter_params("06_michel_pruning", profile)
         save_at = glue.recipe(p)["save_at"]
-        assert save_at["tasks"] == [p["task"]] and save_at["seeds"] == p["seeds"][:1]
-        assert sorted(save_at["at"]) == sorted(p["checkpoints"])
+        assert save_at["tasks"] == [p.task] and save_at["seeds"] == p.seeds[:1]
+        assert sorted(save_at["at"]) == sorted(p.checkpoints)
 
 
 def test_weights_missing_from_a_folder_are_drawn_the_same_in_every_load(tmp_path, monkeypatch):
@@ -692,7 +692,7 @@ def test_bf16_auto_follows_the_hardware_and_the_key_holds_the_precision_used(mon
     from attnbook.engine import precision
 
     recipe = glue.recipe(chapter_params("04_kovaleva_taxonomy", "quick"))
-    assert recipe["bf16"] == "auto" and chapter_params("07_arct_cues", "quick")["bf16"] == "auto"
+    assert recipe["bf16"] == "auto" and chapter_params("07_arct_cues", "quick").bf16 == "auto"
     for native in (True, False):
         monkeypatch.setattr(precision, "native_bf16", lambda device="cpu", native=native: native)
         p = FinetuneParams.from_mapping(recipe)

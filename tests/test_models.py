@@ -106,7 +106,7 @@ def test_chapter_device_parameter_sets_where_models_load(tmp_path, tokenizer):
     from attnbook.engine import models
 
     params = chapter_params("01_clark_surface_patterns", "smoke")
-    assert params.device == "auto" and all(p["device"] == "auto" for ch in CHAPTERS.values() for p in ch.values())
+    assert params.device == "auto" and all(p.device == "auto" for ch in CHAPTERS.values() for p in ch.values())
     assert chapter_params("01_clark_surface_patterns", "smoke", {"device": "cpu"}).device == "cpu"
     make_tiny_bert(tokenizer).save_pretrained(tmp_path / "enc")
     tokenizer.save_pretrained(tmp_path / "enc")

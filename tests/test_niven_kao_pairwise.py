@@ -202,12 +202,15 @@ def test_summarize():
 
 
 def test_config_from_params():
-    base = dict(epochs=2, lr=1e-3, batch_size=4, warmup=0.1, weight_decay=0.0, dropout=0.0, freeze_embeddings=True)
-    assert M.config_from_params({**base, "trainable_layers": "all"}).trainable_layers is None
-    assert M.config_from_params({**base, "trainable_layers": 1}).trainable_layers == 1
-    assert M.config_from_params({**base, "trainable_layers": 1}, epochs=7).epochs == 7
-    assert M.config_from_params({**base, "trainable_layers": "all", "bf16": True}).bf16 is True
-    assert M.config_from_params({**base, "trainable_layers": "all"}).bf16 is False
+    from attnbook.chapters.params import chapter_params
+
+    base = chapter_params("07_arct_cues", "smoke").replace(
+        epochs=2, lr=1e-3, batch_size=4, warmup=0.1, weight_decay=0.0, dropout=0.0, freeze_embeddings=True, bf16=False)
+    assert M.config_from_params(base.replace(trainable_layers="all")).trainable_layers is None
+    assert M.config_from_params(base.replace(trainable_layers=1)).trainable_layers == 1
+    assert M.config_from_params(base.replace(trainable_layers=1), epochs=7).epochs == 7
+    assert M.config_from_params(base.replace(trainable_layers="all", bf16=True)).bf16 is True
+    assert M.config_from_params(base.replace(trainable_layers="all")).bf16 is False
 
 
 def test_whole_encoder_trains_every_layer_under_bf16_and_times_itself(tokenizer):
@@ -284,6 +287,8 @@ def test_length_grouped_batches_cover_every_item_and_pad_less(tokenizer, monkeyp
             assert sorted(i for batch in epoch for i in batch) == list(range(40))
         padded[group] = sum(int(lengths[b].max()) * len(b) for b in seen)
     assert padded[True] < 0.8 * padded[False]
-    assert M.config_from_params(dict(epochs=1, lr=1e-3, batch_size=4, warmup=0.1, weight_decay=0.0, dropout=0.0,
-                                     freeze_embeddings=False, trainable_layers="all",
-                                     group_by_length=True)).group_by_length is True
+    from attnbook.chapters.params import chapter_params
+
+    assert M.config_from_params(chapter_params("07_arct_cues", "smoke").replace(
+        epochs=1, lr=1e-3, batch_size=4, freeze_embeddings=False, trainable_layers="all",
+        group_by_length=True)).group_by_length is True

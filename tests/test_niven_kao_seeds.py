@@ -86,7 +86,7 @@ def test_word_baselines_on_the_adversarial_test_set():
         assert (M.adversarial_experiment("full", label), M.Q_MAX) not in rows
 
 
-def test_seed_records_have_intervals_dev_and_seconds():
+def test_seed_records_have_intervals_and_dev_but_no_timing():
     frame = fake_runs([0.70, 0.50], dev_accuracy=[0.72, 0.60], test_adv_accuracy=[0.45, 0.5], best_epoch=[2, 1],
                       train_seconds=[180.5, 175.0])
     chance = M.constant_accuracy(TRAIN, DEV)
@@ -94,7 +94,7 @@ def test_seed_records_have_intervals_dev_and_seconds():
     assert [r["degenerate"] for r in recs] == [False, True]
     r = recs[0]
     assert r["test_accuracy_low"] < 0.70 < r["test_accuracy_high"] and r["test_adv_accuracy_low"] < 0.45
-    assert r["dev_accuracy_low"] < 0.72 < r["dev_accuracy_high"] and r["train_seconds"] == 180.5
+    assert r["dev_accuracy_low"] < 0.72 < r["dev_accuracy_high"] and "train_seconds" not in r  # a timing: not a result
     assert "degenerate" not in M.seed_records(frame, {"test": 444}, n_dev=316)[0]
 
 
@@ -108,12 +108,12 @@ def test_training_caveat_follows_what_runs():
 
 def test_profiles_fine_tune_the_whole_encoder_over_seeds_and_run_the_word_baselines():
     quick = chapter_params("07_arct_cues", "quick")
-    assert quick["trainable_layers"] == "all" and quick["n_seeds"] >= 3 and quick["bf16"]
+    assert quick.trainable_layers == "all" and quick.n_seeds >= 3 and quick.bf16
     cfg = pairwise.config_from_params(quick)
     assert cfg.trainable_layers is None and (cfg.lr, cfg.batch_size, cfg.epochs) == (5e-5, 8, 3)
     for profile in ("smoke", "quick", "paper"):
         P = chapter_params("07_arct_cues", profile)
-        assert P["word_baselines"] and "full" in P["adversarial"] and P["word_seeds"] >= 2
+        assert P.word_baselines and "full" in P.adversarial and P.word_seeds >= 2
 
 
 def test_seed_tables_count_degenerate_runs_and_give_the_mean_without_them():

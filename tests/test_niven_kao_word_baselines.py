@@ -43,7 +43,9 @@ def test_word_scorer_inputs_and_errors():
 
 
 def test_word_config_takes_the_chapter_sizes():
-    P = {"train_threads": 1, "bilstm_epochs": 2, "bilstm_hidden": 8}
+    from attnbook.chapters.params import chapter_params
+
+    P = chapter_params("07_arct_cues", "smoke").replace(train_threads=1, bilstm_epochs=2, bilstm_hidden=8)
     assert M.word_config("bov", P) == replace(M.PAPER_WORD_CONFIGS["bov"], threads=1)
     bilstm = M.word_config("bilstm", P)
     assert (bilstm.epochs, bilstm.hidden, bilstm.lr, bilstm.threads) == (2, 8, 0.06, 1)
@@ -52,8 +54,10 @@ def test_word_config_takes_the_chapter_sizes():
 def test_run_word_baselines_every_kind_and_input():
     torch.set_num_threads(1)
     train, dev, test = planted_cue_items(24, 0), planted_cue_items(8, 1), planted_cue_items(8, 2)
-    P = {"seed": 3, "word_seeds": 2, "probes": ["full", "W"], "train_threads": 1,
-         "bilstm_epochs": 1, "bilstm_hidden": 4}
+    from attnbook.chapters.params import chapter_params
+
+    P = chapter_params("07_arct_cues", "smoke").replace(seed=3, word_seeds=2, probes=["full", "W"], train_threads=1,
+                                                         bilstm_epochs=1, bilstm_hidden=4)
     runs = M.run_word_baselines(FakeGloVe(), train, dev, {"test": test}, P)
     assert list(runs) == list(M.KINDS)
     for kind, frame in runs.items():

@@ -2,21 +2,27 @@
 write into the pipeline's private state (chapter 3's pipeline took chapter 1's segments that way)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from attnbook.core.errors import ParameterError
+from attnbook.core.parameters import Parameters
 from attnbook.engine.pipeline import Pipeline, no_model_work, stage
 
 
+@dataclass(frozen=True, kw_only=True)
+class _N(Parameters):
+    n: int = 0
+
+
 class Counting(Pipeline):
-    chapter = "00_test"
-    needs = ("n",)
     calls = 0
 
     @stage("numbers", no_model_work)
     def numbers(self) -> list[int]:
         type(self).calls += 1
-        return list(range(self.p["n"]))
+        return list(range(self.p.n))
 
     @stage("their sum", no_model_work)
     def total(self) -> int:
@@ -25,14 +31,14 @@ class Counting(Pipeline):
 
 def test_a_given_stage_result_is_used_instead_of_running_the_stage():
     Counting.calls = 0
-    run = Counting(None, {"n": 4}, given={"numbers": [10, 20]})
+    run = Counting(None, _N(n=4), given={"numbers": [10, 20]})
     assert run.total() == 30 and Counting.calls == 0 and run.done() == ["numbers", "total"]
-    assert Counting(None, {"n": 4}).total() == 6 and Counting.calls == 1
+    assert Counting(None, _N(n=4)).total() == 6 and Counting.calls == 1
 
 
 def test_a_given_result_for_no_stage_names_the_stages():
     with pytest.raises(ParameterError, match="has no stage.*segmentz.*numbers, total"):
-        Counting(None, {"n": 1}, given={"segmentz": []})
+        Counting(None, _N(n=1), given={"segmentz": []})
 
 
 def test_chapter_three_takes_chapter_ones_segments_through_the_door():
@@ -43,7 +49,7 @@ def test_chapter_three_takes_chapter_ones_segments_through_the_door():
     assert "_done" not in inspect.getsource(pipeline.ClusteringPipeline)
 
 
-def test_every_chapters_pipeline_names_its_data_files_and_the_glue_chapters_share_their_recipe_base():
+def test_every_chapters_pipeline_names_its_data_files_and_builds_its_rows_and_the_glue_chapters_share_a_base():
     """The base declares ``data_files()``; every study's pipeline implements it (chapters 4-6 did not); the GLUE
     chapters' pipelines share one base holding the recipe and the batching."""
     from attnbook.atlas.encoders import AcrossPipeline
@@ -56,9 +62,14 @@ def test_every_chapters_pipeline_names_its_data_files_and_the_glue_chapters_shar
     every = (SurfacePipeline, ProbingPipeline, ClusteringPipeline, TaxonomyPipeline, DisablingPipeline,
              PruningPipeline, CuesPipeline, AcrossPipeline)
     assert [c.__name__ for c in every if c.data_files is Pipeline.data_files] == []
+    # the comparison rows are every pipeline's last stage, not notebook code (chapters 1-5 built them in the notebook)
+    assert [c.__name__ for c in every if c.stage_methods()[-1][0] != "comparisons"] == []
+    assert all(c.comparisons.stage.name == "paper vs this run" for c in every)
     assert all(issubclass(c, GluePipeline) for c in (TaxonomyPipeline, DisablingPipeline, PruningPipeline))
     with pytest.raises(NotImplementedError, match="define data_files"):
-        Counting(None, {"n": 1}).data_files()
+        Counting(None, _N(n=1)).data_files()
+    with pytest.raises(NotImplementedError, match="define comparisons"):
+        Counting(None, _N(n=1)).comparisons()
 
 
 def test_the_glue_pipelines_name_files_that_exist(monkeypatch):

@@ -93,7 +93,7 @@ def test_probe_training_counts_the_padded_word_pairs():
     work = P.chapter_work("02_clark_probing", p, MINILM)
     probe = [w for w in work if w.kind == "probe"]
     assert len(probe) == 1 and probe[0].amount > 0
-    more = P.chapter_work("02_clark_probing", {**p, "probe_epochs": 2 * p["probe_epochs"]}, MINILM)
+    more = P.chapter_work("02_clark_probing", p.replace(probe_epochs=2 * p.probe_epochs), MINILM)
     assert [w.amount for w in more if w.kind == "probe"][0] == pytest.approx(2 * probe[0].amount)
 
 
@@ -124,21 +124,21 @@ def test_the_atlas_is_planned_as_reading_back_what_its_source_chapters_ran():
     p4, p5, p6 = (chapter_params(c, "quick") for c in ("04_kovaleva_taxonomy", "05_kovaleva_disabling",
                                                          "06_michel_pruning"))
     r4 = glue.recipe(p4)
-    trainable = [t for t in p4["table1_tasks"] if cost.trainable(t)]
-    others = [t for t in p6["agreement_tasks"] if t != p6["task"] and cost.trainable(t)]
+    trainable = [t for t in p4.table1_tasks if cost.trainable(t)]
+    others = [t for t in p6.agreement_tasks if t != p6.task and cost.trainable(t)]
     from attnbook.engine.jobs import seeds_for
 
     n4 = sum(len(seeds_for(r4, t)) + len(r4["random_seeds"]) for t in trainable)
-    n5 = sum(len(seeds_for(glue.recipe(p5), t, p5["seeds"])) for t in p5["tasks"] if cost.trainable(t))
-    assert work["load"].amount == n4 + n5 + len(p6["seeds"]) + 2 * len(others)
+    n5 = sum(len(seeds_for(glue.recipe(p5), t, p5.seeds)) for t in p5.tasks if cost.trainable(t))
+    assert work["load"].amount == n4 + n5 + len(p6.seeds) + 2 * len(others)
     assert n4 < len(trainable) * (len(r4["seeds"]) + len(r4["random_seeds"]))  # RTE: one seed in the quick recipe
     assert work["parse"].amount > 10e6  # FrameNet 1.7's full text: about 15 MB of XML
-    fewer = {**p, "chapter_overrides": {"05_kovaleva_disabling": {"seeds": [0]},
-                                        "01_clark_surface_patterns": {"n_segments": 10}}}
+    fewer = p.replace(chapter_overrides={"05_kovaleva_disabling": {"seeds": [0]},
+                                         "01_clark_surface_patterns": {"n_segments": 10}})
     less = {w.kind: w for w in P.chapter_work("08_head_atlas", fewer, MINILM)}
     r5 = glue.recipe(p5)
-    assert less["load"].amount == work["load"].amount - sum(len(seeds_for(r5, t, p5["seeds"])) - 1
-                                                            for t in p5["tasks"] if cost.trainable(t))
+    assert less["load"].amount == work["load"].amount - sum(len(seeds_for(r5, t, p5.seeds)) - 1
+                                                            for t in p5.tasks if cost.trainable(t))
     assert less["encode"].amount < work["encode"].amount
 
 
@@ -148,8 +148,8 @@ def test_the_adversarial_runs_evaluation_is_counted():
     p = chapter_params("07_arct_cues", "quick")
     work = P.chapter_work("07_arct_cues", p, MINILM)
     adv = [w for w in work if w.what.startswith("evaluating adversarial")]
-    assert len(adv) == len(p["adversarial"]) and adv[0].kind == "forward"
-    capped = [w for w in P.chapter_work("07_arct_cues", {**p, "eval_cap": 10}, MINILM)
+    assert len(adv) == len(p.adversarial) and adv[0].kind == "forward"
+    capped = [w for w in P.chapter_work("07_arct_cues", p.replace(eval_cap=10), MINILM)
               if w.what.startswith("evaluating adversarial")]
     assert capped[0].amount < adv[0].amount
 
@@ -177,9 +177,9 @@ def test_chapter6s_check_that_each_classifier_learned_is_counted():
     recipe = glue.recipe(p)
     check = [w for w in P.chapter_work(c, p, MINILM, recipe) if "learned" in w.what]
     assert len(check) == 1 and check[0].kind == "forward"
-    others = [t for t in dict.fromkeys(p["agreement_tasks"]) if t != p["task"] and cost.trainable(t)]
-    assert f"checking that {len(p['seeds']) + len(others)} classifiers" in check[0].what
-    one_seed = [w for w in P.chapter_work(c, {**p, "seeds": p["seeds"][:1]}, MINILM, recipe) if "learned" in w.what]
+    others = [t for t in dict.fromkeys(p.agreement_tasks) if t != p.task and cost.trainable(t)]
+    assert f"checking that {len(p.seeds) + len(others)} classifiers" in check[0].what
+    one_seed = [w for w in P.chapter_work(c, p.replace(seeds=p.seeds[:1]), MINILM, recipe) if "learned" in w.what]
     capped = [w for w in P.chapter_work(c, p, MINILM, {**recipe, "dev_cap": 8}) if "learned" in w.what]
     assert one_seed[0].amount < check[0].amount and capped[0].amount < check[0].amount
 
@@ -204,14 +204,14 @@ def test_the_empty_cache_estimate_ignores_the_cache_and_the_cached_one_skips_hel
     c = "04_kovaleva_taxonomy"
     p = chapter_params(c, "smoke")
     recipe = glue.recipe(p)
-    jobs = [(t, i, sd) for t in p["table1_tasks"] if cost.trainable(t) for i in ("pretrained_ft", "random_ft")
+    jobs = [(t, i, sd) for t in p.table1_tasks if cost.trainable(t) for i in ("pretrained_ft", "random_ft")
             for sd in (recipe["seeds"] if i == "pretrained_ft" else recipe["random_seeds"])]
     if not jobs:
         pytest.skip("no GLUE training file in the data directory")
-    held = cost.CheckpointCache(p["model"])
+    held = cost.CheckpointCache(p.model)
     empty = P.chapter_work(c, p, MINILM, recipe, set())
     assert P.chapter_work(c, p, MINILM, recipe, set(), cache=held) == empty  # the cache holds nothing yet
-    _plant_checkpoints(p["model"], recipe, jobs)
+    _plant_checkpoints(p.model, recipe, jobs)
     assert P.chapter_work(c, p, MINILM, recipe, set()) == empty
     cached = P.chapter_work(c, p, MINILM, recipe, set(), cache=held)
     assert any(w.kind.startswith("train") for w in empty) and not any(w.kind.startswith("train") for w in cached)

@@ -6,6 +6,7 @@ import time
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from attnbook.chapters.params import chapter_params
 from attnbook.chapters.publish import Progress, cells_done, merge_parameters, take_stderr, tidy
 
 
@@ -75,7 +76,8 @@ def _row(outcome: str):
 def _results(verdicts: list[str], model: str = "embedded-x") -> tuple[dict, dict]:
     rows = [_row(v).as_dict() for v in verdicts]
     results = {"chapter": "01_clark_surface_patterns", "profile": "quick", "comparisons": rows,
-               "params": {"n_segments": 1000, "max_tokens": 128, "grad_segments": 200},
+               "params": chapter_params("01_clark_surface_patterns", "quick").replace(
+                   n_segments=1000, max_tokens=128, grad_segments=200).as_dict(),
                "numbers": {"mlm_head": {"source": "fitted on the frozen encoder"}}}
     prov = {"model": {"name": model, "n_layers": 6, "n_heads": 12, "device": "cpu", "shape_note": ""},
             "run_seconds": 75.0, "machine": "x86_64 Linux, 2 cores"}

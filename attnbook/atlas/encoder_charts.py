@@ -146,7 +146,7 @@ def sizes_table(sources: Mapping[str, Mapping[str, Mapping[str, Any]]], labels: 
             "probe_train_sentences", "probe_dev_sentences"), CLUSTERING: ("n_segments", "query_fraction"),
             TAXONOMY: ("percentile",)}
     return pd.DataFrame([{"chapter": c[:2], "parameter": k,
-                          **{labels[m]: "all" if src[c][k] is None else f"{src[c][k]:,}" for m, src in sources.items()}}
+                          **{labels[m]: "all" if getattr(src[c], k) is None else f"{getattr(src[c], k):,}" for m, src in sources.items()}}
                          for c, ks in keys.items() for k in ks])
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from attnbook import verdict
 from attnbook.atlas.joint_map import joint_distances
 from attnbook.core.errors import ModelError, ParameterError
+from attnbook.core.parameters import Parameters
 from attnbook.core.heads import head_label, relative_layers
 from attnbook.data import framenet as framenet_data
 from attnbook.data.conllu import ud_path
@@ -39,7 +40,6 @@ from attnbook.studies.kovaleva import paper as kovaleva
 from attnbook.studies.kovaleva.pipeline import TaxonomyPipeline
 from attnbook.verdict import AGREES, DISAGREES, INCONCLUSIVE, NOT_COMPARABLE, PARTLY, Comparison
 
-CHAPTER = "09_across_encoders"
 #: the chapters whose pre-trained analyses run on every model, in book order
 SOURCES = SURFACE, PROBING, CLUSTERING, TAXONOMY = ("01_clark_surface_patterns", "02_clark_probing",
                                                    "03_clark_clustering", "04_kovaleva_taxonomy")
@@ -73,15 +73,15 @@ _HERE = re.compile(r"\s*\(here: [^)]*\)")
 # --------------------------------------------------------------------------------------------- models and parameters
 
 
-def compared_models(p: Mapping[str, Any]) -> list[str]:
+def compared_models(p: Parameters) -> list[str]:
     """The models compared: ``models``, with ``model`` (the one chapters 1-8 ran with) first when it is not among
     them; each once (one name alone, ``-p models=mpnet``, is a list of one)."""
-    models = [p["models"]] if isinstance(p["models"], str) else list(p["models"])
-    return list(dict.fromkeys([*([] if p["model"] in models else [p["model"]]), *models]))
+    models = [p.models] if isinstance(p.models, str) else list(p.models)
+    return list(dict.fromkeys([*([] if p.model in models else [p.model]), *models]))
 
 
-def source_parameters(chapter_params: Callable[..., Mapping[str, Any]], profile: str, model: str,
-                      sizes: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> dict[str, Mapping[str, Any]]:
+def source_parameters(chapter_params: Callable[..., Parameters], profile: str, model: str,
+                      sizes: Mapping[str, Mapping[str, Mapping[str, Any]]] | None) -> dict[str, Parameters]:
     """Chapters 1-4's resolved parameters for ``profile`` and ``model``, with ``sizes[model][chapter]`` (the chapter's
     per-model sizes) over them. ``chapter_params`` is :func:`attnbook.chapters.params.chapter_params` (passed in: the
     atlas sits below the book machinery). Chapter 3 must draw chapter 1's segments and read chapter 2's UD sentences
@@ -94,7 +94,8 @@ def source_parameters(chapter_params: Callable[..., Mapping[str, Any]], profile:
     pairs = [(p1, k, k) for k in ("n_segments", "max_tokens", "seed", "batch_size")] + [
         (p2, "syntax_split", "syntax_split"), (p2, "syntax_sentences", "syntax_sentences"),
         (p2, "max_tokens", "syntax_max_tokens"), (p2, "batch_size", "syntax_batch_size")]
-    differ = [f"{theirs}={p3[mine]!r} (theirs {p[theirs]!r})" for p, theirs, mine in pairs if p[theirs] != p3[mine]]
+    differ = [f"{theirs}={getattr(p3, mine)!r} (theirs {getattr(p, theirs)!r})" for p, theirs, mine in pairs
+              if getattr(p, theirs) != getattr(p3, mine)]
     if differ:
         raise ParameterError(f"sizes for {model}: chapter 3's parameters must be chapters 1-2's: {', '.join(differ)}")
     return out
@@ -152,10 +153,10 @@ def _costed(what: Callable[[Mapping[str, StageParams], Shape], list[Work]]) -> C
             raise ParameterError("chapter 9's cost needs the book's parameter resolver (StageParams.resolve)")
         out = []
         for m in compared_models(p):
-            src = {c: StageParams(CHAPTER, v, fetched=p.fetched)
-                   for c, v in source_parameters(p.resolve, p["profile"], m, p["sizes"]).items()}
-            back = m == p["model"] and not (p["sizes"] or {}).get(m)
-            out += [Work(CHAPTER, f"{m}: {w.what}", w.kind, w.amount, w.parallel) for w in what(src, encoder_shape(m))
+            src = {c: StageParams(p.chapter, v, fetched=p.fetched)
+                   for c, v in source_parameters(p.resolve, p.profile, m, p.sizes).items()}
+            back = m == p.model and not (p.sizes or {}).get(m)
+            out += [Work(p.chapter, f"{m}: {w.what}", w.kind, w.amount, w.parallel) for w in what(src, encoder_shape(m))
                     if not back or w.kind in ("encode", "parse")]
         return out
 
@@ -163,33 +164,33 @@ def _costed(what: Callable[[Mapping[str, StageParams], Shape], list[Work]]) -> C
 
 
 def _no_mlm(p: StageParams) -> StageParams:
-    return p if p["grad_segments"] else StageParams(CHAPTER, {**p, "mlm_fit_steps": 0})
+    return p if p.grad_segments else StageParams(p.chapter, p.params.replace(mlm_fit_steps=0))
 
 
 surface_cost = _costed(lambda src, s: clark_costs.segments_cost(_no_mlm(src[SURFACE]), s)
                        + clark_costs.surface_cost(src[SURFACE], s))
 gradients_cost = _costed(lambda src, s: clark_costs.mlm_head_cost(src[SURFACE], s)
-                         + clark_costs.gradients_cost(src[SURFACE], s) if src[SURFACE]["grad_segments"] else [])
+                         + clark_costs.gradients_cost(src[SURFACE], s) if src[SURFACE].grad_segments else [])
 syntax_cost = _costed(lambda src, s: clark_costs.syntax_cost(src[PROBING], s))
 coref_cost = _costed(lambda src, s: clark_costs.coref_cost(src[PROBING], s))
 probes_cost = _costed(lambda src, s: clark_costs.probes_cost(src[PROBING], s)
-                      if src[PROBING]["probe_train_sentences"] else [])
+                      if src[PROBING].probe_train_sentences else [])
 clusters_cost = _costed(lambda src, s: clark_costs.distances_cost(src[CLUSTERING], s))
 framenet_cost = _costed(lambda src, s: kovaleva_costs.framenet_cost(src[TAXONOMY], s) + [
-    Work(CHAPTER, f"maps of {FRAMENET_KEPT} FrameNet instances (§4.2)", "forward",
+    Work(src[TAXONOMY].chapter, f"maps of {FRAMENET_KEPT} FrameNet instances (§4.2)", "forward",
          s.forward_flops(FRAMENET_PIECES, FRAMENET_KEPT))])
 
 
 def joint_cost(p: StageParams, s: Shape) -> list[Work]:
     """Every model's maps of the joint sentences (computed for every model: no chapter caches them), and the
     Jensen-Shannon terms of every pair of heads over their word-level entries."""
-    n = min(int(p["joint_sentences"]), UD_SIZES["dev"])
+    n = min(int(p.joint_sentences), UD_SIZES["dev"])
     shapes = {m: encoder_shape(m) for m in compared_models(p)}
-    out = [Work(CHAPTER, f"{m}: word-level maps of {n} UD sentences", "forward", sh.forward_flops(PIECES["ud"], n))
+    out = [Work(p.chapter, f"{m}: word-level maps of {n} UD sentences", "forward", sh.forward_flops(PIECES["ud"], n))
            for m, sh in shapes.items()]
     heads = sum(sh.n_layers * sh.n_heads for sh in shapes.values())
-    return out + [Work(CHAPTER, "encoding the joint sentences", "encode", PIECES["ud"] * n * len(shapes)),
-                  Work(CHAPTER, f"Jensen-Shannon terms of {heads * (heads - 1) // 2:,} pairs of heads of all models",
+    return out + [Work(p.chapter, "encoding the joint sentences", "encode", PIECES["ud"] * n * len(shapes)),
+                  Work(p.chapter, f"Jensen-Shannon terms of {heads * (heads - 1) // 2:,} pairs of heads of all models",
                        "pairs", heads * (heads - 1) / 2 * n * UD_WORD_ENTRIES)]
 
 
@@ -226,11 +227,9 @@ class AcrossPipeline(Pipeline):
     """Chapter 9: chapters 1-4's pre-trained stages on every model of ``models`` (name -> loaded encoder), each with
     its chapters' parameters ``sources[name]`` (:func:`source_parameters`); stages return ``{name: result}``."""
 
-    chapter = CHAPTER
-    needs = ("model", "models", "sizes", "joint_sentences", "seed")
 
-    def __init__(self, models: Mapping[str, LoadedModel], params: Mapping[str, Any],
-                 sources: Mapping[str, Mapping[str, Mapping[str, Any]]]):
+    def __init__(self, models: Mapping[str, LoadedModel], params: Parameters,
+                 sources: Mapping[str, Mapping[str, Parameters]]):
         super().__init__(next(iter(models.values())), params)
         self.models, self.sources = dict(models), dict(sources)
         self.labels = model_labels(self.models)
@@ -264,7 +263,7 @@ class AcrossPipeline(Pipeline):
     def gradients(self) -> dict[str, Gradients | None]:
         """``None`` for a model whose sizes give no gradient segments."""
         return self._each(lambda m: Gradients(self._run(m, SURFACE).mlm_head(), self._run(m, SURFACE).gradients())
-                          if self.sources[m][SURFACE]["grad_segments"] else None)
+                          if self.sources[m][SURFACE].grad_segments else None)
 
     @stage("syntactic heads (Clark §4.2)", syntax_cost)
     def syntax(self) -> dict[str, Any]:
@@ -278,7 +277,7 @@ class AcrossPipeline(Pipeline):
     def probes(self) -> dict[str, dict | None]:
         """``None`` for a model whose sizes give no probe training sentences."""
         return self._each(lambda m: self._run(m, PROBING).probes()
-                          if self.sources[m][PROBING]["probe_train_sentences"] else None)
+                          if self.sources[m][PROBING].probe_train_sentences else None)
 
     @stage("head distances, behaviours and clusters (Clark §6)", clusters_cost)
     def clusters(self) -> dict[str, Clusters]:
@@ -292,8 +291,8 @@ class AcrossPipeline(Pipeline):
     @stage("every model's heads on one map (word-level JS divergences)", joint_cost)
     def joint(self) -> dict[str, Any]:
         p2 = self.sources[next(iter(self.models))][PROBING]
-        return joint_distances(self.models, self.p["joint_sentences"], max_tokens=p2["max_tokens"],
-                               batch_size=p2["batch_size"])
+        return joint_distances(self.models, self.p.joint_sentences, max_tokens=p2.max_tokens,
+                               batch_size=p2.batch_size)
 
     @stage("each model's rows, judged by its chapter's rules", no_model_work)
     def findings(self) -> dict[str, ModelFindings]:
@@ -303,16 +302,16 @@ class AcrossPipeline(Pipeline):
         s, loaded, skipped = self.sources[m], self.models[m], {}
         g = self.gradients()[m]
         rows = clark.surface_comparison(self.surface()[m], g and g.grads, mlm=g and g.mlm.quality,
-                                        seed=s[SURFACE]["seed"])
+                                        seed=s[SURFACE].seed)
         if g is None:
             skipped["§3.2 gradients"] = "not run for this model in this profile (no gradient segments)"
         acc, co, pr = self.syntax()[m], self.coref()[m], self.probes()[m]
-        rows += clark.syntax_comparison(acc, seed=s[PROBING]["seed"])
-        rows += clark.coref_comparison(co.heads, co.baselines, seed=s[PROBING]["seed"])
+        rows += clark.syntax_comparison(acc, seed=s[PROBING].seed)
+        rows += clark.coref_comparison(co.heads, co.baselines, seed=s[PROBING].seed)
         if pr is None:
             skipped["§5 probing classifiers"] = "not run for this model in this profile (no probe training sentences)"
         else:
-            rows += clark.probe_comparison(pr, seed=s[PROBING]["seed"])
+            rows += clark.probe_comparison(pr, seed=s[PROBING].seed)
         rows += cluster_rows(loaded, self.clusters()[m], s[CLUSTERING])
         fn = self.framenet()[m]
         rows += kovaleva.framenet_comparisons(len(fn.kept), len(fn.heads["heads"]), loaded.n_layers * loaded.n_heads,
@@ -324,14 +323,19 @@ class AcrossPipeline(Pipeline):
     def rows(self) -> list[Finding]:
         return across_findings(list(self.findings().values()))
 
+    @stage("paper vs this run", no_model_work)
+    def comparisons(self) -> list[Comparison]:
+        """One comparison row per finding: how many of the models it holds in (:meth:`Finding.comparison`)."""
+        return [f.comparison() for f in self.rows()]
 
-def cluster_rows(loaded: LoadedModel, c: Clusters, p3: Mapping[str, Any]) -> list[Comparison]:
+
+def cluster_rows(loaded: LoadedModel, c: Clusters, p3: Parameters) -> list[Comparison]:
     """Chapter 3's §6 rows for one model, from the same calls as the chapter's notebook (its permutation tests, MDS
     and bootstrap over groups of segments, with its parameters)."""
     d, L, H = c.arrays["js_mean"], loaded.n_layers, loaded.n_heads
-    n, seed = p3["n_permutations"], p3["seed"]
+    n, seed = p3.n_permutations, p3.seed
     layer_test = clark_clusters.layer_permutation_test(d, L, H, n_permutations=n, seed=seed)
-    mds = embedding.mds_embedding(d, seed=seed, n_init=p3["mds_n_init"], orient_by=clark_clusters.layer_labels(L, H))
+    mds = embedding.mds_embedding(d, seed=seed, n_init=p3.mds_n_init, orient_by=clark_clusters.layer_labels(L, H))
     beh = clark_clusters.behaviour_test(d, c.behaviours, n_permutations=n, seed=seed)
     boot = distances.resampled_distances(c.arrays, clark.N_RESAMPLES_CLUSTERS, seed=seed)
     return clark.clustering_comparison(layer_test, c.clustering, mds, beh, resampled=boot, head_behaviours=c.behaviours,

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from attnbook.core.errors import ParameterError
+from attnbook.core.parameters import Parameters
 from attnbook.data import framenet as framenet_data
 from attnbook.data import gum
 from attnbook.data.conllu import ud_path
@@ -118,7 +119,7 @@ def kovaleva_patterns(run: TaxonomyPipeline) -> dict:
     over the tasks' inputs) and each fine-tuned classifier, its FrameNet heads (§4.2) and whether each task's
     classifier learned it (chapter 4's verdict, :meth:`TaxonomyPipeline.learned`)."""
 
-    tasks = list(run.p["tasks"])
+    tasks = list(run.p.tasks)
     why = run.learned() if tasks else {}
     shares = run.pattern_shares() if tasks else {}
     counts: dict[str, np.ndarray] = {}
@@ -130,7 +131,7 @@ def kovaleva_patterns(run: TaxonomyPipeline) -> dict:
     return {"counts": {"pre-trained": counts.pop("pre-trained"), **counts} if counts else None,
             "classes": tuple(CLASSES), "learned": {t: not why.get(t) for t in tasks},
             "framenet": {"mean": np.asarray(fheads["mean"]), "heads": [(int(l), int(h)) for l, h, _ in fheads["heads"]],
-                         "percentile": float(run.p["percentile"])},
+                         "percentile": float(run.p.percentile)},
             "files": list(framenet_data.fulltext_files())}
 
 
@@ -142,13 +143,13 @@ def kovaleva_disabling(run: DisablingPipeline) -> tuple[dict, dict]:
     p, b = run.p, run.baselines()
     single = run.single_heads()
     out, why = {}, {}
-    for task in p["tasks"]:
+    for task in p.tasks:
         if task not in b.main:
-            why[task] = "; ".join(f"seed {s}: {b.learned[(task, s)]}" for s in p["seeds"] if b.learned.get((task, s)))
+            why[task] = "; ".join(f"seed {s}: {b.learned[(task, s)]}" for s in p.seeds if b.learned.get((task, s)))
             continue
         k = b.main[task]
         sweep = single[k]
-        table, _ = headstudy.effect_intervals(sweep, task, n_resamples=p["n_resamples"], seed=p["seed"])
+        table, _ = headstudy.effect_intervals(sweep, task, n_resamples=p.n_resamples, seed=p.seed)
         shape = sweep.scores.shape
         out[task] = {"delta": np.asarray(sweep.delta, dtype=float), "low": table["low"].to_numpy().reshape(shape),
                      "high": table["high"].to_numpy().reshape(shape), "n": int(table["n"].iloc[0]), "seed": int(k[1]),
@@ -163,18 +164,18 @@ def michel_heads(run: PruningPipeline) -> dict:
     p, first = run.p, run.analysed()[0]
     ablation, table = first.ablation, first.effects
     ti = run.task_importance()
-    curve = mp.curve_frame(first.sweeps[mp.BY_IMPORTANCE][0], mp.BY_IMPORTANCE, step=p["step"])
-    safe = mp.largest_safe_share(curve, ablation.baseline_score, p["tolerance"])
+    curve = mp.curve_frame(first.sweeps[mp.BY_IMPORTANCE][0], mp.BY_IMPORTANCE, step=p.step)
+    safe = mp.largest_safe_share(curve, ablation.baseline_score, p.tolerance)
     n_safe = int(curve.loc[np.isclose(curve["share_pruned"], safe), "n_pruned"].max()) if safe > 0 else 0
     shape = ablation.scores.shape
     return {
-        "masking": {"task": p["task"], "delta": np.asarray(ablation.delta, dtype=float),
+        "masking": {"task": p.task, "delta": np.asarray(ablation.delta, dtype=float),
                     "low": table["low"].to_numpy().reshape(shape), "high": table["high"].to_numpy().reshape(shape),
                     "n": int(table["n"].iloc[0]), "seed": first.seed, "learned": run.seeds().analysable},
         "importance": {t: np.asarray(v, dtype=float) for t, v in ti.by_task.items()},
-        "main_task": p["task"],
+        "main_task": p.task,
         "pruning": {"order": mp.pruning_order(first.importance), "safe_share": float(safe), "n_safe": n_safe,
-                    "tolerance": float(p["tolerance"]), "step": float(p["step"]),
+                    "tolerance": float(p.tolerance), "step": float(p.step),
                     "first_step": int(curve["n_pruned"].iloc[1]) if len(curve) > 1 else 0},
         "skipped": ti.not_learned, "files": [run.data().dev.path, run.data().train.path, *ti.files],
     }
@@ -183,12 +184,12 @@ def michel_heads(run: PruningPipeline) -> dict:
 # --------------------------------------------------------------------------------------------- all of them
 
 
-def _segment_key(p: Mapping[str, Any]) -> tuple:
-    return (p["n_segments"], p["max_tokens"], p["seed"])
+def _segment_key(p: Parameters) -> tuple:
+    return (p.n_segments, p.max_tokens, p.seed)
 
 
 def source_parameters(chapter_params, profile: str, model: str,
-                      overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                      overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Parameters]:
     """The resolved parameters of every chapter in :data:`SOURCE_CHAPTERS` for ``profile``, as those chapters
     ran: the atlas's ``model`` plus ``overrides[chapter]``. ``chapter_params`` is
     :func:`attnbook.chapters.params.chapter_params` (passed in: the atlas sits below the book machinery).
@@ -202,7 +203,7 @@ def source_parameters(chapter_params, profile: str, model: str,
             for c in SOURCE_CHAPTERS}
 
 
-def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable[[Mapping[str, Any]], dict]) -> Measurements:
+def gather(chapter_params: Mapping[str, Parameters], recipe_for: Callable[[Parameters], dict]) -> Measurements:
     """Every source chapter's per-head measurements (see :class:`Measurements`).
 
     ``chapter_params`` maps each id of :data:`SOURCE_CHAPTERS` to that chapter's resolved parameters for the
@@ -211,7 +212,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     """
 
     p1 = chapter_params.get("01_clark_surface_patterns")
-    model = next(iter(chapter_params.values()))["model"]
+    model = next(iter(chapter_params.values())).model
     loaded = base_encoder(model)  # the same handle the GLUE chapters' calls below get: the model is loaded once
     m = Measurements(loaded.n_layers, loaded.n_heads, model=loaded.name)
     notes = m.notes
@@ -231,7 +232,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
         run = ch2.coref()
         m.coref = {"accuracy": run.heads.accuracy("all"), "baseline": run.baselines["nearest"].accuracy("all"),
                    "n": int(run.heads.n["all"])}
-        m.data_files += [ud_path(p2["syntax_split"]), *gum.split_files(p2["coref_split"], p2["coref_max_docs"])]
+        m.data_files += [ud_path(p2.syntax_split), *gum.split_files(p2.coref_split, p2.coref_max_docs)]
     else:
         notes["syntax"] = notes["coref"] = "chapter 2 is not part of this profile"
     p3 = chapter_params.get("03_clark_clustering")
@@ -246,7 +247,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
     base = None
     p4 = chapter_params.get("04_kovaleva_taxonomy")
     if p4 is not None:
-        base = base_encoder(p4["model"])
+        base = base_encoder(p4.model)
         k = kovaleva_patterns(TaxonomyPipeline(base, p4, recipe_for(p4)))
         m.patterns, m.pattern_classes, m.learned, m.framenet = k["counts"], k["classes"], k["learned"], k["framenet"]
         m.data_files += k["files"]
@@ -254,7 +255,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
         notes["patterns"] = notes["framenet"] = "chapter 4 is not part of this profile"
     p5 = chapter_params.get("05_kovaleva_disabling")
     if p5 is not None:
-        base = base or base_encoder(p5["model"])
+        base = base or base_encoder(p5.model)
         m.disabling, why = kovaleva_disabling(DisablingPipeline(base, p5, recipe_for(p5)))
         for task, reason in why.items():
             notes[f"disabling/{task}"] = f"not swept in chapter 5: {reason}"
@@ -262,7 +263,7 @@ def gather(chapter_params: Mapping[str, Mapping[str, Any]], recipe_for: Callable
         notes["disabling"] = "chapter 5 is not part of this profile"
     p6 = chapter_params.get("06_michel_pruning")
     if p6 is not None:
-        base = base or base_encoder(p6["model"])
+        base = base or base_encoder(p6.model)
         mi = michel_heads(PruningPipeline(base, p6, recipe_for(p6)))
         m.masking, m.importance, m.main_task, m.pruning = mi["masking"], mi["importance"], mi["main_task"], mi["pruning"]
         if mi["skipped"]:

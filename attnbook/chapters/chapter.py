@@ -19,10 +19,11 @@ import torch
 
 from attnbook import charts as plots
 from attnbook.chapters import tables
-from attnbook.chapters.params import Params, resolve
+from attnbook.chapters.params import resolve
 from attnbook.chapters.results import ChapterResults
 from attnbook.chapters.toc import chapter as chapter_of
 from attnbook.core import cache
+from attnbook.core.parameters import Parameters
 from attnbook.engine.models import set_default_device, set_threads
 
 
@@ -33,13 +34,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Params:
+def setup(chapter: str, profile: str, namespace: Mapping[str, Any]) -> Parameters:
     """Resolve parameters, seed, set threads, enable charts; returns the parameters."""
     params = resolve(chapter, profile, namespace)
-    seed_everything(int(params.get("seed", 0)))
+    seed_everything(int(getattr(params, "seed", 0)))
     set_threads()
-    set_default_device(params.get("device", "auto"))
-    cache.set_enabled(bool(params.get("use_cache", True)))
+    set_default_device(params.device)
+    cache.set_enabled(params.use_cache)
     cache.forget_used()  # the chapter's provenance lists the cache entries this run reads or writes
     plots.enable()
     tables.enable()

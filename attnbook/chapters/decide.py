@@ -15,7 +15,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from attnbook.chapters.params import chapter_params
+from attnbook.chapters.params import chapter_params, from_record
+from attnbook.core.errors import AttnbookError
+from attnbook.core.parameters import Parameters
 from attnbook.chapters.results import comparisons_of
 from attnbook.stats import Estimate
 from attnbook.verdict import CLAIM, INCONCLUSIVE, NOT_COMPARABLE, Comparison, planned_sample, rule_from_spec
@@ -54,7 +56,7 @@ def _estimate(r: Comparison) -> Estimate:
     return Estimate(float(num(r.value)), num(r.low), num(r.high), r.n, r.unit)
 
 
-def _param_for(n: int, quantity: str, unit: str, params: Mapping[str, Any],
+def _param_for(n: int, quantity: str, unit: str, params: Parameters,
                experiment: str = "") -> tuple[str | None, str | None]:
     """The chapter parameter whose value is ``n`` (a count), or the per-task cap in a dict parameter (``dev_caps``) for
     the task the quantity names; over seeds (``unit``), only a ``seeds`` list's length or an ``n_seeds``-like count.
@@ -62,7 +64,7 @@ def _param_for(n: int, quantity: str, unit: str, params: Mapping[str, Any],
     "§5 probing classifiers")."""
     seeds = "seed" in unit
     said = experiment.lower()
-    ordered = sorted(params.items(), key=lambda kv: kv[0].split("_")[0][:4] not in said)  # "prob" in "probing"
+    ordered = sorted(params.as_dict().items(), key=lambda kv: kv[0].split("_")[0][:4] not in said)  # "prob" in "probing"
     for name, value in ordered:
         if isinstance(value, bool) or name in ("seed", "batch_size", "max_tokens", "max_length") \
                 or seeds != name.endswith("seeds") or "epoch" in name:
@@ -85,9 +87,8 @@ def needs(results: Mapping[str, Mapping[str, Any]], profile: str = "quick") -> l
     out = []
     for chapter, data in results.items():
         try:
-            params = chapter_params(chapter, profile, {k: v for k, v in (data.get("params") or {}).items()
-                                                       if k != "profile"})
-        except Exception:  # noqa: BLE001 - a results file from another version: plan with the profile as it is
+            params = from_record(chapter, {**(data.get("params") or {}), "profile": profile})
+        except AttnbookError:  # a results file from another version: plan with the profile as it is
             params = chapter_params(chapter, profile)
         for r in comparisons_of(data):
             if r.kind != CLAIM or r.rejudged() != INCONCLUSIVE or not r.rule_spec or not r.n:
@@ -126,7 +127,7 @@ def overrides(chosen: Sequence[Need], profile: str = "quick") -> dict[str, dict[
     for x in chosen:
         base = chapter_params(x.chapter, profile)
         cur = out.setdefault(x.chapter, {})
-        value = cur.get(x.param, base[x.param])
+        value = cur.get(x.param, getattr(base, x.param))
         if x.key is not None:
             caps = dict(value)
             caps[x.key] = max(int(caps.get(x.key) or 0), x.target)

@@ -37,8 +37,7 @@ import papermill as pm
 import torch
 from transformers import AutoTokenizer
 
-from attnbook.atlas.stages import chapter_stages
-from attnbook.chapters.params import chapter_params
+from attnbook.chapters.params import chapter_params, chapter_stages
 from attnbook.chapters.profiles import glue
 from attnbook.chapters.runner import available_chapters, ipc_kernel_manager, notebooks_dir
 from attnbook.core.errors import AttnbookError, ModelError
@@ -181,7 +180,7 @@ def data_note(fetched: bool = False) -> str:
 def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[str, Any] | None = None,
                  trained: set | None = None, fetched: bool = False, cache: CheckpointCache | None = None) -> list[Work]:
     """The model work of ``chapter`` with resolved parameters ``p`` on a model of shape ``s``: its stages' costs
-    (:func:`attnbook.atlas.stages.chapter_stages`), in order. ``recipe``: the GLUE fine-tuning recipe (chapters 4-6);
+    (:func:`attnbook.chapters.params.chapter_stages`), in order. ``recipe``: the GLUE fine-tuning recipe (chapters 4-6);
     ``trained``: the (task, init, seed) classifiers earlier chapters of the plan already trained (updated in place),
     so each is counted once. GLUE tasks whose files are not in the data directory are skipped, as the chapters skip
     them, unless ``fetched`` (then counted at their standard sizes). ``cache``: ``None`` counts from an empty cache
@@ -452,7 +451,7 @@ def make_plan(profile: str, *, model: str | None = None, chapters: list[str] | N
     chapters = chapters or available_chapters()
     params = {c: chapter_params(c, profile, {**(overrides or {}).get(c, {}), **({"model": model} if model else {})})
               for c in chapters}
-    name = model or next(iter(params.values()))["model"]
+    name = model or next(iter(params.values())).model
     shape = planned_shape(name)
     rates = measure_rates(shape, seconds=seconds, model_name=name, profile=profile)
     fetched = profile == "paper"
@@ -463,7 +462,7 @@ def make_plan(profile: str, *, model: str | None = None, chapters: list[str] | N
     trained_held: set = set()
     for c in chapters:
         p = params[c]
-        recipe = glue.recipe(p) if ("recipe_overrides" in p or "finetune" in p) else None
+        recipe = glue.recipe(p) if hasattr(p, "recipe_overrides") else None
         plan.work += chapter_work(c, p, shape, recipe, trained, fetched=fetched)
         plan.work.append(Work(c, "kernel start-up and imports", "startup", rates["startup"]))
         plan.cached_work += chapter_work(c, p, shape, recipe, trained_held, fetched=fetched, cache=held)

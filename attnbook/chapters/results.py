@@ -26,6 +26,7 @@ from attnbook.chapters.comparison_table import comparison_frame, run_text
 from attnbook.core import cache
 from attnbook.core.errors import MissingDataError
 from attnbook.core.io import atomic_write_json, sha256_file
+from attnbook.core.parameters import Parameters
 from attnbook.core.paths import data_dir, results_dir
 from attnbook.stats import Estimate
 from attnbook.verdict import (
@@ -82,6 +83,10 @@ class ChapterResults:
     data_files: list[Path] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     timings: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.params, Parameters):  # the chapter's typed parameters, recorded by name
+            self.params = self.params.as_dict()
 
     def add(self, key: str, value: Any) -> None:
         """Record a key number (JSON-able: floats, ints, strings, lists, dicts of those)."""

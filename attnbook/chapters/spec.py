@@ -8,10 +8,12 @@ notebook.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from attnbook.core.errors import ParameterError
+from attnbook.core.parameters import Parameters
 
 _Row = TypeVar("_Row")
 
@@ -36,19 +38,33 @@ class Chapter:
     """One chapter, declared once (its module in :mod:`attnbook.chapters.profiles`): ``id`` names its notebook
     (``notebooks/<id>.ipynb``), results file and parameters; ``title`` and ``part`` place it in the book;
     ``datasets`` are the manifest datasets it reads (``attnbook fetch`` names, fetched by the notebook's set-up
-    cell); ``profiles`` its parameters in the three profiles; ``sizes(params)`` the sentence of data and sample
-    sizes and ``differs(params, numbers)`` the main ways a run differs from the paper, in the box at the top of its
-    page (:mod:`attnbook.chapters.summary`). A long chapter is published on several ``pages`` (the first keeps the
-    chapter's id); the notebook stays one."""
+    cell); ``pipeline`` the study's :class:`~attnbook.engine.pipeline.Pipeline` that runs it, as
+    ``"module:Class"`` (imported when first asked for: the parameter table loads no model code); ``profiles`` its
+    parameters in the three profiles, one :class:`~attnbook.core.parameters.Parameters` subclass; ``sizes(params)``
+    the sentence of data and sample sizes and ``differs(params, numbers)`` the main ways a run differs from the paper,
+    in the box at the top of its page (:mod:`attnbook.chapters.summary`). A long chapter is published on several
+    ``pages`` (the first keeps the chapter's id); the notebook stays one."""
 
     id: str
     title: str
     part: str
     datasets: tuple[str, ...] = ()
-    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    sizes: Callable[[Mapping[str, Any]], str] | None = None
-    differs: Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]] | None = None
+    pipeline: str = ""
+    profiles: Mapping[str, Parameters] = field(default_factory=dict)
+    sizes: Callable[[Any], str] | None = None
+    differs: Callable[[Any, Mapping[str, Any]], list[str]] | None = None
     pages: tuple[Page, ...] = ()
+
+    def pipeline_class(self) -> type:
+        """The chapter's pipeline class (:attr:`pipeline` imported)."""
+        module, _, name = self.pipeline.partition(":")
+        if not module or not name:
+            raise ParameterError(f"chapter {self.id} names no pipeline ('module:Class'), got {self.pipeline!r}")
+        return getattr(importlib.import_module(module), name)
+
+    def stages(self) -> list:
+        """The chapter's stages as the plan reads them (:meth:`~attnbook.engine.pipeline.Pipeline.stages`)."""
+        return self.pipeline_class().stages(self.id)
 
     @property
     def page_ids(self) -> tuple[str, ...]:
@@ -110,11 +126,12 @@ def caps_text(caps: Mapping[str, Any] | None, unit: str) -> str:
     return count_text(default, unit) + (f" ({rest})" if rest else "")
 
 
-def tasks_text(p: Mapping[str, Any], key: str = "tasks") -> str:
+def tasks_text(p: Parameters, key: str = "tasks") -> str:
     """The task list parameter ``key`` as text."""
-    return ", ".join(p[key]) if isinstance(p.get(key), (list, tuple)) else str(p.get(key))
+    value = getattr(p, key)
+    return ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
 
 
-def seeds_text(p: Mapping[str, Any], key: str = "seeds") -> str:
+def seeds_text(p: Parameters, key: str = "seeds") -> str:
     """The seed list parameter ``key`` as text: ``[0, 1, 2]`` -> ``'0, 1, 2'``."""
-    return ", ".join(map(str, p[key]))
+    return ", ".join(map(str, getattr(p, key)))

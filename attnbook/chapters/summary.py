@@ -18,8 +18,10 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from attnbook.chapters.anchors import experiment_anchor
+from attnbook.chapters.params import from_record
 from attnbook.chapters.results import comparisons_of
 from attnbook.chapters.toc import CHAPTERS
+from attnbook.core.errors import AttnbookError
 from attnbook.verdict import (AGREES, CLAIM, DISAGREES, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES, OWN, OWN_WORDS, PARTLY,
     Comparison, expected_by_chance, outcome_html, shown)
 
@@ -48,7 +50,7 @@ def _filled(template: Callable | None, *args: Any) -> Any:
         return None
     try:
         return template(*args)
-    except (KeyError, TypeError):
+    except (AttributeError, KeyError, TypeError):
         return None
 
 
@@ -82,7 +84,11 @@ def summary_markdown(results: Mapping[str, Any], provenance: Mapping[str, Any], 
     """The run's box (a MyST admonition, folded: its title names the profile, model and run time), for one chapter
     run, from its results and provenance files; ``seconds``: the whole execution's wall time when the runner measured
     it (else the provenance's, from the results' creation)."""
-    chapter, p = results["chapter"], results.get("params") or {}
+    chapter = results["chapter"]
+    try:
+        p = from_record(chapter, results.get("params") or {})
+    except AttnbookError:  # a results file of another version or chapter: the box leaves the sizes out
+        p = None
     model = provenance.get("model") or results.get("model") or {}
     name = model.get("name", "?")
     shape = f"{model.get('n_layers')} layers x {model.get('n_heads')} heads"

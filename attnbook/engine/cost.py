@@ -2,7 +2,8 @@
 
 A chapter is a list of :class:`Stage` objects: the methods of the study's pipeline marked ``@stage``
 (``studies/<paper>/pipeline.py``, :mod:`attnbook.engine.pipeline`), each naming its cost function in
-``studies/<paper>/costs.py`` (the atlas's stages and the registry that joins every chapter's are in ``atlas/stages.py``).
+``studies/<paper>/costs.py`` (the atlas's in ``atlas/costs.py``); the chapter's declaration names its pipeline, and
+:func:`attnbook.chapters.params.chapter_stages` lists any chapter's stages.
 A stage's ``cost(params, shape)`` returns the step's :class:`Work` items, counted from the chapter's resolved parameters (:class:`StageParams`) and the model's
 :class:`Shape`. The work is an amount of floating-point operations (or of logarithms, word pairs, pieces, bytes,
 checkpoints: see :class:`Work`) that ``attnbook plan`` (:mod:`attnbook.chapters.plan`) divides by rates it measures
@@ -17,9 +18,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from attnbook.core.errors import AttnbookError, MissingDataError
+from attnbook.core.parameters import Parameters
 from attnbook.core.paths import data_dir
 from attnbook.data import framenet
 from attnbook.data.conllu import load_ud
@@ -121,9 +123,10 @@ class CheckpointCache:
             return False
 
 
-class StageParams(Mapping[str, Any]):
-    """A chapter's resolved parameters as its stages' costs read them (``params["n_segments"]``), with what the plan
-    knows besides them:
+class StageParams:
+    """A chapter's resolved parameters as its stages' costs read them (``params.n_segments``: every parameter of
+    the chapter's :class:`~attnbook.core.parameters.Parameters` is an attribute here), with what the plan knows
+    besides them:
 
     * ``chapter``: the chapter's id (its :class:`Work` items carry it);
     * ``recipe``: the GLUE fine-tuning recipe (:func:`attnbook.chapters.profiles.glue.recipe`; chapters 4-6);
@@ -140,10 +143,10 @@ class StageParams(Mapping[str, Any]):
       for the atlas, which loads its source chapters' classifiers.
     """
 
-    def __init__(self, chapter: str, params: Mapping[str, Any], *, recipe: Mapping[str, Any] | None = None,
+    def __init__(self, chapter: str, params: Parameters, *, recipe: Mapping[str, Any] | None = None,
                  trained: set | None = None, fetched: bool = False, cache: CheckpointCache | None = None,
-                 resolve: Callable[..., Mapping[str, Any]] | None = None,
-                 recipe_for: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None):
+                 resolve: Callable[..., Parameters] | None = None,
+                 recipe_for: Callable[[Parameters], Mapping[str, Any]] | None = None):
         self.chapter = chapter
         self.recipe_for = recipe_for
         self._params = params
@@ -153,14 +156,15 @@ class StageParams(Mapping[str, Any]):
         self.cache = cache
         self.resolve = resolve
 
-    def __getitem__(self, key: str) -> Any:
-        return self._params[key]
+    @property
+    def params(self) -> Parameters:
+        """The chapter's parameters themselves."""
+        return self._params
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._params)
-
-    def __len__(self) -> int:
-        return len(self._params)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._params, name)
 
     def trainable(self, task: str) -> bool:
         return trainable(task, self.fetched)

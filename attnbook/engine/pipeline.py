@@ -6,15 +6,13 @@ A study writes each chapter it backs as a subclass of :class:`Pipeline` beside i
 (``cost(params, shape) -> list[Work]``, :mod:`attnbook.engine.cost`)::
 
     class SurfacePipeline(Pipeline):
-        chapter = "01_clark_surface_patterns"
-
         @stage("segments", costs.segments_cost)
         def segments(self) -> list[Segment]:
-            return clark_segments(self.model.tokenizer, self.p["n_segments"], self.p["max_tokens"], seed=self.p["seed"])
+            return clark_segments(self.model.tokenizer, self.p.n_segments, self.p.max_tokens, seed=self.p.seed)
 
         @stage("surface statistics (§3)", costs.surface_cost)
         def statistics(self) -> dict[str, np.ndarray]:
-            return surface.surface_statistics(self.model, self.segments(), batch_size=self.p["batch_size"])
+            return surface.surface_statistics(self.model, self.segments(), batch_size=self.p.batch_size)
 
 The chapter's notebook makes one pipeline from its model and parameters and calls the stages in the order it
 tells the story (``run.segments()``, then ``run.statistics()``, each followed by its figures); the head atlas
@@ -33,9 +31,10 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, TypeVar
 
 from attnbook.core.errors import ParameterError
+from attnbook.core.parameters import Parameters
 from attnbook.engine.cost import Shape, Stage, StageParams, Work
 from attnbook.engine.models import LoadedModel
 
@@ -78,22 +77,19 @@ def stage(name: str, cost: Cost) -> Callable[[Callable[[Any], R]], Callable[[Any
 class Pipeline:
     """One chapter's stages over one model and the chapter's resolved parameters.
 
-    ``model`` is the loaded encoder (:class:`attnbook.engine.models.LoadedModel`); ``params`` the chapter's resolved
-    parameters (:func:`attnbook.chapters.params.chapter_params`, or the notebook's ``P``), read as ``self.p[name]``.
-    A subclass sets :attr:`chapter` and declares its stages with :func:`stage`; its parameters' names are checked
-    against :attr:`needs` when it is made, so a caller that forgot one hears which."""
+    ``model`` is the loaded encoder (:class:`attnbook.engine.models.LoadedModel`); ``params`` the chapter's typed
+    parameters (:func:`attnbook.chapters.params.chapter_params`, or the notebook's ``P``), read as ``self.p.name``.
+    A subclass declares its stages with :func:`stage`; which chapter it is, the chapter's declaration says
+    (:class:`attnbook.chapters.spec.Chapter`'s ``pipeline``), so a study's pipeline can serve any chapter that names
+    it."""
 
-    chapter: ClassVar[str] = ""
-    #: the parameters the stages read (checked when the pipeline is made)
-    needs: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, model: LoadedModel, params: Mapping[str, Any], given: Mapping[str, Any] | None = None):
+    def __init__(self, model: LoadedModel, params: Parameters, given: Mapping[str, Any] | None = None):
         """``given``: results of stages that the caller already has (by the stage's method name), used instead of
         running those stages (e.g. the head atlas hands chapter 1's segments to chapter 3's pipeline)."""
-        missing = [k for k in self.needs if k not in params]
-        if missing:
-            raise ParameterError(f"{type(self).__name__} ({self.chapter}) needs the parameters {missing}: pass the "
-                                 f"chapter's resolved parameters (attnbook.chapters.params.chapter_params)")
+        if not isinstance(params, Parameters):
+            raise ParameterError(f"{type(self).__name__} takes a chapter's typed parameters, got "
+                                 f"{type(params).__name__}: pass attnbook.chapters.params.chapter_params(chapter, "
+                                 f"profile, overrides)")
         unknown = sorted(set(given or {}) - {attr for attr, _ in self.stage_methods()})
         if unknown:
             raise ParameterError(f"{type(self).__name__} has no stage(s) {unknown} to be given; its stages: "
@@ -107,6 +103,12 @@ class Pipeline:
         every pipeline names its own, from its parameters, before any stage runs."""
         raise NotImplementedError(f"{type(self).__name__} does not name the data files it reads: define data_files()")
 
+    def comparisons(self) -> list:
+        """The chapter's "paper vs this run" rows (:class:`attnbook.verdict.Comparison`), computed from the other
+        stages: every pipeline declares it as its last stage (``@stage("paper vs this run", no_model_work)``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not build its comparison rows: define comparisons() "
+                                  f"as a stage")
+
     @classmethod
     def stage_methods(cls) -> list[tuple[str, StageInfo]]:
         """``(attribute, StageInfo)`` of every stage, base classes' first, each in declaration order."""
@@ -119,9 +121,9 @@ class Pipeline:
         return list(seen.items())
 
     @classmethod
-    def stages(cls) -> list[Stage]:
-        """The stages as the plan reads them: chapter, name, the method, its cost."""
-        return [Stage(cls.chapter, info.name, getattr(cls, attr), info.cost) for attr, info in cls.stage_methods()]
+    def stages(cls, chapter: str) -> list[Stage]:
+        """The stages as the plan reads them for chapter ``chapter``: chapter, name, the method, its cost."""
+        return [Stage(chapter, info.name, getattr(cls, attr), info.cost) for attr, info in cls.stage_methods()]
 
     def run(self) -> dict[str, Any]:
         """Every stage, in order: ``{attribute: result}``."""

@@ -6,9 +6,31 @@ papers' model (needs it in the Hugging Face cache or a network).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import CLARK, Chapter, count_text
+from attnbook.core.parameters import Parameters
+
+
+@dataclass(frozen=True, kw_only=True)
+class SurfaceParams(Parameters):
+    """Chapter 1's parameters (what each means: the module docstring); one instance per profile below."""
+
+    model: str
+    n_segments: int
+    max_tokens: int
+    batch_size: int
+    seed: int
+    mlm_fit_steps: int
+    mlm_fit_batch: int
+    mlm_fit_segments: int
+    mlm_fit_lr: float
+    mlm_eval_every: int
+    grad_segments: int
+
 
 # quick: batch size 16; `make bench` measures segments/s by batch size (8 and 16 are within its noise on 2 cores)
 # and the statistics' overhead at this size.
@@ -21,25 +43,26 @@ from attnbook.chapters.spec import CLARK, Chapter, count_text
 register_chapter(Chapter(
     "01_clark_surface_patterns", "Surface patterns (Clark §3)", CLARK,
     datasets=("wiki",),
+    pipeline="attnbook.studies.clark.pipeline:SurfacePipeline",
     sizes=lambda p: (
-        f"{count_text(p['n_segments'])} WikiText-2 segments of at most {p['max_tokens']} word pieces; attention gradients on "
-        f"{count_text(p['grad_segments'])} of them"),
+        f"{count_text(p.n_segments)} WikiText-2 segments of at most {p.max_tokens} word pieces; attention gradients on "
+        f"{count_text(p.grad_segments)} of them"),
     differs=lambda p, r: [
         "WikiText-2 paragraphs instead of the paper's Wikipedia segments",
         *(["the §3.2 gradients use an MLM head fitted on the frozen encoder (the model has none of its own)"]
           if (r.get("mlm_head") or {}).get("source", "pretrained") != "pretrained" else [])],
     profiles={
-        "smoke": dict(
+        "smoke": SurfaceParams(
             model="embedded", n_segments=12, max_tokens=64, batch_size=4, seed=0,
             mlm_fit_steps=30, mlm_fit_batch=4, mlm_fit_segments=24, mlm_fit_lr=1e-3, mlm_eval_every=10,
             grad_segments=4,
         ),
-        "quick": dict(
+        "quick": SurfaceParams(
             model="embedded", n_segments=1000, max_tokens=128, batch_size=16, seed=0,
             mlm_fit_steps=1000, mlm_fit_batch=16, mlm_fit_segments=860, mlm_fit_lr=1e-3, mlm_eval_every=50,
             grad_segments=200,
         ),
-        "paper": dict(
+        "paper": SurfaceParams(
             model=PAPER_MODEL, n_segments=1000, max_tokens=128, batch_size=16, seed=0,
             mlm_fit_steps=0, mlm_fit_batch=16, mlm_fit_segments=860, mlm_fit_lr=1e-3, mlm_eval_every=50,
             grad_segments=1000,

@@ -26,30 +26,57 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import CLARK, Chapter, count_text
+from attnbook.core.parameters import Parameters
 
-_COMMON = dict(
-    max_tokens=128, batch_size=16, seed=0, smoothing=0.0, n_clusters="auto", k_range=[3, 12],
-    behaviour_threshold=0.5, broad_quantile=0.75, syntax_margin=0.05, exclude_punct=False, mds_n_init=4,
-)
+
+@dataclass(frozen=True, kw_only=True)
+class ClusteringParams(Parameters):
+    """Chapter 3's parameters (what each means: the module docstring); one instance per profile below;
+    a default is the value all three share."""
+
+    max_tokens: int = 128
+    batch_size: int = 16
+    seed: int = 0
+    smoothing: float = 0.0
+    n_clusters: int | str = "auto"
+    k_range: list[int] = field(default_factory=lambda: [3, 12])
+    behaviour_threshold: float = 0.5
+    broad_quantile: float = 0.75
+    syntax_margin: float = 0.05
+    exclude_punct: bool = False
+    mds_n_init: int = 4
+    model: str
+    n_segments: int
+    query_fraction: float
+    n_permutations: int
+    syntax_split: str
+    syntax_sentences: int
+    syntax_max_tokens: int
+    syntax_batch_size: int
+
 
 register_chapter(Chapter(
     "03_clark_clustering", "Clustering heads (Clark §6)", CLARK,
     datasets=("wiki", "ud_ewt"),
+    pipeline="attnbook.studies.clark.pipeline:ClusteringPipeline",
     sizes=lambda p: (
-        f"{count_text(p['n_segments'])} WikiText-2 segments; {count_text(p['n_permutations'])} permutations per test; "
-        f"{count_text(p['syntax_sentences'])} UD EWT sentences for the behaviours"),
+        f"{count_text(p.n_segments)} WikiText-2 segments; {count_text(p.n_permutations)} permutations per test; "
+        f"{count_text(p.syntax_sentences)} UD EWT sentences for the behaviours"),
     differs=lambda p, r: ["WikiText-2 paragraphs instead of the paper's Wikipedia segments",
                                       "the paper's visual claims turned into tests with intervals"],
     profiles={
-        "smoke": dict(_COMMON, model="embedded", n_segments=12, max_tokens=64, batch_size=4,
+        "smoke": ClusteringParams(model="embedded", n_segments=12, max_tokens=64, batch_size=4,
                       query_fraction=1.0, n_permutations=199,
                       syntax_split="dev", syntax_sentences=40, syntax_max_tokens=64, syntax_batch_size=8),
-        "quick": dict(_COMMON, model="embedded", n_segments=1000, query_fraction=0.25, n_permutations=10000,
+        "quick": ClusteringParams(model="embedded", n_segments=1000, query_fraction=0.25, n_permutations=10000,
                       syntax_split="dev", syntax_sentences=2001, syntax_max_tokens=128, syntax_batch_size=32),
-        "paper": dict(_COMMON, model=PAPER_MODEL, n_segments=1000, query_fraction=1.0, n_permutations=10000,
+        "paper": ClusteringParams(model=PAPER_MODEL, n_segments=1000, query_fraction=1.0, n_permutations=10000,
                       syntax_split="dev", syntax_sentences=2001, syntax_max_tokens=128, syntax_batch_size=32),
     },
 ))

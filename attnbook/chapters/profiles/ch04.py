@@ -24,37 +24,65 @@ are cached and chapter 5 reuses them); the fine-tuning itself is the GLUE layer'
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import KOVALEVA, Chapter, Page, caps_text, count_text, tasks_text
+from attnbook.core.parameters import Parameters
 
 _ALL_TASKS = ["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaxonomyParams(Parameters):
+    """Chapter 4's parameters (what each means: the module docstring); one instance per profile below."""
+
+    model: str
+    recipe_overrides: dict[str, Any]
+    finetune: str
+    tasks: list[str]
+    table1_tasks: list[str]
+    n_examples: int
+    max_tokens: int
+    batch_size: int
+    cv_folds: int
+    cnn_epochs: int
+    cnn_size: int
+    percentile: float
+    direction: str
+    seed: int
+    dev_caps: dict[str, int | None]
+    n_resamples: int
+
 
 register_chapter(Chapter(
     "04_kovaleva_taxonomy", "Patterns and fine-tuning (Kovaleva §4)", KOVALEVA,
     datasets=("glue", "framenet"),
+    pipeline="attnbook.studies.kovaleva.pipeline:TaxonomyPipeline",
     sizes=lambda p: (
-        f"GLUE tasks {tasks_text(p)}: {count_text(p['n_examples'])} dev inputs per task for patterns, cosines and features; "
-        f"Table 1 on {caps_text(p['dev_caps'], 'dev examples')}; the book's labelled maps for the pattern classifier"),
+        f"GLUE tasks {tasks_text(p)}: {count_text(p.n_examples)} dev inputs per task for patterns, cosines and features; "
+        f"Table 1 on {caps_text(p.dev_caps, 'dev examples')}; the book's labelled maps for the pattern classifier"),
     differs=lambda p, r: [
         "the book's own labelled maps (the paper's ~400 were not released)",
         "FrameNet 1.7 full-text annotations instead of its lexical-unit examples",
-        *(["QQP and MNLI are not in the local data"] if "QQP" not in p["tasks"] else [])],
+        *(["QQP and MNLI are not in the local data"] if "QQP" not in p.tasks else [])],
     pages=(Page("04_kovaleva_taxonomy", ("Table 1", "§4.3")), Page("04_kovaleva_patterns")),
     profiles={
-        "smoke": dict(
+        "smoke": TaxonomyParams(
             model="embedded", recipe_overrides={},
             finetune="smoke", tasks=["SST-2", "STS-B"], table1_tasks=["SST-2", "STS-B", "QQP"],
             n_examples=8, max_tokens=64, batch_size=8, cv_folds=3, cnn_epochs=2, cnn_size=32, percentile=99.0,
             direction="both", seed=0, dev_caps={"default": 32}, n_resamples=200,
         ),
-        "quick": dict(
+        "quick": TaxonomyParams(
             model="embedded", recipe_overrides={},
             finetune="quick", tasks=["MRPC", "STS-B", "SST-2", "RTE"], table1_tasks=_ALL_TASKS,
             n_examples=200, max_tokens=128, batch_size=16, cv_folds=5, cnn_epochs=40, cnn_size=32, percentile=99.0,
             direction="both", seed=0, dev_caps={"default": None, "QNLI": 1000}, n_resamples=2000,
         ),
-        "paper": dict(
+        "paper": TaxonomyParams(
             model=PAPER_MODEL, recipe_overrides={},
             finetune="paper", tasks=_ALL_TASKS, table1_tasks=_ALL_TASKS,
             n_examples=1000, max_tokens=128, batch_size=16, cv_folds=5, cnn_epochs=40, cnn_size=32, percentile=99.0,

@@ -24,36 +24,63 @@ leaves 3 x 288 = 864, about 1.9 x (about 6 minutes). The paper profile sweeps th
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import KOVALEVA, Chapter, caps_text, seeds_text, tasks_text
+from attnbook.core.parameters import Parameters
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisablingParams(Parameters):
+    """Chapter 5's parameters (what each means: the module docstring); one instance per profile below."""
+
+    model: str
+    recipe_overrides: dict[str, Any]
+    tasks: list[str]
+    seeds: list[int]
+    analyse_unlearned: bool
+    eval_caps: dict[str, int | None] | None
+    dev_caps: dict[str, int | None]
+    batch_size: int
+    held_out_caps: dict[str, int | None]
+    n_resamples: int
+    alpha: float
+    match_tasks: list[str]
+    top_k: int
+    bench_examples: int
+    seed: int
+
 
 register_chapter(Chapter(
     "05_kovaleva_disabling", "Disabling heads (Kovaleva §4.6, §5)", KOVALEVA,
     datasets=("glue",),
+    pipeline="attnbook.studies.kovaleva.pipeline:DisablingPipeline",
     sizes=lambda p: (
         f"GLUE tasks {tasks_text(p)}, fine-tuning seeds {seeds_text(p)}; sweeps over "
-        f"{caps_text(p['dev_caps'], 'dev examples')} per task; classifiers scored on "
-        f"{caps_text(p['eval_caps'], 'dev examples')}"),
+        f"{caps_text(p.dev_caps, 'dev examples')} per task; classifiers scored on "
+        f"{caps_text(p.eval_caps, 'dev examples')}"),
     differs=lambda p, r: [
-        *([f"sweeps on a sample of each dev set ({caps_text(p['dev_caps'], 'examples')})"] if p.get("dev_caps")
-          and any(v for v in p["dev_caps"].values()) else []),
+        *([f"sweeps on a sample of each dev set ({caps_text(p.dev_caps, 'examples')})"] if p.dev_caps
+          and any(v for v in p.dev_caps.values()) else []),
         "paired significance tests with Holm's correction, which the paper does not report"],
     profiles={
-        "smoke": dict(
+        "smoke": DisablingParams(
             model="embedded", recipe_overrides={},
             tasks=["SST-2", "STS-B"], seeds=[0], analyse_unlearned=True, dev_caps={"default": 8},
             eval_caps={"default": 32}, held_out_caps={"default": 16},
             batch_size=8, n_resamples=500, alpha=0.05, match_tasks=["STS-B"], top_k=3, bench_examples=2, seed=0,
         ),
-        "quick": dict(
+        "quick": DisablingParams(
             model="embedded", recipe_overrides={},
             tasks=["SST-2", "MRPC", "RTE", "STS-B"], seeds=[0, 1, 2], analyse_unlearned=False,
             eval_caps=None, dev_caps={"SST-2": 96, "MRPC": 96, "RTE": 64, "STS-B": 96, "default": 96}, batch_size=32,
             held_out_caps={"default": 500},
             n_resamples=2000, alpha=0.05, match_tasks=["STS-B", "RTE"], top_k=3, bench_examples=4, seed=0,
         ),
-        "paper": dict(
+        "paper": DisablingParams(
             model=PAPER_MODEL, recipe_overrides={},
             tasks=["MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI-m"], seeds=[0, 1, 2],
             analyse_unlearned=False, dev_caps={"default": None}, eval_caps=None, held_out_caps={"default": None},

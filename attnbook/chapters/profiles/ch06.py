@@ -24,36 +24,67 @@ quick) and 2 checkpoint curves (0.16). With 3 seeds and ``dev_cap=160``: 160 x (
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import MICHEL, Chapter, count_text, seeds_text
+from attnbook.core.parameters import Parameters
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruningParams(Parameters):
+    """Chapter 6's parameters (what each means: the module docstring); one instance per profile below."""
+
+    model: str
+    recipe_overrides: dict[str, Any]
+    task: str
+    ood_task: str | None
+    agreement_tasks: list[str]
+    seeds: list[int]
+    dev_cap: int | None
+    importance_cap: int | None
+    batch_size: int
+    step: float
+    random_seeds: list[int]
+    tolerance: float
+    alpha: float
+    n_resamples: int
+    checkpoints: list[float]
+    speed_batch_sizes: list[int]
+    speed_examples: int
+    speed_repeats: int
+    seed: int
+
 
 register_chapter(Chapter(
     "06_michel_pruning", "Pruning heads (Michel et al.)", MICHEL,
     datasets=("glue",),
+    pipeline="attnbook.studies.michel.pipeline:PruningPipeline",
     sizes=lambda p: (
-        f"{p['task']} (seeds {seeds_text(p)}): {count_text(p['dev_cap'], 'dev examples')} scored after "
-        f"each intervention, importance on {count_text(p['importance_cap'], 'training examples')}; pruning in steps of "
-        f"{p['step']:.0%}; {len(p['random_seeds'])} random pruning orders per seed"),
+        f"{p.task} (seeds {seeds_text(p)}): {count_text(p.dev_cap, 'dev examples')} scored after "
+        f"each intervention, importance on {count_text(p.importance_cap, 'training examples')}; pruning in steps of "
+        f"{p.step:.0%}; {len(p.random_seeds)} random pruning orders per seed"),
     differs=lambda p, r: [
-        *([f"{p['task']} instead of MNLI (MNLI is not in the local data)"] if p["task"] != "MNLI-m" else []),
+        *([f"{p.task} instead of MNLI (MNLI is not in the local data)"] if p.task != "MNLI-m" else []),
         "the machine-translation experiments are not reproduced",
         "§6's training dynamics asked of fine-tuning checkpoints"],
     profiles={
-        "smoke": dict(
+        "smoke": PruningParams(
             model="embedded", recipe_overrides={},
             task="SST-2", ood_task=None, agreement_tasks=["SST-2", "STS-B"], seeds=[0],
             dev_cap=16, importance_cap=16, batch_size=16, step=0.25, random_seeds=[0], tolerance=1.0, alpha=0.01,
             n_resamples=200, checkpoints=[0.5], speed_batch_sizes=[1, 4], speed_examples=8, speed_repeats=3, seed=0,
         ),
-        "quick": dict(
+        "quick": PruningParams(
             model="embedded", recipe_overrides={},
             task="SST-2", ood_task=None, agreement_tasks=["SST-2", "MRPC", "RTE"], seeds=[0, 1, 2],
             dev_cap=160, importance_cap=128, batch_size=32, step=0.1, random_seeds=[0, 1], tolerance=1.0, alpha=0.01,
             n_resamples=1000, checkpoints=[0.1, 0.5], speed_batch_sizes=[1, 4, 16, 64], speed_examples=128,
             speed_repeats=6, seed=0,
         ),
-        "paper": dict(
+        "paper": PruningParams(
             model=PAPER_MODEL, recipe_overrides={},
             task="MNLI-m", ood_task="MNLI-mm", agreement_tasks=["MNLI-m", "SST-2", "MRPC"],
             seeds=[0, 1, 2], dev_cap=None, importance_cap=None, batch_size=32, step=0.1, random_seeds=[0, 1, 2, 3, 4],

@@ -46,42 +46,76 @@ less), and 2 epochs instead of 3 (2/3 of the training; not measured).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import NIVEN_KAO, Chapter, count_text
+from attnbook.core.parameters import Parameters
 
-_COMMON = dict(
-    seed=0, warmup=0.1, weight_decay=0.01, dropout=0.1, probes=["full", "W", "RW", "CW"],
-    word_baselines=True, min_applicability=20,
-)
+
+@dataclass(frozen=True, kw_only=True)
+class ArctParams(Parameters):
+    """Chapter 7's parameters (what each means: the module docstring); one instance per profile below;
+    a default is the value all three share."""
+
+    seed: int = 0
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    probes: list[str] = field(default_factory=lambda: ["full", "W", "RW", "CW"])
+    word_baselines: bool = True
+    min_applicability: int = 20
+    model: str
+    n_seeds: int
+    epochs: int
+    adversarial_epochs: int
+    lr: float
+    batch_size: int
+    max_length: int
+    trainable_layers: int | str
+    freeze_embeddings: bool
+    bf16: bool | str
+    train_threads: int
+    seed_workers: int
+    group_by_length: bool
+    train_cap: int
+    eval_cap: int
+    adversarial: list[str]
+    word_seeds: int
+    bilstm_hidden: int
+    bilstm_epochs: int
+
 
 register_chapter(Chapter(
     "07_arct_cues", "Cues in ARCT (Niven & Kao)", NIVEN_KAO,
     datasets=("arct", "glove"),
+    pipeline="attnbook.studies.niven_kao.pipeline:CuesPipeline",
     sizes=lambda p: (
-        f"ARCT (original and adversarial): {count_text(p['train_cap'], 'training items')}, {count_text(p['eval_cap'], 'dev/test items')};"
-        f" {p['n_seeds']} seeds x {p['epochs']} epochs per BERT experiment; BoV/BiLSTM with {p['word_seeds']} seeds"),
+        f"ARCT (original and adversarial): {count_text(p.train_cap, 'training items')}, {count_text(p.eval_cap, 'dev/test items')};"
+        f" {p.n_seeds} seeds x {p.epochs} epochs per BERT experiment; BoV/BiLSTM with {p.word_seeds} seeds"),
     differs=lambda p, r: [
-        *([f"{p['n_seeds']} seeds instead of 20"] if p["n_seeds"] != 20 else []),
-        *([f"{p['epochs']} epochs instead of 30"] if p["epochs"] != 30 else []),
+        *([f"{p.n_seeds} seeds instead of 20"] if p.n_seeds != 20 else []),
+        *([f"{p.epochs} epochs instead of 30"] if p.epochs != 30 else []),
         "GloVe 6B 50d instead of 840B 300d for BoV and BiLSTM"],
     profiles={
-        "smoke": dict(
-            _COMMON, model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=2e-3, batch_size=32,
+        "smoke": ArctParams(
+            model="embedded", n_seeds=2, epochs=2, adversarial_epochs=1, lr=2e-3, batch_size=32,
             max_length=48, trainable_layers=1, freeze_embeddings=True, bf16="auto", train_threads=1, seed_workers=1,
             group_by_length=True,
             train_cap=48, eval_cap=24, adversarial=["full"],
             word_seeds=2, bilstm_hidden=8, bilstm_epochs=1,
         ),
-        "quick": dict(
-            _COMMON, model="embedded", n_seeds=3, epochs=3, adversarial_epochs=1, lr=5e-5, batch_size=8,
+        "quick": ArctParams(
+            model="embedded", n_seeds=3, epochs=3, adversarial_epochs=1, lr=5e-5, batch_size=8,
             max_length=64, trainable_layers="all", freeze_embeddings=False, bf16="auto", train_threads=1, seed_workers=3,
             group_by_length=True,
             train_cap=0, eval_cap=0, probes=["full", "W"], adversarial=["full"],
             word_seeds=3, bilstm_hidden=32, bilstm_epochs=1,
         ),
-        "paper": dict(
-            _COMMON, model=PAPER_MODEL, n_seeds=20, epochs=30, adversarial_epochs=30, lr=8e-5, batch_size=8,
+        "paper": ArctParams(
+            model=PAPER_MODEL, n_seeds=20, epochs=30, adversarial_epochs=30, lr=8e-5, batch_size=8,
             max_length=80, trainable_layers="all", freeze_embeddings=False, bf16=False, train_threads=0, seed_workers=1,
             group_by_length=False,
             train_cap=0, eval_cap=0, adversarial=["full", "W", "RW", "CW"], word_seeds=20, bilstm_hidden=512,

@@ -15,23 +15,41 @@ test, a few CPU seconds in all), well under the 3-minute budget.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import ACROSS, Chapter, count_text
+from attnbook.core.parameters import Parameters
+
+
+@dataclass(frozen=True, kw_only=True)
+class AtlasParams(Parameters):
+    """Chapter 8's parameters (what each means: the module docstring); one instance per profile below."""
+
+    model: str
+    nearest: int
+    n_permutations: int
+    n_resamples: int
+    seed: int
+    chapter_overrides: dict[str, Any]
+
 
 register_chapter(Chapter(
     "08_head_atlas", "A head atlas (all papers)", ACROSS,
     datasets=("wiki", "ud_ewt", "coref", "glove", "glue", "framenet"),
+    pipeline="attnbook.atlas.pipeline:AtlasPipeline",
     sizes=lambda p: (
-        f"the measurements of chapters 1-6 for this profile (read from their caches); {count_text(p['n_permutations'])} "
+        f"the measurements of chapters 1-6 for this profile (read from their caches); {count_text(p.n_permutations)} "
         "permutations per cross-paper test"),
     differs=lambda p, r: ["no paper: it joins chapters 1-6 head by head and tests what none of them measured"],
     profiles={
-        "smoke": dict(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0,
+        "smoke": AtlasParams(model="embedded", nearest=3, n_permutations=999, n_resamples=500, seed=0,
                       chapter_overrides={}),
-        "quick": dict(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
+        "quick": AtlasParams(model="embedded", nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
                       chapter_overrides={}),
-        "paper": dict(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
+        "paper": AtlasParams(model=PAPER_MODEL, nearest=3, n_permutations=10000, n_resamples=2000, seed=0,
                       chapter_overrides={}),
     },
 ))

@@ -43,9 +43,13 @@ MLM head of their own, so their §3.2 head is fitted as in the quick profile.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from attnbook.chapters.params import register_chapter
 from attnbook.chapters.profiles import PAPER_MODEL
 from attnbook.chapters.spec import ACROSS, Chapter, count_text
+from attnbook.core.parameters import Parameters
 
 #: MPNet's quick sizes (see the module docstring for why they suffice)
 MPNET_QUICK = {
@@ -56,20 +60,33 @@ MPNET_QUICK = {
 #: chapter 1's paper profile requires the model's own MLM head; the sentence encoders get one fitted (quick's recipe)
 FITTED_MLM = {"01_clark_surface_patterns": dict(mlm_fit_steps=1000)}
 
+
+@dataclass(frozen=True, kw_only=True)
+class AcrossParams(Parameters):
+    """Chapter 9's parameters (what each means: the module docstring); one instance per profile below."""
+
+    model: str
+    models: list[str] | str
+    sizes: dict[str, Any]
+    joint_sentences: int
+    seed: int
+
+
 register_chapter(Chapter(
     "09_across_encoders", "What holds across encoders (Clark, Kovaleva)", ACROSS,
     datasets=("wiki", "ud_ewt", "coref", "glove", "framenet"),
+    pipeline="attnbook.atlas.encoders:AcrossPipeline",
     sizes=lambda p: (
-        f"models {', '.join(map(str, p['models']))}; each model's own sizes (chapters 1-4's for the model they ran "
-        f"with, smaller for the others: the chapter's sizes table); {count_text(p['joint_sentences'])} sentences read by every "
+        f"models {', '.join(map(str, p.models))}; each model's own sizes (chapters 1-4's for the model they ran "
+        f"with, smaller for the others: the chapter's sizes table); {count_text(p.joint_sentences)} sentences read by every "
         "model for the joint map"),
     differs=lambda p, r: ["no paper: it sets the papers' findings on bert-base beside every model here, "
                                         "each judged by its own chapter's rule"],
     profiles={
-        "smoke": dict(model="embedded", models=["embedded", "embedded-random"], sizes={}, joint_sentences=40, seed=0),
-        "quick": dict(model="embedded", models=["embedded", "mpnet"], sizes={"mpnet": MPNET_QUICK},
+        "smoke": AcrossParams(model="embedded", models=["embedded", "embedded-random"], sizes={}, joint_sentences=40, seed=0),
+        "quick": AcrossParams(model="embedded", models=["embedded", "mpnet"], sizes={"mpnet": MPNET_QUICK},
                       joint_sentences=300, seed=0),
-        "paper": dict(model=PAPER_MODEL, models=[PAPER_MODEL, "embedded", "mpnet"],
+        "paper": AcrossParams(model=PAPER_MODEL, models=[PAPER_MODEL, "embedded", "mpnet"],
                       sizes={"embedded": FITTED_MLM, "mpnet": FITTED_MLM}, joint_sentences=500, seed=0),
     },
 ))

@@ -100,12 +100,12 @@ def recipe(params) -> dict:
     :class:`~attnbook.core.errors.ParameterError` naming the keys that may be changed.
     """
 
-    name = params.get("finetune") or params["profile"]
+    name = getattr(params, "finetune", None) or params.profile
     if name not in FINETUNE_PROFILES:
         raise ParameterError(f"unknown fine-tuning recipe {name!r}; choose one of {', '.join(FINETUNE_PROFILES)}")
-    overrides = dict(params.get("recipe_overrides") or {})
+    overrides = dict(getattr(params, "recipe_overrides", None) or {})
     unknown = set(overrides) - OVERRIDABLE
     if unknown:
         raise ParameterError(f"recipe_overrides: {sorted(unknown)} cannot be changed; give any of "
                              f"{', '.join(sorted(OVERRIDABLE))}")
-    return {**FINETUNE_PROFILES[name], **overrides, "model": params["model"]}
+    return {**FINETUNE_PROFILES[name], **overrides, "model": params.model}

@@ -26,7 +26,7 @@ class GluePipeline(Pipeline):
     def __init__(self, model: LoadedModel, params: Mapping[str, Any], recipe: Mapping[str, Any]):
         super().__init__(model, params)
         self.recipe = dict(recipe)
-        self.batching = dict(batch_size=params.get("batch_size"), max_length=self.recipe.get("max_length"))
+        self.batching = dict(batch_size=params.batch_size, max_length=self.recipe.get("max_length"))
 
     def glue_files(self, tasks: Iterable[str], splits: Iterable[str] = ("train", "dev")) -> list[Path]:
         """The GLUE files of ``tasks`` in ``splits`` that the data directory holds (a task without its file is

@@ -19,16 +19,17 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from attnbook.core import cache
 from attnbook.core.errors import EmptyDataError, MalformedInputError, ParameterError
 from attnbook.core.heads import head_label
 from attnbook.core.io import atomic_write_json
 from attnbook.core.paths import PACKAGE_DIR
 from attnbook.data.glue import task_path
 from attnbook.engine.extract import Batch, stream_attention
-from attnbook.engine.models import load_encoder
+from attnbook.engine.models import LoadedModel, load_encoder
 from attnbook.stats import Estimate, proportion_interval
 from attnbook.studies.kovaleva.charts import map_image, png_bytes
-from attnbook.studies.kovaleva.cnn import learnable_classes
+from attnbook.studies.kovaleva.cnn import learnable_classes, maps_to_images
 from attnbook.studies.kovaleva.inputs import encode_text, read_glue_texts
 from attnbook.studies.kovaleva.patterns import CLASS_INDEX, CLASSES, DEFAULT_RULES, classify_rules
 
@@ -398,3 +399,18 @@ def learnable_subset(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
     idx = np.flatnonzero(keep)
     return {"maps": [maps[i] for i in idx], "segments": [segments[i] for i in idx], "y": np.asarray(y)[idx],
             "proposed": proposed_classes([labels[i] for i in idx]), "index": idx, "note": note}
+
+
+@cache.memoized("pattern_images", depends=[
+    "attnbook.core.cache", "attnbook.core.code_keys", "attnbook.core.errors", "attnbook.core.io",
+    "attnbook.core.memory", "attnbook.core.paths", "attnbook.data.fetch_status", "attnbook.data.glue", "attnbook.data.hf",
+    "attnbook.data.models_fetch", "attnbook.data.registry",
+    "attnbook.engine.extract", "attnbook.engine.families", "attnbook.engine.inputs", "attnbook.engine.layers",
+    "attnbook.engine.models", "attnbook.studies.kovaleva.cnn", "attnbook.studies.kovaleva.inputs",
+    "attnbook.studies.kovaleva.patterns"])
+def pattern_images(label_model: LoadedModel, header: dict, labels: list, folds: int, size: int) -> dict[str, np.ndarray]:
+    """The pattern CNN's training images and classes: the learnable labelled maps (:func:`labelled_maps`,
+    :func:`learnable_subset`) as ``size`` x ``size`` images (:func:`maps_to_images`)."""
+    maps, segs, y = labelled_maps(label_model, labels, header=header)
+    learn = learnable_subset(maps, segs, y, labels, folds)
+    return {"images": maps_to_images(learn["maps"], size=size).numpy(), "y": np.asarray(learn["y"])}

@@ -243,13 +243,13 @@ def config_from_params(P: Mapping[str, Any], **overrides: Any) -> TrainConfig:
 
     ``overrides`` replace single fields, e.g. ``epochs=P.adversarial_epochs``.
     """
-    k = P["trainable_layers"]
+    k = P.trainable_layers
     fields = dict(
-        epochs=int(P["epochs"]), lr=float(P["lr"]), batch_size=int(P["batch_size"]), warmup=float(P["warmup"]),
-        weight_decay=float(P["weight_decay"]), dropout=float(P["dropout"]),
-        trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P["freeze_embeddings"]),
-        train_threads=int(P.get("train_threads") or 0), bf16=resolve_bf16(P.get("bf16", False)),
-        group_by_length=bool(P.get("group_by_length", False)))
+        epochs=int(P.epochs), lr=float(P.lr), batch_size=int(P.batch_size), warmup=float(P.warmup),
+        weight_decay=float(P.weight_decay), dropout=float(P.dropout),
+        trainable_layers=None if k in (None, "all") else int(k), freeze_embeddings=bool(P.freeze_embeddings),
+        train_threads=int(P.train_threads or 0), bf16=resolve_bf16(P.bf16),
+        group_by_length=bool(P.group_by_length))
     fields.update(overrides)
     return TrainConfig(**fields)
 

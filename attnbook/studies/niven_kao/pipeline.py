@@ -53,9 +53,6 @@ class Adversarial:
 class CuesPipeline(Pipeline):
     """Chapter 7 (Niven & Kao §2-4): the warrants' statistical cues, the model on partial inputs, the adversarial set."""
 
-    chapter = costs.CUES
-    needs = ("seed", "n_seeds", "train_cap", "eval_cap", "max_length", "seed_workers", "probes", "adversarial",
-             "adversarial_epochs", "word_baselines")
 
     def __init__(self, model, params):
         super().__init__(model, params)
@@ -68,15 +65,15 @@ class CuesPipeline(Pipeline):
 
     @property
     def seeds(self) -> list[int]:
-        return list(range(self.p["seed"], self.p["seed"] + self.p["n_seeds"]))
+        return list(range(self.p.seed, self.p.seed + self.p.n_seeds))
 
     @stage("ARCT splits", no_model_work)
     def splits(self) -> Splits:
         p = self.p
         files = {name: arct.load_arct(name) for name in arct.FILES}
-        return Splits(files, arct.read_claim_map(), arct.take(files["train"], p["train_cap"]),
-                      arct.take(files["dev"], p["eval_cap"]), arct.take(files["test"], p["eval_cap"]),
-                      arct.take_paired(files["test-adv-negated"], p["eval_cap"]))
+        return Splits(files, arct.read_claim_map(), arct.take(files["train"], p.train_cap),
+                      arct.take(files["dev"], p.eval_cap), arct.take(files["test"], p.eval_cap),
+                      arct.take_paired(files["test-adv-negated"], p.eval_cap))
 
     @stage("the warrants' cues (§2)", no_model_work)
     def cues(self) -> pd.DataFrame:
@@ -98,15 +95,15 @@ class CuesPipeline(Pipeline):
 
     def _runs(self, train, dev, tests, inputs: str, cfg) -> pd.DataFrame:
         return pairwise.run_seeds(self.model, train, dev, tests, inputs=inputs, seeds=self.seeds, cfg=cfg,
-                                         max_length=self.p["max_length"], progress=False, memo=self.lower_states,
-                                         workers=self.p["seed_workers"])
+                                         max_length=self.p.max_length, progress=False, memo=self.lower_states,
+                                         workers=self.p.seed_workers)
 
     @stage("BERT on the full inputs and the probes' partial inputs", costs.runs_cost)
     def runs(self) -> dict[str, pd.DataFrame]:
         """``runs[inputs]``: one row per seed, for the full input and each probe's partial input (§3)."""
         s, cfg = self.splits(), pairwise.config_from_params(self.p)
         out = {"full": self._runs(s.train, s.dev, {"test": s.test, "test_adv": s.test_adv}, "full", cfg)}
-        for inputs in self.p["probes"]:
+        for inputs in self.p.probes:
             if inputs != "full":
                 out[inputs] = self._runs(s.train, s.dev, {"test": s.test}, inputs, cfg)
         return out
@@ -114,7 +111,7 @@ class CuesPipeline(Pipeline):
     @stage("word-vector baselines", no_model_work)  # GloVe models: seconds beside the encoder's runs
     def words(self) -> dict[str, Any]:
         """The bag-of-vectors and BiLSTM baselines on GloVe (empty unless ``word_baselines``)."""
-        if not self.p["word_baselines"]:
+        if not self.p.word_baselines:
             return {}
         s = self.splits()
         return word_models.run_word_baselines(load_glove(), s.train, s.dev, {"test": s.test, "test_adv": s.test_adv},
@@ -124,16 +121,16 @@ class CuesPipeline(Pipeline):
     def adversarial(self) -> Adversarial:
         """§4: trained on the swapped training set, scored on the adversarial test set whole and in its halves."""
         p, s = self.p, self.splits()
-        cfg = pairwise.config_from_params(p, epochs=p["adversarial_epochs"])
-        train = arct.take_paired(s.files["train-swapped"], p["train_cap"])
-        dev = arct.take_paired(s.files["dev-adv-negated"], p["eval_cap"])
+        cfg = pairwise.config_from_params(p, epochs=p.adversarial_epochs)
+        train = arct.take_paired(s.files["train-swapped"], p.train_cap)
+        dev = arct.take_paired(s.files["dev-adv-negated"], p.eval_cap)
         halves = cues.adversarial_halves(s.test_adv)
-        runs = {inputs: self._runs(train, dev, {"test": s.test_adv, **halves}, inputs, cfg) for inputs in p["adversarial"]}
+        runs = {inputs: self._runs(train, dev, {"test": s.test_adv, **halves}, inputs, cfg) for inputs in p.adversarial}
         return Adversarial(train, dev, halves, runs)
 
     @stage("word-vector baselines, adversarial", no_model_work)  # as `words`
     def words_adversarial(self) -> dict[str, Any]:
-        if not self.p["word_baselines"]:
+        if not self.p.word_baselines:
             return {}
         a, s = self.adversarial(), self.splits()
         return word_models.run_word_adversarial(load_glove(), a.train, a.dev, {"test": s.test_adv, **a.halves}, self.p)

@@ -230,9 +230,9 @@ def run_word_seeds(
 
 def word_config(kind: str, P: Mapping[str, Any]) -> WordTrainConfig:
     """The paper's BoV/BiLSTM settings (:data:`PAPER_WORD_CONFIGS`) with the chapter's BiLSTM size and epochs."""
-    cfg = replace(PAPER_WORD_CONFIGS[kind], threads=int(P.get("train_threads") or 0))
+    cfg = replace(PAPER_WORD_CONFIGS[kind], threads=int(P.train_threads or 0))
     if kind == "bilstm":
-        cfg = replace(cfg, epochs=int(P["bilstm_epochs"]), hidden=int(P["bilstm_hidden"]))
+        cfg = replace(cfg, epochs=int(P.bilstm_epochs), hidden=int(P.bilstm_hidden))
     return cfg
 
 
@@ -247,18 +247,18 @@ def run_word_baselines(
     tests: Mapping[str, Sequence[ArctItem]],
     P: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """BoV and BiLSTM on every input variant of the chapter (``P["probes"]``), ``P["word_seeds"]`` seeds each.
+    """BoV and BiLSTM on every input variant of the chapter (``P.probes``), ``P.word_seeds`` seeds each.
 
     Returns one frame per kind (:data:`KINDS`), the rows of :func:`run_word_seeds` for every
     input variant one after the other; the settings come from :func:`word_config`.
     """
     import pandas as pd
 
-    seeds = range(P["seed"], P["seed"] + P["word_seeds"])
+    seeds = range(P.seed, P.seed + P.word_seeds)
     return {
         kind: pd.concat([
             run_word_seeds(glove, train, dev, tests, cfg=word_config(kind, P), inputs=inputs, seeds=seeds)
-            for inputs in P["probes"]
+            for inputs in P.probes
         ], ignore_index=True)
         for kind in KINDS
     }
@@ -273,8 +273,8 @@ def run_word_adversarial(
 ) -> dict[str, Any]:
     """BoV and BiLSTM on the full input, trained and validated on the adversarial files (Niven & Kao §6, Table 4):
     ``train`` is ``train-swapped``, ``dev`` and ``tests`` the claim-negated files (and their halves); one frame per
-    kind (:data:`KINDS`), ``P["word_seeds"]`` seeds, the settings of :func:`word_config`."""
-    seeds = range(P["seed"], P["seed"] + P["word_seeds"])
+    kind (:data:`KINDS`), ``P.word_seeds`` seeds, the settings of :func:`word_config`."""
+    seeds = range(P.seed, P.seed + P.word_seeds)
     return {kind: run_word_seeds(glove, train, dev, tests, cfg=word_config(kind, P), inputs="full",
                                         seeds=seeds)
             for kind in KINDS}

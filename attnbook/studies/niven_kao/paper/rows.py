@@ -242,8 +242,9 @@ def seeds_note(frame: Any, n_degenerate: int | None = None) -> str:
 def seed_records(frame: Any, sizes: Mapping[str, int], *, n_dev: int | None = None,
                  chance_dev: float | None = None) -> list[dict]:
     """One record per seed for the results: every ``<name>_accuracy`` of ``sizes`` with its exact 95% interval over
-    that many items, the dev accuracy (with its interval when ``n_dev`` is given), the training seconds, and whether
-    the run is degenerate (:func:`degenerate_mask`; only when ``chance_dev`` is given)."""
+    that many items, the dev accuracy (with its interval when ``n_dev`` is given), and whether the run is degenerate
+    (:func:`degenerate_mask`; only when ``chance_dev`` is given). The training seconds stay out: a results file
+    holds what the same run computes again, and a timing does not repeat."""
     judged = n_dev is not None and chance_dev is not None
     degenerate = (degenerate_mask(frame["dev_accuracy"], n_dev, chance_dev) if judged
                   else np.zeros(len(frame), dtype=bool))
@@ -262,8 +263,6 @@ def seed_records(frame: Any, sizes: Mapping[str, int], *, n_dev: int | None = No
             rec[f"{col}_low"], rec[f"{col}_high"] = round(e.low, 4), round(e.high, 4)
         if "dev_accuracy" in frame.columns and "dev_accuracy" not in rec:
             rec["dev_accuracy"] = round(float(r["dev_accuracy"]), 4)
-        if "train_seconds" in frame.columns:
-            rec["train_seconds"] = float(r["train_seconds"])
         if judged:
             rec["degenerate"] = bool(deg)
         records.append(rec)
