@@ -491,6 +491,49 @@ def test_recipe_is_the_profile_entry_with_the_chapters_model_and_overrides():
         glue.recipe(p5.replace(recipe_overrides={"learning_rate": 1e-5}))
 
 
+@pytest.mark.integration
+def test_a_worker_killed_mid_fine_tuning_runs_its_job_again_and_leaves_nothing_half_written(env, tmp_path,
+                                                                                           monkeypatch):
+    """Issue 51: a worker of a two-worker local cluster dies while it writes a classifier (its process ends); the
+    job runs again on another worker, no temporary file stays in the cache, and the classifier is the one this process
+    trains on its own."""
+    import executor_jobs as J
+    from planted import plant_bert
+
+    from attnbook.core import executor
+    from attnbook.engine import finetune as F
+    from attnbook.engine.checkpoints import checkpoints_root
+
+    plant_bert(tmp_path / "hub", n_layers=2, n_heads=2, hidden=32)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    recipe = {**SMALL, "epochs": 2, "save_at": [0.5, 1.0]}
+    job = {"model": "bert-base-uncased", "task": "SST-2", "init": "pretrained_ft", "seed": 0, "params": recipe,
+           "save_at": recipe["save_at"], "marker": str(tmp_path / "killed")}
+    monkeypatch.setenv(executor.SCHEDULER_ENV, "local:2")
+    try:
+        done = executor.run_jobs(J.train_dies_once, [job], names=["fine-tuning SST-2 (pretrained_ft, seed 0)"])
+    finally:
+        executor._close("local:2")
+    assert (tmp_path / "killed").exists() and done == [("SST-2", "pretrained_ft", 0)]
+    assert int((tmp_path / "killed").read_text()) != os.getpid()  # it died in a worker
+    assert not [p.name for p in checkpoints_root().rglob("*") if ".tmp-" in p.name]  # nothing half-written stays
+    base = F.base_encoder("bert-base-uncased")
+    with monkeypatch.context() as m:
+        m.setattr(F, "_train_and_cache", lambda *a, **k: pytest.fail("the job's classifier was not cached"))
+        clustered, _ = F.get_finetuned(base, "SST-2", "pretrained_ft", recipe, 0, save_at=recipe["save_at"],
+                                       evaluate_dev=False)
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "serial"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a worker trains
+    try:
+        serial, _ = F.get_finetuned(base, "SST-2", "pretrained_ft", recipe, 0, save_at=recipe["save_at"],
+                                    evaluate_dev=False)
+    finally:
+        torch.set_num_threads(threads)
+    a, b = clustered.model.state_dict(), serial.model.state_dict()
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
 def test_classifiers_trained_side_by_side_are_cached_once(env, tmp_path, monkeypatch):
     """Issue 18: chapter 4 fine-tunes Table 1's classifiers ``workers`` at a time in one-thread processes; what
     they cache is what the chapters then load (nothing is trained twice), and a second call trains nothing."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -28,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                      help="override a chapter parameter (repeatable)")
     run.add_argument("--log-output", action="store_true", help="stream cell output while running")
+    run.add_argument("--scheduler", default=None,
+                     help="where the chapters' jobs run: local[:N] (a local cluster of N one-thread workers), a Dask scheduler "
+                              "address (tcp://host:8786), slurm[:N] or pbs[:N] (pip install 'attnbook[cluster]'); "
+                              "default: $ATTNBOOK_SCHEDULER, else this machine as today")
 
     build = sub.add_parser("build", help="execute every chapter and render the book to _build/html")
     build.add_argument("--profile", default="quick")
@@ -35,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--no-execute", action="store_true", help="render the already executed book/ only")
     build.add_argument("--times-json", default=None, help="write per-chapter seconds to this JSON file")
     build.add_argument("--pdf", action="store_true", help="also print the whole book to _build/pdf/attnbook.pdf")
+    build.add_argument("--scheduler", default=None,
+                       help="where the chapters' jobs run: local[:N] (a local cluster of N one-thread workers), a Dask scheduler "
+                              "address (tcp://host:8786), slurm[:N] or pbs[:N] (pip install 'attnbook[cluster]'); "
+                              "default: $ATTNBOOK_SCHEDULER, else this machine as today")
 
     from attnbook.data import fetch as fetch_mod  # lazy: a command loads only its own machinery
 
@@ -82,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "scheduler", None) is not None:  # the chapters' kernels inherit it
+            from attnbook.core.executor import SCHEDULER_ENV, parse_scheduler  # lazy: only a command given one reads it
+
+            os.environ[SCHEDULER_ENV] = parse_scheduler(args.scheduler).text
         if args.command == "run":
             from attnbook.chapters.runner import parse_overrides, run_chapter  # lazy: a command loads only its own machinery
 

@@ -21,7 +21,7 @@ from attnbook.chapters.params import chapter_params, check_profile
 from attnbook.chapters.publish import Progress, tidy
 from attnbook.chapters.toc import CHAPTER_IDS, PAGES
 from attnbook.core.errors import AttnbookError, ChapterExecutionError, ParameterError
-from attnbook.core.io import atomic_path, writer_alive
+from attnbook.core.io import atomic_path, temp_prefix, writer_alive
 from attnbook.core.paths import project_root, results_dir
 
 #: The chapters in book order (:mod:`attnbook.chapters.toc` holds the list).
@@ -115,7 +115,7 @@ def run_chapter(
     env_backup = {k: os.environ.get(k) for k in ("ATTNBOOK_PROFILE", "ATTNBOOK_RESULTS_STAGING")}
     os.environ["ATTNBOOK_PROFILE"] = profile
     # the chapter's results files are written here and moved into the results folder only if every cell ran
-    staging = Path(tempfile.mkdtemp(prefix=f".{chapter}.results.tmp-{os.getpid()}-", dir=results_dir()))
+    staging = Path(tempfile.mkdtemp(prefix=temp_prefix(f"{chapter}.results"), dir=results_dir()))
     os.environ["ATTNBOOK_RESULTS_STAGING"] = str(staging)
     # progress bars are for interactive use; in the executed book they would be widgets needing a CDN
     os.environ.setdefault("TQDM_DISABLE", "1")

@@ -16,8 +16,9 @@ layouts, both written atomically by their own modules:
 Beside them, ``code-hashes.json`` remembers the code hashes of the package's modules (:mod:`attnbook.core.code_keys`);
 it is not an entry and is left alone, like the ``models`` and ``datasets`` folders.
 
-An interrupted writer leaves ``.<key>[.npz|.json].tmp-<pid>-*`` (a file, or a checkpoint's folder) beside them:
-a *stale temp* entry once process ``pid`` no longer runs, a *writing* one while it does (never removed).
+An interrupted writer leaves ``.<key>[.npz|.json].tmp-<pid>@<host>-*`` (a file, or a checkpoint's folder) beside
+them: a *stale temp* entry once process ``pid`` of this machine no longer runs, a *writing* one while it does or when
+another machine wrote it (a cache on a shared filesystem; never removed here: :func:`attnbook.core.io.writer_alive`).
 
 Chapter: an entry records the function and the content of its inputs, not which chapter asked for it (chapters
 share functions: the head atlas of chapter 8 reruns the Clark chapters' pipelines, chapters 5 and 6 both use
@@ -53,7 +54,7 @@ from typing import Any
 
 from attnbook.core.code_keys import MEMO_FILE
 from attnbook.core.errors import AttnbookError
-from attnbook.core.io import sha256_file, writer_alive
+from attnbook.core.io import sha256_file, temp_prefix, writer_alive
 from attnbook.core.paths import cache_dir, project_root
 
 #: the folder of fine-tuned checkpoints under the cache root, and their kind here
@@ -66,7 +67,7 @@ WEIGHTS_FILE = "model.safetensors"
 #: :func:`attnbook.core.cache.key` is 24 hex digits (importing that module would load NumPy; a test checks it)
 _KEY = r"[0-9a-f]{24}"
 _ARRAY_FILE = re.compile(rf"^(?P<key>{_KEY})\.(?P<ext>npz|json)$")
-_TEMP = re.compile(rf"^\.(?P<key>{_KEY})(?:\.(?:npz|json))?\.tmp-(?P<pid>\d+)-")
+_TEMP = re.compile(rf"^\.(?P<key>{_KEY})(?:\.(?:npz|json))?\.tmp-(?P<pid>\d+)(?:@[A-Za-z0-9._]+)?-")
 
 #: entry statuses; the last three are problems
 OK, UNCHECKED, WRITING = "ok", "unchecked", "writing"
@@ -463,7 +464,7 @@ def _remove(entry: Entry, root: Path) -> None:
     for path in entry.paths:  # the JSON (commit marker) first
         if path.is_dir():
             if not entry.temp:  # out of the readers' sight at once; a crash leaves a stale temp folder
-                hidden = path.with_name(f".{path.name}.tmp-{os.getpid()}-removing")
+                hidden = path.with_name(f"{temp_prefix(path.name)}removing")
                 os.rename(path, hidden)
                 path = hidden
             shutil.rmtree(path)

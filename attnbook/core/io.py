@@ -2,8 +2,9 @@
 
 Every file attnbook writes goes to a temporary name in the same folder and is
 renamed into place only after it was flushed to disk (``os.replace`` is atomic
-on POSIX). A killed process leaves at most a ``*.tmp-*`` file, which no reader
-opens.
+on POSIX, also on a shared filesystem such as NFS within one folder). A killed
+process leaves at most a ``*.tmp-<pid>@<host>-*`` file, which no reader opens and
+which only that machine removes once the process is gone (:func:`writer_alive`).
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,7 +27,7 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(path.name), dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
@@ -39,13 +42,29 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
         raise
 
 
-def writer_alive(tmp: Path) -> bool:
-    """Whether the process that created temporary file ``tmp`` (its pid is in the name) still runs."""
-    import re
+#: this machine's name as temporary files carry it (letters, digits, dots; anything else becomes "_")
+HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
 
-    match = re.search(r"\.tmp-(\d+)-", Path(tmp).name)
+
+def temp_prefix(name: str) -> str:
+    """The prefix of a temporary file or folder that becomes ``name``: ``.<name>.tmp-<pid>@<host>-``. The process
+    and the machine that write it are in its name, so a sweep removes only temporaries whose writer is known to be
+    gone: a process of this machine that no longer runs (:func:`writer_alive`)."""
+    return f".{name}.tmp-{os.getpid()}@{HOST}-"
+
+
+_WRITER = re.compile(r"\.tmp-(\d+)(?:@([A-Za-z0-9._]+))?-")
+
+
+def writer_alive(tmp: Path) -> bool:
+    """Whether the writer of temporary ``tmp`` may still run: a process of this machine that runs, or any process of
+    another machine (a cache on a shared filesystem: this machine cannot tell, so it never removes another host's
+    work in flight). A name without a host is this machine's."""
+    match = _WRITER.search(Path(tmp).name)
     if not match:
         return False
+    if match.group(2) not in (None, HOST):
+        return True
     try:
         os.kill(int(match.group(1)), 0)
     except ProcessLookupError:

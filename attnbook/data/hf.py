@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from attnbook.core import cache
 from attnbook.core.errors import ParameterError
-from attnbook.core.io import sha256_file
+from attnbook.core.io import sha256_file, temp_prefix
 from attnbook.core.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def cached(kind: str, parts: Mapping[str, Any],
     if not use or ds.num_rows == 0:  # datasets cannot load an empty saved Dataset back
         return ds
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-{os.getpid()}-", dir=folder.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name), dir=folder.parent))
     try:
         with quiet():
             ds.save_to_disk(str(tmp))

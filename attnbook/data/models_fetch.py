@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from attnbook.core.io import atomic_write_json, file_matches, sha256_file, writer_alive
+from attnbook.core.io import atomic_write_json, file_matches, sha256_file, temp_prefix, writer_alive
 from attnbook.core.paths import cache_dir, hub_cache_dir
 from attnbook.data.fetch_status import ChecksumMismatchError, DestinationError, FetchError, _print_progress
 
@@ -391,7 +391,7 @@ def assemble(source: ModelSource, target: Path, progress: Progress | None = _pri
     try:
         parent.mkdir(parents=True, exist_ok=True)
         _remove_stale(parent, target.name)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=temp_prefix(target.name), dir=parent))
     except OSError as err:
         raise DestinationError(
             f"cannot write into {parent} ({err.strerror or err}).\n"

@@ -32,7 +32,7 @@ import torch
 
 from attnbook.core import cache
 from attnbook.core.cache_admin import CHECKPOINTS_FOLDER, COMPLETE_FILE, WEIGHTS_FILE
-from attnbook.core.io import atomic_write_json, sha256_file
+from attnbook.core.io import atomic_write_json, sha256_file, temp_prefix, writer_alive
 from attnbook.core.paths import cache_dir
 from attnbook.engine.models import prepare_model
 
@@ -151,7 +151,7 @@ def save_checkpoint(model: torch.nn.Module, key: str, meta: Mapping[str, Any], r
 
     root = Path(root) if root else checkpoints_root()
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.tmp-{os.getpid()}-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(key), dir=root))
     final = root / key
     try:
         state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
@@ -212,24 +212,11 @@ def _compact_record(model: torch.nn.Module, state: dict[str, torch.Tensor], refe
 
 
 def _remove_stale_tmp(root: Path, key: str) -> None:
-    """Delete temporary folders of ``key`` left by writers that no longer run."""
+    """Delete temporary folders of ``key`` left by writers of this machine that no longer run (:func:`writer_alive`;
+    another machine's are its work in flight on a shared cache)."""
     for tmp in root.glob(f".{key}.tmp-*"):
-        try:
-            pid = int(tmp.name.split(".tmp-", 1)[1].split("-", 1)[0])
-        except (IndexError, ValueError):
-            continue
-        if pid == os.getpid() or not _pid_alive(pid):
+        if tmp.name.startswith(temp_prefix(key)) or not writer_alive(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover
-        return True
-    return True
 
 
 def read_complete(folder: Path) -> dict | None:

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from attnbook.core import cache
+from attnbook.core import cache, executor
 from attnbook.core.errors import ParameterError
 from attnbook.data import hf
 from attnbook.data.glue import GlueSplit, TaskSpec, load_split, task_path, task_spec
@@ -522,8 +522,11 @@ def _present(key: str) -> bool:
     return False
 
 
-def _train_in_worker(job: dict) -> tuple[str, str, int]:
-    torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
+def _train_job(job: dict) -> tuple[str, str, int]:
+    """One fine-tuning job (:func:`train_checkpoints`): trains and caches one classifier; returns its name. On a
+    worker of a cluster it runs on one thread (the workers share the machine's cores)."""
+    if executor.in_worker():
+        torch.set_num_threads(1)
     get_finetuned(job["model"], job["task"], job["init"], job["params"], job["seed"], save_at=job["save_at"],
                   evaluate_dev=False, progress=False)
     return job["task"], job["init"], job["seed"]
@@ -532,14 +535,16 @@ def _train_in_worker(job: dict) -> tuple[str, str, int]:
 def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: Mapping[str, Any], *,
                       workers: int = 1) -> list[tuple[str, str, int]]:
     """Train every ``(task, init, seed)`` classifier of ``jobs`` whose checkpoint (with the recipe's ``save_at``
-    snapshots) is not cached yet, ``workers`` at a time, and cache them; returns the jobs it trained.
+    snapshots) is not cached yet, and cache them; returns the jobs it trained.
 
-    With ``workers`` > 1 each job runs in a fresh process on one thread (``model`` must then be loadable by name
-    there: the embedded model, a folder or a hub name). On two cores two one-thread runs side by side train
-    faster than one run on two threads; each run seeds its own generators, so a job trains the same classifier in a
-    worker as in this process up to floating-point summation order. The chapters then load the checkpoints from the
-    cache (:func:`get_finetuned`). With the cache off (:func:`attnbook.core.cache.enabled`) nothing is trained ahead. If the worker
-    processes cannot start, the jobs are trained here one after the other, with a warning."""
+    Each classifier is one job (:func:`attnbook.core.executor.run_jobs`), longest first: by default they run in this
+    process one after the other, or ``workers`` at a time in one-thread worker processes (on two cores two one-thread
+    runs side by side train faster than one run on two threads); a cluster given by ``ATTNBOOK_SCHEDULER`` runs them
+    on its workers. A job ships only names (``model`` must be loadable by name where it runs: the embedded model, a
+    folder on the shared filesystem or a hub name) and writes its checkpoint into the shared cache. Each run seeds its
+    own generators, so a job trains the same classifier on a worker as in this process up to floating-point summation
+    order. The chapters then load the checkpoints from the cache (:func:`get_finetuned`). With the cache off
+    (:func:`attnbook.core.cache.enabled`) nothing is trained ahead."""
     if not cache.enabled():
         return []
     base = base_encoder(model)
@@ -548,26 +553,12 @@ def train_checkpoints(model: str, jobs: Sequence[tuple[str, str, int]], params: 
             and not cached_checkpoint(base, t, i, params, s, save_at)]
     shipped = [{"model": model, "task": t, "init": i, "seed": s, "params": dict(params), "save_at": save_at}
                for t, i, s in todo]
-    if workers > 1 and len(todo) > 1:
-        import multiprocessing
-        import warnings
-        from concurrent.futures import ProcessPoolExecutor
-
-        # longest first, so the last worker does not finish far behind the others
-        shipped.sort(key=lambda j: -_job_cost(j))
-        try:
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                return list(pool.map(_train_in_worker, shipped))
-        except Exception as exc:  # noqa: BLE001 - workers could not start or died: train here instead
-            warnings.warn(f"could not fine-tune in {workers} processes ({exc!r}); training one after the other",
-                          RuntimeWarning, stacklevel=2)
-            todo = [(t, i, s) for t, i, s in todo if not cached_checkpoint(base, t, i, params, s, save_at)]
-            shipped = [j for j in shipped if (j["task"], j["init"], j["seed"]) in set(todo)]
-    for job in shipped:
-        get_finetuned(base, job["task"], job["init"], params, job["seed"], save_at=save_at, evaluate_dev=False,
-                      progress=False)
-    return [(j["task"], j["init"], j["seed"]) for j in shipped]
+    shipped.sort(key=lambda j: -_job_cost(j))  # longest first, so the last worker does not finish far behind
+    names = [f"fine-tuning {j['task']} ({j['init']}, seed {j['seed']})" for j in shipped]
+    done = executor.run_jobs(_train_job, shipped, names=names, workers=workers)
+    for task, init, seed in done:  # the checkpoints the jobs wrote count as used by this run (its provenance)
+        cached_checkpoint(base, task, init, params, seed, save_at)
+    return list(done)
 
 
 def _job_cost(job: dict) -> float:
