@@ -1,7 +1,6 @@
 """The pairwise BERT scorer of Niven & Kao: inputs, softmax over two warrants, cached lower states, training."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -239,22 +238,34 @@ def test_whole_encoder_trains_every_layer_under_bf16_and_times_itself(tokenizer)
     assert run.seconds > 0
 
 
-def test_seeds_in_worker_processes_train_the_same_models(tokenizer):
-    """Issue 18: ``workers=2`` trains the seeds in two processes (one core each) and gives the same runs as the
-    sequential loop (each seed seeds its own generators and trains on one thread either way)."""
-    from attnbook.engine.models import wrap_model
+@pytest.mark.integration
+def test_seeds_as_jobs_on_worker_processes_train_the_same_models(tokenizer, tmp_path, monkeypatch):
+    """``workers=2`` trains the seeds as jobs on two one-thread worker processes (attnbook.core.executor), each
+    loading the model by its folder, and gives the same runs as the sequential loop, for the whole encoder and for
+    the top layer only (whose frozen lower states each job computes itself); a model that loads other weights where
+    the job runs is refused, naming the fix."""
+    from attnbook.core import executor
+    from attnbook.engine.models import load_encoder
 
-    loaded = wrap_model(make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0), tokenizer, "tiny")
+    folder = tmp_path / "tiny"
+    make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=0).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    loaded = load_encoder(str(folder))
     items = planted_cue_items(12, 3)
-    cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, bf16=True, train_threads=1)
-    kw = dict(inputs="full", seeds=[0, 1], cfg=cfg, max_length=32)
-    with cache.disabled():  # both runs train (the cache ignores workers)
-        one = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kw)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)  # the fallback to one process warns: fail on it here
-            two = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, **kw)
-    columns = [c for c in one.columns if c != "train_seconds"]
-    assert one[columns].equals(two[columns])
+    monkeypatch.delenv(executor.SCHEDULER_ENV, raising=False)
+    for layers in (None, 1):
+        cfg = M.TrainConfig(epochs=1, lr=1e-3, batch_size=4, bf16=True, train_threads=1, trainable_layers=layers)
+        kw = dict(inputs="full", seeds=[0, 1], cfg=cfg, max_length=32)
+        with cache.disabled():  # both runs train (the cache ignores workers)
+            one = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, **kw)
+            two = M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, model=str(folder), **kw)
+        columns = [c for c in one.columns if c != "train_seconds"]
+        assert one[columns].equals(two[columns]), layers
+    other = tmp_path / "other"
+    make_tiny_bert(tokenizer, n_layers=2, n_heads=2, hidden=32, seed=1).save_pretrained(other)
+    tokenizer.save_pretrained(other)
+    with cache.disabled(), pytest.raises(ParameterError, match="loads other weights where this job runs"):
+        M.run_seeds(loaded, items, items[:4], {"test": items[4:]}, workers=2, model=str(other), **kw)
 
 
 def test_length_grouped_batches_cover_every_item_and_pad_less(tokenizer, monkeypatch):

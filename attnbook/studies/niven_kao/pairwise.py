@@ -54,10 +54,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnbook.core import cache
+from attnbook.core import cache, executor
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.arct import ArctItem, labels_of
-from attnbook.engine.models import LoadedModel
+from attnbook.engine.models import LoadedModel, load_encoder
 from attnbook.engine.pairwise import (
     CachedStates,
     PairEncoding,
@@ -142,7 +142,7 @@ def summarize(values: Iterable[float]) -> dict:
             "n": int(v.size)}
 
 
-@cache.memoized("arct_bert_runs", ignore=("progress", "memo", "workers"), version=f"torch {torch.__version__}")
+@cache.memoized("arct_bert_runs", ignore=("progress", "memo", "workers", "model"), version=f"torch {torch.__version__}")
 def run_seeds(
     loaded: LoadedModel,
     train: Sequence[ArctItem],
@@ -156,6 +156,7 @@ def run_seeds(
     progress: bool = False,
     memo: dict | None = None,
     workers: int = 1,
+    model: str | None = None,
 ) -> "Any":
     """Train one :class:`~attnbook.engine.pairwise.PairwiseScorer` per seed and test it; returns one row per seed (pandas DataFrame).
 
@@ -164,9 +165,11 @@ def run_seeds(
     each gets a column ``<name>_accuracy``. Other columns: ``seed``, ``inputs``,
     ``dev_accuracy``, ``best_epoch``, ``train_accuracy``, ``train_seconds``. With partial fine-tuning the
     frozen part runs once for all seeds (see module doc); pass the same ``memo`` dict to
-    several calls with the same ``loaded`` model to share it between them too. ``workers > 1`` trains that many
-    seeds at a time, each in its own process on one thread (the same models as one after the other; falls back to
-    that when processes cannot start).
+    several calls with the same ``loaded`` model to share it between them too. With ``model``, the name or folder
+    ``loaded`` was loaded from, each seed is a job (:func:`attnbook.core.executor.run_jobs`): ``workers > 1`` trains
+    that many seeds at a time on one-thread worker processes, and a cluster given by ``ATTNBOOK_SCHEDULER`` trains
+    them on its workers; a job ships the model's name and the encoded items, loads the weights where it runs (checked
+    against ``loaded``'s) and returns its row, so the same models are trained as one after the other here.
     """
     import pandas as pd
 
@@ -176,17 +179,22 @@ def run_seeds(
     enc = {"train": encode_pairs(tok, train, inputs, length), "dev": encode_pairs(tok, dev, inputs, length)}
     for name, items in tests.items():
         enc[name] = encode_pairs(tok, items, inputs, length)
-    data: dict[str, PairEncoding | CachedStates] = dict(enc)
-    if cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers and caches_states(loaded.model):
-        frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
-        memo = {} if memo is None else memo.setdefault((loaded.key, frozen.start), {})
-        data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, memo) for k, v in enc.items()}
-        del frozen
-    tasks = [dict(encoder=loaded.model, data=data, labels={k: enc[k].labels for k in tests}, cfg=cfg, seed=int(seed),
-                  pad_id=pad_id, inputs=inputs, progress=progress) for seed in seeds]
-    rows = _in_workers(tasks, workers) if workers > 1 and len(tasks) > 1 else None
-    if rows is None:
-        rows = [_seed_row(**task) for task in tasks]
+    labels = {k: enc[k].labels for k in tests}
+    partial = cfg.trainable_layers is not None and cfg.trainable_layers < loaded.n_layers and caches_states(loaded.model)
+    if model is not None and len(seeds) > 1 and (workers > 1 or executor.scheduler().kind != "default"):
+        jobs = [dict(model=model, key=loaded.key, enc=enc, labels=labels, cfg=cfg, seed=int(seed), pad_id=pad_id,
+                     inputs=inputs, partial=partial) for seed in seeds]
+        rows = executor.run_jobs(_seed_job, jobs, names=[f"ARCT, {INPUTS[inputs]}, seed {s}" for s in seeds],
+                                 workers=workers)
+    else:
+        data: Mapping[str, PairEncoding | CachedStates] = enc
+        if partial:
+            frozen = build_scorer(loaded.model, cfg, seed=0)  # a copy: the shared encoder stays untouched
+            memo = {} if memo is None else memo.setdefault((loaded.key, frozen.start), {})
+            data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, memo) for k, v in enc.items()}
+            del frozen
+        rows = [_seed_row(encoder=loaded.model, data=data, labels=labels, cfg=cfg, seed=int(seed), pad_id=pad_id,
+                          inputs=inputs, progress=progress) for seed in seeds]
     columns = (["inputs", "seed", "best_epoch", "train_accuracy", "dev_accuracy", "train_seconds"]
                + [f"{k}_accuracy" for k in tests])
     return pd.DataFrame(rows)[columns]
@@ -205,34 +213,24 @@ def _seed_row(encoder: nn.Module, data: Mapping[str, PairEncoding | CachedStates
     return row
 
 
-def _seed_row_in_worker(task: dict) -> dict:
-    torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
-    cls, config, state = task.pop("encoder_spec")
-    encoder = cls(config)  # the model object itself does not pickle (transformers' hooks); its weights do
-    encoder.load_state_dict(state)
-    return _seed_row(encoder=encoder.eval(), **task)
-
-
-def _in_workers(tasks: list[dict], workers: int) -> list[dict] | None:
-    """The rows of ``tasks`` computed in ``workers`` fresh processes (one seed each at a time), or ``None`` when the
-    processes cannot run (the caller then trains the seeds one after the other). Each seed seeds its own
-    generators (:func:`build_scorer`, :func:`train_pairwise`) and trains on one thread either way, so a worker
-    trains the same model as the sequential loop."""
-    import multiprocessing
-    import warnings
-    from concurrent.futures import ProcessPoolExecutor
-
-    try:
-        encoder = tasks[0]["encoder"]
-        spec = (type(encoder), encoder.config, {k: v.detach().clone() for k, v in encoder.state_dict().items()})
-        shipped = [{**{k: v for k, v in t.items() if k != "encoder"}, "encoder_spec": spec} for t in tasks]
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            return list(pool.map(_seed_row_in_worker, shipped))
-    except Exception as exc:  # noqa: BLE001 - any failure to start or feed the workers: train in this process
-        warnings.warn(f"could not train the seeds in {workers} processes ({exc!r}); training them one by one",
-                      RuntimeWarning, stacklevel=3)
-        return None
+def _seed_job(job: dict) -> dict:
+    """One seed of :func:`run_seeds` as a job: the encoder loaded by name where the job runs (its weights checked
+    against the run's), the frozen lower layers' states computed here when only the top layers train, one row."""
+    if executor.in_worker():
+        torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
+    loaded = load_encoder(job["model"])
+    if loaded.key != job["key"]:
+        raise ParameterError(f"{job['model']!r} loads other weights where this job runs ({loaded.key}) than in the "
+                             f"run that sent it ({job['key']}): give a model every worker loads alike (a folder on "
+                             f"the shared filesystem, a hub name with the same revision)")
+    cfg, enc, pad_id = job["cfg"], job["enc"], job["pad_id"]
+    data: Mapping[str, PairEncoding | CachedStates] = enc
+    if job["partial"]:
+        frozen = build_scorer(loaded.model, cfg, seed=0)
+        data = {k: cache_lower_states(frozen, v, cfg.eval_batch_size, pad_id, {}) for k, v in enc.items()}
+        del frozen
+    return _seed_row(encoder=loaded.model, data=data, labels=job["labels"], cfg=cfg, seed=job["seed"], pad_id=pad_id,
+                     inputs=job["inputs"])
 
 
 # ---- cached runs ---------------------------------------------------------------------------------

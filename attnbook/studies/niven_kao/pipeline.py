@@ -95,8 +95,8 @@ class CuesPipeline(Pipeline):
 
     def _runs(self, train, dev, tests, inputs: str, cfg) -> pd.DataFrame:
         return pairwise.run_seeds(self.model, train, dev, tests, inputs=inputs, seeds=self.seeds, cfg=cfg,
-                                         max_length=self.p.max_length, progress=False, memo=self.lower_states,
-                                         workers=self.p.seed_workers)
+                                  max_length=self.p.max_length, progress=False, memo=self.lower_states,
+                                  workers=self.p.seed_workers, model=self.p.model)
 
     @stage("BERT on the full inputs and the probes' partial inputs", costs.runs_cost)
     def runs(self) -> dict[str, pd.DataFrame]:
