@@ -234,3 +234,41 @@ def test_a_missing_data_directory_is_said_with_the_plan(tmp_path, monkeypatch):
     note = P.data_note()
     assert str(tmp_path / "nowhere") in note and "lacks" in note and "glue" in note and "no fine-tuning" in note
     assert "standard sizes" in P.data_note(fetched=True)
+
+
+def test_the_wall_time_with_workers_is_the_longer_of_the_chain_and_the_work_over_the_workers():
+    """Issue 51: chapters run side by side unless one reads another's results; an item of several jobs spreads over
+    up to that many workers; the estimate is max(critical path, total work / workers)."""
+    from attnbook.engine.cost import Shape, Work
+
+    w = [Work("04", "fine-tuning (16 runs)", "train", 1600.0, jobs=16), Work("04", "analysis", "forward", 100.0),
+         Work("05", "sweeps", "forward", 300.0), Work("07", "seeds (3)", "train", 900.0, jobs=3)]
+    plan = P.Plan("quick", "m", Shape(2, 2, 32, 64), {"train": 1.0, "forward": 1.0}, work=w)
+    after = {"05": ("04",)}
+    one = plan.wall_time(1, after)
+    assert one.seconds == one.work_seconds == 2900.0  # one worker: everything one after the other
+    eight = plan.wall_time(8, after)
+    assert eight.path == ["04", "05"] and eight.path_seconds == 1600 / 8 + 100 + 300
+    assert eight.seconds == max(600.0, 2900 / 8) == 600.0
+    many = plan.wall_time(64, after)  # jobs cap the spread: 16 classifiers, 3 seeds
+    assert many.path_seconds == 1600 / 16 + 100 + 300 and many.seconds == 500.0
+    alone = plan.wall_time(64, {})  # without the dependency every chapter is its own chain
+    assert len(alone.path) == 1 and alone.path_seconds == 300.0  # chapter 5's sweeps, or chapter 7's 900 s / 3 seeds
+    assert "chain 04 -> 05" in plan.wall_time(64, after).text()
+    with pytest.raises(ValueError):
+        plan.wall_time(0)
+
+
+def test_fine_tuning_and_seed_items_count_their_jobs():
+    """The items a cluster can spread: each fine-tuning item counts its classifiers, each of chapter 7's training
+    items its seeds (every other item is one job)."""
+    import re
+
+    p4 = chapter_params("04_kovaleva_taxonomy", "quick")
+    work = P.chapter_work("04_kovaleva_taxonomy", p4, MINILM, glue.recipe(p4))
+    tuned = [w for w in work if w.what.startswith("fine-tuning")]
+    assert tuned and all(w.jobs == int(re.search(r"\((\d+) runs", w.what).group(1)) > 1 for w in tuned)
+    p7 = chapter_params("07_arct_cues", "quick")
+    trained = [w for w in P.chapter_work("07_arct_cues", p7, MINILM) if w.kind.startswith("train")]
+    assert trained and all(w.jobs == p7.n_seeds for w in trained)
+    assert all(w.jobs == 1 for w in work + P.chapter_work("07_arct_cues", p7, MINILM) if not w.kind.startswith("train"))

@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--decide", action="store_true",
                       help="price the samples that would decide the undecided claims of the built book's results")
     plan.add_argument("--target", type=float, default=0.8, help="with --decide: the decided share to reach (0.8)")
+    plan.add_argument("--workers", type=int, nargs="*", default=None, metavar="N",
+                      help="also the wall time with N one-thread workers (e.g. --workers 1 2 8 64): chapters side by "
+                           "side where they can be, fine-tuning jobs and seeds spread over the workers")
 
     sub.add_parser("list", help="list chapters and their parameters")
     sub.add_parser("models", help="list the encoder families attnbook supports, and where their heads are")
@@ -135,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             plan = make_plan(args.profile, model=args.model, seconds=args.seconds,
                              chapters=[_resolve(c) for c in args.chapters] if args.chapters else None)
             print(plan.table())
+            if args.workers:
+                print(plan.workers_table(args.workers))
             if args.json:
                 from attnbook.core.io import atomic_write_json  # lazy: a command loads only its own machinery
 

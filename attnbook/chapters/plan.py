@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import nbformat
 import numpy as np
@@ -37,7 +37,7 @@ import papermill as pm
 import torch
 from transformers import AutoTokenizer
 
-from attnbook.chapters.params import chapter_params, chapter_stages
+from attnbook.chapters.params import SPECS, chapter_params, chapter_stages
 from attnbook.chapters.profiles import glue
 from attnbook.chapters.runner import available_chapters, ipc_kernel_manager, notebooks_dir
 from attnbook.core.errors import AttnbookError, ModelError
@@ -60,6 +60,24 @@ LEFT_OUT = ("bootstrap and permutation statistics, spaCy tagging, reading data f
             "cache keys and cache reads, chapter 7's word models, chart rendering, and a shared machine's "
             "contention; each chapter gets a fixed start-up cost measured on the spot (papermill executing chapter "
             "1's opening cells: imports, parameters, model)")
+
+
+@dataclass(frozen=True)
+class WallTime:
+    """:meth:`Plan.wall_time`: the estimate (``seconds``), the critical path's seconds and chapters, and the total
+    work divided by the workers."""
+
+    workers: int
+    seconds: float
+    path_seconds: float
+    path: list[str]
+    work_seconds: float
+
+    def text(self) -> str:
+        bound = "the chain " + " -> ".join(c[:2] for c in self.path) if self.seconds == self.path_seconds \
+            else "the total work over the workers"
+        return (f"  {self.workers:>4d} worker{'s' if self.workers > 1 else ' '} {_minutes(self.seconds):>10s}   "
+                f"(set by {bound}; chain {_minutes(self.path_seconds)}, work / workers {_minutes(self.work_seconds)})")
 
 
 @dataclass
@@ -86,6 +104,43 @@ class Plan:
         for item in (self.cached_work or []) if cached else self.work:
             out[item.chapter] = out.get(item.chapter, 0.0) + self.seconds(item)
         return out
+
+    def one_worker_seconds(self, item: Work) -> float:
+        """The item's seconds on one worker (all its jobs one after the other)."""
+        return self.seconds(item) * (1 if item.kind == "startup" else item.parallel)
+
+    def wall_time(self, workers: int, after: Mapping[str, Sequence[str]] | None = None) -> WallTime:
+        """The wall time from an empty cache with ``workers`` one-thread workers (a cluster's, or this machine's
+        cores): each chapter's items take their one-worker seconds, an item of several independent jobs (classifiers,
+        seeds) spread over up to ``workers`` of them; chapters run side by side unless one comes ``after`` another
+        (:attr:`attnbook.chapters.spec.Chapter.after`). The estimate is the larger of the critical path (the longest
+        chain of chapters, each with every worker for its jobs) and the total work divided by ``workers``: a lower
+        bound that list scheduling reaches within a factor of two, and a close one when either term dominates."""
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        after = after or {}
+        chapters = list(dict.fromkeys(w.chapter for w in self.work))
+        length = {c: sum(self.one_worker_seconds(w) / min(workers, max(w.jobs, 1))
+                         for w in self.work if w.chapter == c) for c in chapters}
+        finish: dict[str, float] = {}
+        chain: dict[str, list[str]] = {}
+        for c in chapters:  # book order: a chapter comes after the ones it reads
+            before = [d for d in after.get(c, ()) if d in finish]
+            first = max(before, key=lambda d: finish[d], default=None)
+            finish[c] = (finish[first] if first else 0.0) + length[c]
+            chain[c] = (chain[first] if first else []) + [c]
+        last = max(finish, key=finish.get)
+        total = sum(self.one_worker_seconds(w) for w in self.work)
+        return WallTime(workers, max(finish[last], total / workers), finish[last], chain[last], total / workers)
+
+    def workers_table(self, counts: Sequence[int]) -> str:
+        """:meth:`wall_time` for each worker count, as text, with the chapters' order from their declarations."""
+        after = {c: spec.after for c, spec in SPECS.items()}
+        return "\n".join(["", "Wall time from an empty cache with one-thread workers (chapters side by side where none "
+                                "reads another's results; fine-tuning jobs and seeds spread over the workers):",
+                          *(self.wall_time(n, after).text() for n in counts),
+                          "A lower bound: each chapter on the chain gets every worker for its jobs; a cluster adds "
+                          "its start-up and each worker loads the model once per job."])
 
     def table(self) -> str:
         """The plan as text: one line per chapter (minutes from an empty cache, with this cache, the biggest item

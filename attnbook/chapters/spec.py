@@ -43,7 +43,9 @@ class Chapter:
     parameters in the three profiles, one :class:`~attnbook.core.parameters.Parameters` subclass; ``sizes(params)``
     the sentence of data and sample sizes and ``differs(params, numbers)`` the main ways a run differs from the paper,
     in the box at the top of its page (:mod:`attnbook.chapters.summary`). A long chapter is published on several
-    ``pages`` (the first keeps the chapter's id); the notebook stays one."""
+    ``pages`` (the first keeps the chapter's id); the notebook stays one. ``after``: the chapters whose results it
+    reads (it would compute them again otherwise: chapter 4's classifiers for chapters 5 and 6, chapters 1-6's
+    measurements for the atlas), which run first when chapters run side by side."""
 
     id: str
     title: str
@@ -54,6 +56,7 @@ class Chapter:
     sizes: Callable[[Any], str] | None = None
     differs: Callable[[Any, Mapping[str, Any]], list[str]] | None = None
     pages: tuple[Page, ...] = ()
+    after: tuple[str, ...] = ()
 
     def pipeline_class(self) -> type:
         """The chapter's pipeline class (:attr:`pipeline` imported)."""

@@ -85,6 +85,7 @@ class Work:
     kind: str
     amount: float
     parallel: int = 1  # processes doing this work side by side (one thread each: kinds ending in _1)
+    jobs: int = 1  # independent jobs it splits into (classifiers, seeds): how many workers of a cluster it can use
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -289,7 +290,8 @@ def finetune_work(chapter: str, s: Shape, recipe: Mapping[str, Any], tasks, seed
                      recipe["max_length"])
         runs = len(seeds) + len(random_seeds)
         out.append(Work(chapter, f"fine-tuning {task} ({runs} runs x {epochs} epochs x {n:,} examples)", kind,
-                        3 * s.forward_flops(length, runs * epochs * n), parallel=min(workers, max(runs, 1))))
+                        3 * s.forward_flops(length, runs * epochs * n), parallel=min(workers, max(runs, 1)),
+                        jobs=max(runs, 1)))
     return out
 
 

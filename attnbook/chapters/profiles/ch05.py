@@ -58,6 +58,7 @@ register_chapter(Chapter(
     "05_kovaleva_disabling", "Disabling heads (Kovaleva §4.6, §5)", KOVALEVA,
     datasets=("glue",),
     pipeline="attnbook.studies.kovaleva.pipeline:DisablingPipeline",
+    after=("04_kovaleva_taxonomy",),
     sizes=lambda p: (
         f"GLUE tasks {tasks_text(p)}, fine-tuning seeds {seeds_text(p)}; sweeps over "
         f"{caps_text(p.dev_caps, 'dev examples')} per task; classifiers scored on "

@@ -62,6 +62,7 @@ register_chapter(Chapter(
     "06_michel_pruning", "Pruning heads (Michel et al.)", MICHEL,
     datasets=("glue",),
     pipeline="attnbook.studies.michel.pipeline:PruningPipeline",
+    after=("04_kovaleva_taxonomy",),
     sizes=lambda p: (
         f"{p.task} (seeds {seeds_text(p)}): {count_text(p.dev_cap, 'dev examples')} scored after "
         f"each intervention, importance on {count_text(p.importance_cap, 'training examples')}; pruning in steps of "

@@ -40,6 +40,8 @@ register_chapter(Chapter(
     "08_head_atlas", "A head atlas (all papers)", ACROSS,
     datasets=("wiki", "ud_ewt", "coref", "glove", "glue", "framenet"),
     pipeline="attnbook.atlas.pipeline:AtlasPipeline",
+    after=("01_clark_surface_patterns", "02_clark_probing", "03_clark_clustering", "04_kovaleva_taxonomy",
+           "05_kovaleva_disabling", "06_michel_pruning"),
     sizes=lambda p: (
         f"the measurements of chapters 1-6 for this profile (read from their caches); {count_text(p.n_permutations)} "
         "permutations per cross-paper test"),

@@ -33,7 +33,8 @@ def runs_cost(p: StageParams, s: Shape) -> list[Work]:
         t = min(PIECES[f"arct_{variant}"], p.max_length)  # evaluation: sorted by length
         t_train = min(PIECES[f"arct_{variant}"] * _pad(p), p.max_length)  # training batches
         out.append(Work(p.chapter, f"BERT on {variant} ({p.n_seeds} seeds x {p.epochs} epochs)", train,
-                        3 * s.forward_flops(t_train, 2 * p.n_seeds * p.epochs * n_train), parallel=workers))
+                        3 * s.forward_flops(t_train, 2 * p.n_seeds * p.epochs * n_train), parallel=workers,
+                        jobs=p.n_seeds))
         out.append(Work(p.chapter, f"evaluating {variant}", "forward",
                         s.forward_flops(t, 2 * p.n_seeds * (p.epochs * cap(p.eval_cap, ARCT_SIZES["dev"])
                                                                + n_eval))))
@@ -50,7 +51,7 @@ def adversarial_cost(p: StageParams, s: Shape) -> list[Work]:
         n_adv = 2 * cap(p.train_cap, ARCT_SIZES["train_adv"] // 2)  # originals and their swapped copies
         out.append(Work(p.chapter, f"adversarial {variant} ({p.n_seeds} seeds x {p.adversarial_epochs} epochs)",
                         train, 3 * s.forward_flops(t, 2 * p.n_seeds * p.adversarial_epochs * n_adv),
-                        parallel=workers))
+                        parallel=workers, jobs=p.n_seeds))
         n_dev_adv = 2 * cap(p.eval_cap, ARCT_SIZES["dev_adv"] // 2)
         n_test_adv = 2 * 2 * cap(p.eval_cap, ARCT_SIZES["test_adv"] // 2)
         out.append(Work(p.chapter, f"evaluating adversarial {variant}", "forward",
