@@ -62,7 +62,7 @@ def test_every_chapters_pipeline_names_its_data_files_and_builds_its_rows_and_th
     every = (SurfacePipeline, ProbingPipeline, ClusteringPipeline, TaxonomyPipeline, DisablingPipeline,
              PruningPipeline, CuesPipeline, AcrossPipeline)
     assert [c.__name__ for c in every if c.data_files is Pipeline.data_files] == []
-    # the comparison rows are every pipeline's last stage, not notebook code (chapters 1-5 built them in the notebook)
+    # the comparison rows are every pipeline's last stage, never notebook code
     assert [c.__name__ for c in every if c.stage_methods()[-1][0] != "comparisons"] == []
     assert all(c.comparisons.stage.name == "paper vs this run" for c in every)
     assert all(issubclass(c, GluePipeline) for c in (TaxonomyPipeline, DisablingPipeline, PruningPipeline))

@@ -99,8 +99,8 @@ def _data_facts() -> dict:
 AFTER_THE_REFACTOR = {"09_across_encoders"}
 
 
-#: work of stages added to a chapter after the recording (issue 32: chapter 5's held-out test; the word-matching
-#: pass, which ran uncounted in the notebook before it became a stage), tested beside them
+#: work of stages the recording does not hold (chapter 5's held-out test and its word-matching pass), each tested
+#: beside its stage
 ADDED_SINCE = {"05_kovaleva_disabling": ("chosen head and layer, held out", "word-matching shares")}
 
 
@@ -122,7 +122,7 @@ def test_chapter_5s_held_out_test_costs_three_passes_per_held_out_example():
 
 def test_chapter_5s_word_matching_counts_one_pass_of_each_matched_tasks_dev_sample():
     """The word-matching shares (§5) run each matched task's dev sample through its classifier once; the plan
-    counts that pass (it ran uncounted when the notebook computed it)."""
+    counts that pass."""
     from attnbook.studies.kovaleva import costs
     from attnbook.studies.kovaleva.pipeline import DisablingPipeline
 
@@ -162,7 +162,7 @@ def test_the_stages_cost_what_the_plan_counted_before_them(profile, monkeypatch)
     assert set(CHAPTER_IDS) - set(recorded["work"]) == AFTER_THE_REFACTOR
     for chapter in CHAPTER_IDS:
         p = chapter_params(chapter, profile)
-        now = [{k: v for k, v in dataclasses.asdict(w).items() if k != "jobs"}  # recorded before jobs were counted
+        now = [{k: v for k, v in dataclasses.asdict(w).items() if k != "jobs"}  # the recording holds no job counts
                for w in P.chapter_work(chapter, p, shape, _recipe(p), trained, fetched=profile == "paper")]
         if chapter in AFTER_THE_REFACTOR:
             assert now, chapter
