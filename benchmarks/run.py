@@ -293,7 +293,8 @@ def bench_plan() -> dict:
         plan = make_plan(profile)
         out[profile] = {"seconds": {c: round(v, 1) for c, v in plan.chapter_seconds().items()},
                         "rates": {k: float(f"{v:.4g}") for k, v in plan.rates.items()},  # in the plan's units
-                        "model": plan.model}
+                        "model": plan.model,
+                        "workers": plan.wall_time_rows([1, 2, 8, 64])}  # attnbook plan --workers 1 2 8 64
     return out
 
 
@@ -397,6 +398,11 @@ def table(report: dict) -> str:
                          "<= 30 min (issue 30)" if profile == "quick" else ""))
             rows.append((f"whole {profile} book (every page executed; cold cache)", f"{t['total'] / 60:.1f} min",
                          "<= 40 min with chapter 9 (issue 31)" if profile == "quick" else ""))
+    from cluster import plan_rows
+    from cluster import rows as cluster_rows
+
+    rows += plan_rows(plan)
+    rows += cluster_rows(report.get("cluster"))
     if "paper" in plan:
         rows.append(("`attnbook plan --profile paper` on this machine", f"{sum(plan['paper']['seconds'].values()) / 3600:.1f} h",
                      "(cost)"))
@@ -455,6 +461,10 @@ def main() -> int:
         report["speedups"] = bench_optional("speedups", lambda: bench_speedups(loaded))
     if want("plan"):
         report["plan"] = bench_optional("plan", bench_plan)
+    if want("cluster"):  # the smoke book serial, on a two-worker local cluster, and before Dask (cluster.py)
+        from cluster import bench_cluster
+
+        report["cluster"] = bench_optional("cluster", bench_cluster)
     if want("speed_row"):
         from speed_row import bench_speed_row
 

@@ -106,6 +106,15 @@ def tiny_bert(tokenizer):
 
 
 @pytest.fixture(scope="session")
+def smoke_book_dask():
+    """The smoke book built through a two-worker local cluster (:func:`longruns.smoke_book_dask`), in its own
+    project folder and cache."""
+    import longruns
+
+    return longruns.result("smoke_book_dask", longruns.smoke_book_dask)
+
+
+@pytest.fixture(scope="session")
 def smoke_book():
     """The smoke book's project folder (:func:`longruns.smoke_book`), started in the background when collection
     ended; shared by the book's page checks and the fresh-environment run that compares its results with it. With

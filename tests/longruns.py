@@ -1,7 +1,8 @@
-"""The suite's two long runs, started as soon as pytest knows it will need them, and run beside the other tests.
+"""The suite's long runs, started as soon as pytest knows it will need them, and run beside the other tests.
 
 The smoke book (every chapter through papermill, then Jupyter Book) and the paper rehearsal (every chapter with
-``profile=paper`` on the planted model) are subprocesses that take minutes each. Run inside their fixtures, one
+``profile=paper`` on the planted model), and the smoke book once more with its chapters on a two-worker local
+cluster (compared with the first), are subprocesses that take minutes each. Run inside their fixtures, one
 after the other and after the other tests, they kept one of the machine's two cores idle for most of the suite.
 :func:`start` hands them, in order, to one background thread when collection ends (``conftest.py``): the runs use
 one core while the other tests use the other, every process computing on one thread (:data:`ONE_THREAD`; the pytest
@@ -146,6 +147,17 @@ def smoke_book(env: dict) -> Path:
     return home
 
 
+def smoke_book_dask(env: dict) -> Path:
+    """The smoke book again, its chapters side by side on a local cluster of two one-thread workers (``attnbook build
+    --scheduler local:2``), from a cache of its own: every chapter and every job computed on the workers."""
+    home = _folder("project-dask", env)
+    _copy_project(home, book=True)
+    env = dict(env, **ONE_THREAD, ATTNBOOK_HOME=str(home), ATTNBOOK_RESULTS=str(home / "book" / "results"),
+               ATTNBOOK_CACHE=str(home / "cache"))
+    cli(["build", "--profile", "smoke", "--scheduler", "local:2", "--times-json", str(home / "times.json")], env)
+    return home
+
+
 def paper_rehearsal(env: dict) -> dict:
     """Every chapter with ``profile=paper`` on the planted ``bert-base-uncased`` and the planted MNLI/QQP/QNLI
     files, sizes overridden (:data:`planted.REHEARSAL_SIZES`)."""
@@ -175,4 +187,5 @@ def paper_rehearsal(env: dict) -> dict:
 
 
 #: fixture name -> the run it waits for
-RUNS: dict[str, Callable[[dict], Any]] = {"smoke_book": smoke_book, "paper_run": paper_rehearsal}
+RUNS: dict[str, Callable[[dict], Any]] = {"smoke_book": smoke_book, "paper_run": paper_rehearsal,
+                                          "smoke_book_dask": smoke_book_dask}

@@ -313,3 +313,33 @@ def test_a_signed_finding_holds_in_the_papers_direction_whatever_its_size():
     assert both.holds == "holds in both"
     unsigned = verdict.row("§3", "share", paper=0.8, ours=Estimate(0.3, 0.25, 0.35, 900), rule=verdict.Within(0.05, 0.1))
     assert unsigned.same_direction() is None and not holds_in(unsigned)
+
+
+@pytest.mark.integration
+def test_on_a_cluster_each_model_is_one_job_and_the_rows_are_those_computed_here(two_families, tmp_path, monkeypatch):
+    """Chapter 9's models measured as jobs on two one-thread workers, into a cache of their own: the chapter reads
+    the same measurements back, so its rows equal the ones computed in this process. Fails if the jobs do not run
+    (the stage returns nothing) or if a job measures with other arguments than the chapter's stages (their reads
+    would miss the cache and the rows would differ or the entries would not be found)."""
+    from attnbook.core import cache, executor
+    from attnbook.engine.finetune import base_encoder
+
+    bert, mpnet = two_families
+    P = chapter_params(CH9, "smoke", {"model": bert, "models": [bert, mpnet]})
+    models = {m: base_encoder(m) for m in E.compared_models(P)}
+    sources = {m: E.source_parameters(chapter_params, "smoke", m, P.sizes) for m in models}
+    here = E.AcrossPipeline(models, P, sources)
+    assert here.measured() == {}  # the default scheduler: the stages compute as they go
+    rows_here = [r.as_dict() for r in here.comparisons()]
+    monkeypatch.setenv("ATTNBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(executor.SCHEDULER_ENV, "local:2")
+    try:
+        there = E.AcrossPipeline(models, P, sources)
+        entries = there.measured()
+        assert set(entries) == {bert, mpnet} and all(entries.values())
+        written = {f"{p.parent.name}/{p.stem}" for p in (tmp_path / "cache").glob("*/*.json")}
+        assert set(entries[bert]) | set(entries[mpnet]) <= written  # written by the jobs, in the shared cache
+        assert [r.as_dict() for r in there.comparisons()] == rows_here
+        assert {e for found in entries.values() for e in found} <= set(cache.used_entries())  # in the provenance
+    finally:
+        executor._close("local:2")

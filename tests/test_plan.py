@@ -272,3 +272,18 @@ def test_fine_tuning_and_seed_items_count_their_jobs():
     trained = [w for w in P.chapter_work("07_arct_cues", p7, MINILM) if w.kind.startswith("train")]
     assert trained and all(w.jobs == p7.n_seeds for w in trained)
     assert all(w.jobs == 1 for w in work + P.chapter_work("07_arct_cues", p7, MINILM) if not w.kind.startswith("train"))
+
+
+def test_chapter_9s_models_are_jobs_side_by_side_in_the_wall_time():
+    """Each model's measurements are one job (AcrossPipeline.measured): with workers, the chapter takes its longest
+    model's work (or the total over the workers), not the sum. Fails where grouped items add up."""
+    from attnbook.engine.cost import Shape, Work
+
+    w = [Work("09", "a: surface", "forward", 300.0, group="a"), Work("09", "a: syntax", "forward", 100.0, group="a"),
+         Work("09", "b: surface", "forward", 200.0, group="b"), Work("09", "joint map", "forward", 50.0)]
+    plan = P.Plan("quick", "m", Shape(2, 2, 32, 64), {"forward": 1.0}, work=w)
+    assert plan.wall_time(1).seconds == 650.0
+    assert plan.wall_time(2).path_seconds == 50.0 + max(400.0, 600.0 / 2) == 450.0
+    assert plan.wall_time(64).path_seconds == 450.0  # no faster than its longest model
+    rows = plan.wall_time_rows([1, 2])
+    assert [r["workers"] for r in rows] == [1, 2] and rows[1]["chain time"] == "7.5 min"

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-PAGES = [ROOT / "book" / name for name in ("intro.md", "how_to_run.md", "seminar.md")]
+PAGES = [ROOT / "book" / name for name in ("intro.md", "how_to_run.md", "seminar.md", "on_a_cluster.md")]
 
 #: a sentence that carries one of these attributes its numbers to a paper or a published method
 ATTRIBUTION = re.compile(

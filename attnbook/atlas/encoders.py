@@ -20,6 +20,7 @@ import pandas as pd
 
 from attnbook import verdict
 from attnbook.atlas.joint_map import joint_distances
+from attnbook.core import cache, executor
 from attnbook.core.errors import ModelError, ParameterError
 from attnbook.core.parameters import Parameters
 from attnbook.core.heads import head_label, relative_layers
@@ -156,8 +157,8 @@ def _costed(what: Callable[[Mapping[str, StageParams], Shape], list[Work]]) -> C
             src = {c: StageParams(p.chapter, v, fetched=p.fetched)
                    for c, v in source_parameters(p.resolve, p.profile, m, p.sizes).items()}
             back = m == p.model and not (p.sizes or {}).get(m)
-            out += [Work(p.chapter, f"{m}: {w.what}", w.kind, w.amount, w.parallel) for w in what(src, encoder_shape(m))
-                    if not back or w.kind in ("encode", "parse")]
+            out += [Work(p.chapter, f"{m}: {w.what}", w.kind, w.amount, w.parallel, group=m)  # one job per model
+                    for w in what(src, encoder_shape(m)) if not back or w.kind in ("encode", "parse")]
         return out
 
     return cost
@@ -246,7 +247,25 @@ class AcrossPipeline(Pipeline):
         return self._runs[(m, chapter)]
 
     def _each(self, fn: Callable[[str], Any]) -> dict[str, Any]:
+        self.measured()
         return {m: fn(m) for m in self.models}
+
+    @stage("each model's measurements, one job per model", no_model_work)  # counted in the stages that read them
+    def measured(self) -> dict[str, list[str]]:
+        """On a cluster (``ATTNBOOK_SCHEDULER``, :mod:`attnbook.core.executor`): every model's measurements for the
+        stages below (surface statistics to FrameNet links; the joint map needs all models at once) as one job per
+        model (:func:`_model_job`), written into the shared cache, from which the stages read them back; returns the
+        cache entries each job used. In this process (the default scheduler), or with one model, nothing: the stages
+        compute as they go. Either way the stages get the same cached measurements."""
+        if executor.scheduler().kind == "default" or len(self.models) < 2:
+            return {}
+        names = list(self.models)
+        jobs = [dict(model=m, key=self.models[m].key, params=self.p, sources=dict(self.sources[m])) for m in names]
+        entries = executor.run_jobs(_model_job, jobs, names=[f"chapter 9: {self.labels[m]}'s measurements"
+                                                             for m in names])
+        for entry in (e for found in entries for e in found):  # this chapter's provenance lists them
+            cache.note_use(*entry.split("/", 1))
+        return dict(zip(names, entries))
 
     def data_files(self) -> list[Path]:
         files = {ud_path("dev"), *framenet_data.fulltext_files()}
@@ -327,6 +346,27 @@ class AcrossPipeline(Pipeline):
     def comparisons(self) -> list[Comparison]:
         """One comparison row per finding: how many of the models it holds in (:meth:`Finding.comparison`)."""
         return [f.comparison() for f in self.rows()]
+
+
+def _model_job(job: dict) -> list[str]:
+    """One model's measurements (:meth:`AcrossPipeline.measured`) as a job: the model loaded by name where the job
+    runs (its weights checked against the run's), its stages computed into the cache; the cache entries it used."""
+    import torch
+
+    from attnbook.engine.finetune import base_encoder  # lazy: the fine-tuning machinery loads where a job runs
+
+    if executor.in_worker():
+        torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
+    loaded = base_encoder(job["model"])
+    if loaded.key != job["key"]:
+        raise ModelError(f"the model {job['model']!r} where this job runs is not the chapter's (its weights differ): "
+                         f"the workers must read the same model files as the chapter (a shared HF_HUB_CACHE or "
+                         f"model folder)")
+    before = set(cache.used_entries())
+    run = AcrossPipeline({job["model"]: loaded}, job["params"], {job["model"]: job["sources"]})
+    for measure in (run.surface, run.gradients, run.syntax, run.coref, run.probes, run.clusters, run.framenet):
+        measure()
+    return sorted(set(cache.used_entries()) - before)
 
 
 def cluster_rows(loaded: LoadedModel, c: Clusters, p3: Parameters) -> list[Comparison]:

@@ -18,7 +18,7 @@ from attnbook.chapters import scorecard
 from attnbook.chapters.results import comparisons_of, load_results
 from attnbook.chapters.toc import CHAPTERS
 from attnbook.core.io import atomic_write_text
-from attnbook.core.paths import results_dir
+from attnbook.core.paths import project_root, results_dir
 from attnbook.verdict import (
     AGREES,
     CLAIM,
@@ -304,3 +304,41 @@ def write_generated_pages(book: Path) -> None:
     atomic_write_text(Path(book) / "results.md", results_markdown(Path(book) / "results"))
     atomic_write_text(Path(book) / "_generated" / "what_ran.md", what_ran_markdown(Path(book) / "results"))
     atomic_write_text(Path(book) / "_generated" / "chapter_times.md", times_markdown(Path(book) / "results"))
+    atomic_write_text(Path(book) / "_generated" / "cluster_plan.md", cluster_plan_markdown())
+
+
+def bench_report() -> Path:
+    """``make bench``'s report (``benchmarks/results/latest.json``)."""
+    return project_root() / "benchmarks" / "results" / "latest.json"
+
+
+def cluster_plan_markdown(report: Path | None = None) -> str:
+    """The page "Beyond one machine"'s numbers: ``attnbook plan``'s wall time with 1, 2, 8 and 64 workers for the
+    quick and paper profiles and the smoke book serial against a two-worker local cluster, as ``make bench`` measured
+    them (its report names the machine and the date); a sentence saying so when the report has none."""
+    path = Path(report) if report else bench_report()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    plans = {k: v for k, v in (data.get("plan") or {}).items() if isinstance(v, dict) and v.get("workers")}
+    if not plans:
+        return ("*`make bench` has not priced the profiles on workers yet: `attnbook plan --profile paper --workers 1 2 "
+                "8 64` prints the table for your machine.*\n")
+    m = data.get("machine", {})
+    counts = [r["workers"] for r in next(iter(plans.values()))["workers"]]
+    lines = [f"`attnbook plan` on {m.get('cpu', '?')} ({m.get('cores', '?')} cores), in `make bench` of "
+             f"{data.get('date', '?')}: the wall time from an empty cache with one-thread workers, and what sets it "
+             "(the chain of chapters that read each other's results, or the total work over the workers).", "",
+             "| profile (model) | " + " | ".join(f"{n} worker{'s' if n > 1 else ''}" for n in counts) + " |",
+             "|---|" + "---|" * len(counts)]
+    for profile, p in plans.items():
+        cells = [f"{r['wall time']} ({'chain ' + r['chain'] if r['set by'].endswith('chapters') else 'work'})"
+                 for r in p["workers"]]
+        lines.append(f"| `{profile}` ({p.get('model', '?')}) | " + " | ".join(cells) + " |")
+    c = data.get("cluster") or {}
+    if "seconds" in c.get("default", {}) and "seconds" in c.get("local2", {}):
+        lines += ["", f"Measured in the same run: the smoke book from an empty cache took "
+                      f"{c['default']['seconds'] / 60:.1f} min built serially and {c['local2']['seconds'] / 60:.1f} min "
+                      f"on a local cluster of two one-thread workers (`--scheduler local:2`)."]
+    return "\n".join(lines) + "\n"

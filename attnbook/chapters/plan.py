@@ -120,8 +120,7 @@ class Plan:
             raise ValueError(f"workers must be at least 1, got {workers}")
         after = after or {}
         chapters = list(dict.fromkeys(w.chapter for w in self.work))
-        length = {c: sum(self.one_worker_seconds(w) / min(workers, max(w.jobs, 1))
-                         for w in self.work if w.chapter == c) for c in chapters}
+        length = {c: self._chapter_length([w for w in self.work if w.chapter == c], workers) for c in chapters}
         finish: dict[str, float] = {}
         chain: dict[str, list[str]] = {}
         for c in chapters:  # book order: a chapter comes after the ones it reads
@@ -132,6 +131,30 @@ class Plan:
         last = max(finish, key=finish.get)
         total = sum(self.one_worker_seconds(w) for w in self.work)
         return WallTime(workers, max(finish[last], total / workers), finish[last], chain[last], total / workers)
+
+    def _chapter_length(self, items: Sequence[Work], workers: int) -> float:
+        """A chapter's seconds with every one of ``workers`` for its jobs: an item of several jobs spread over up to
+        that many workers; items in groups (one job per group, :attr:`Work.group`) side by side, the longest group
+        or their total over the workers, whichever is longer."""
+        alone = sum(self.one_worker_seconds(w) / min(workers, max(w.jobs, 1)) for w in items if not w.group)
+        groups: dict[str, float] = {}
+        for w in items:
+            if w.group:
+                groups[w.group] = groups.get(w.group, 0.0) + self.one_worker_seconds(w)
+        return alone + (max(max(groups.values()), sum(groups.values()) / workers) if groups else 0.0)
+
+    def wall_time_rows(self, counts: Sequence[int]) -> list[dict[str, Any]]:
+        """:meth:`wall_time` for each worker count with the chapters' order from their declarations, one row each:
+        the estimate, what sets it (the chain of chapters or the work over the workers) and both terms."""
+        after = {c: spec.after for c, spec in SPECS.items()}
+        rows = []
+        for n in counts:
+            w = self.wall_time(n, after)
+            rows.append({"profile": self.profile, "workers": n, "wall time": _minutes(w.seconds),
+                         "set by": "the chain of chapters" if w.seconds == w.path_seconds else "the work / workers",
+                         "chain": " → ".join(c[:2] for c in w.path), "chain time": _minutes(w.path_seconds),
+                         "work / workers": _minutes(w.work_seconds), "hours": round(w.seconds / 3600, 2)})
+        return rows
 
     def workers_table(self, counts: Sequence[int]) -> str:
         """:meth:`wall_time` for each worker count, as text, with the chapters' order from their declarations."""

@@ -10,6 +10,9 @@
 * :func:`fold_bookkeeping` — the parameters cell, the set-up cells after it (imports, ``chapter.setup``) and the
   cells that only write the results files get the tag that folds their input behind a toggle (:data:`FOLD_TAG`);
   their outputs stay on the page, and the source notebooks keep their cells as they are.
+* :func:`stable_outputs` — what would make two runs of the same code differ on the page without a number changing
+  goes: progress-bar widgets (their state needs widget JavaScript the static book does not load) and object
+  addresses in text reprs; the random ids pandas gives each styled table become ids numbered in page order.
 * :func:`split_pages` — a chapter published on several pages (:attr:`attnbook.chapters.toc.Chapter.pages`) is cut
   before each cell tagged :data:`attnbook.chapters.toc.PAGE_TAG`; each page gets the link targets, the findings box
   and the run's box of its own rows. The notebook stays one.
@@ -148,6 +151,44 @@ def fold_bookkeeping(nb: dict) -> list[int]:
     return folded
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+_STYLER_ID = re.compile(r"\bT_([0-9a-f]{5})(?=[_\"\s])")
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
+
+
+def stable_outputs(nb: dict) -> int:
+    """Make ``nb``'s outputs the same from run to run (see the module docstring); returns how many widget outputs
+    were dropped. A styled table's id ``T_<5 hex digits>`` becomes ``T_<n>``, numbered in the page's order (its CSS
+    and its cells' ids change together: the same text is replaced everywhere in the output)."""
+    dropped = 0
+    nb.get("metadata", {}).pop("widgets", None)
+    ids: dict[str, str] = {}
+    for cell in nb.get("cells", []):
+        outputs = []
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET in data:
+                data.pop(WIDGET)
+                dropped += 1
+                if set(data) <= {"text/plain"}:  # a widget's text stand-in ("HBox(...)") has nothing to show
+                    continue
+            for kind, text in data.items():
+                if kind == "text/html":
+                    joined = "".join(text) if isinstance(text, list) else text
+                    for found in _STYLER_ID.findall(joined):
+                        ids.setdefault(found, f"{len(ids) + 1:05d}")
+                    joined = _STYLER_ID.sub(lambda m: f"T_{ids[m.group(1)]}", joined)
+                    data[kind] = joined.splitlines(keepends=True) if isinstance(text, list) else joined
+                elif kind == "text/plain":
+                    joined = "".join(text) if isinstance(text, list) else text
+                    joined = _ADDRESS.sub(">", joined)
+                    data[kind] = joined.splitlines(keepends=True) if isinstance(text, list) else joined
+            outputs.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = outputs
+    return dropped
+
+
 def split_pages(nb: dict, chapter: str) -> list[tuple[str, dict]]:
     """``[(page id, notebook)]``: the executed notebook of ``chapter`` cut before each cell tagged
     :data:`~attnbook.chapters.toc.PAGE_TAG`, one part per page of :attr:`~attnbook.chapters.toc.Chapter.page_ids`
@@ -183,6 +224,7 @@ def tidy(notebook: Path, log: Path, results: Path | None = None, seconds: float 
     params = merge_parameters(nb)
     stderr = take_stderr(nb)
     folded = fold_bookkeeping(nb)
+    stable_outputs(nb)
     data: dict[str, Any] | None = None
     provenance: dict[str, Any] = {}
     if results is not None and Path(results).exists():

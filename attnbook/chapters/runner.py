@@ -254,7 +254,13 @@ def run_page(name: str, output_dir: Path | None = None) -> Path:
 def run_all(profile: str = "quick", chapters: list[str] | None = None, overrides=None, keep_going: bool = False,
             output_dir: Path | None = None) -> dict[str, float]:
     """Execute chapters in book order; returns seconds per chapter. Stops at the first failure
-    unless ``keep_going`` (then raises after the rest ran); earlier chapters' outputs stay intact."""
+    unless ``keep_going`` (then raises after the rest ran); earlier chapters' outputs stay intact.
+
+    With a scheduler (``attnbook build --scheduler``, ``ATTNBOOK_SCHEDULER``; :mod:`attnbook.core.executor`) the
+    chapters run side by side on its workers, each when the chapters it reads have finished
+    (:func:`attnbook.chapters.parallel.run_chapters`); the pages and results are those of a run in book order."""
+    from attnbook.core.executor import scheduler  # lazy: only a build reads it
+
     times: dict[str, float] = {}
     errors: list[ChapterExecutionError] = []
     for page in PAGES if chapters is None else ():  # the whole book: its executed front-matter pages first
@@ -262,6 +268,13 @@ def run_all(profile: str = "quick", chapters: list[str] | None = None, overrides
         run_page(page, output_dir)
         times[page] = round(time.time() - start, 1)
         print(f"[attnbook] {page}: {times[page]} s", flush=True)
+    s = scheduler()
+    if s.kind != "default":
+        from attnbook.chapters.parallel import run_chapters  # lazy: Dask is imported only for a cluster
+
+        times.update(run_chapters(run_chapter, s, profile, chapters or available_chapters(), overrides, output_dir,
+                                  keep_going))
+        return times
     for chapter in chapters or available_chapters():
         start = time.time()
         print(f"[attnbook] running {chapter} ({profile}) ...", flush=True)

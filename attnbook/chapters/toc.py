@@ -21,7 +21,8 @@ CHAPTERS: tuple[Chapter, ...] = tuple(SPECS[k] for k in sorted(SPECS))
 PAGES: tuple[str, ...] = ("heads_of_your_own_model",)
 
 #: Pages before and after the chapters: (caption, pages).
-FRONT_MATTER = ("Getting started", ("book/how_to_run", "book/heads_of_your_own_model", "book/seminar"))
+FRONT_MATTER = ("Getting started", ("book/how_to_run", "book/heads_of_your_own_model", "book/seminar",
+                                    "book/on_a_cluster"))
 BACK_MATTER = ("Back matter", ("book/results", "book/glossary", "book/bibliography"))
 ROOT_PAGE = "book/intro"
 

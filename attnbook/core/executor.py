@@ -2,8 +2,9 @@
 
 A job is one call of a module-level function on small, picklable arguments that writes what it computes into the
 shared cache (:mod:`attnbook.core.cache`) and returns something small (the entries it wrote, a row of numbers):
-fine-tuning one classifier (chapters 4-6), one seed of chapter 7's runs. Arrays and checkpoints stay in the cache;
-only names and rows travel.
+fine-tuning one classifier (chapters 4-6), one seed of chapter 7's runs, one model's measurements in chapter 9.
+Arrays and checkpoints stay in the cache; only names and rows travel. With a scheduler, ``attnbook build`` also runs
+the chapters themselves side by side on the same cluster (:mod:`attnbook.chapters.parallel`).
 
 The scheduler is read from ``ATTNBOOK_SCHEDULER`` (``attnbook build --scheduler ...`` sets it for the chapters it
 runs), in one of these forms (:func:`parse_scheduler`):

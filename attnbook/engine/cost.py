@@ -86,6 +86,7 @@ class Work:
     amount: float
     parallel: int = 1  # processes doing this work side by side (one thread each: kinds ending in _1)
     jobs: int = 1  # independent jobs it splits into (classifiers, seeds): how many workers of a cluster it can use
+    group: str = ""  # items of one job among others of the chapter (chapter 9: a model's measurements), side by side
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -76,6 +76,9 @@ register_chapter(Chapter(
     "09_across_encoders", "What holds across encoders (Clark, Kovaleva)", ACROSS,
     datasets=("wiki", "ud_ewt", "coref", "glove", "framenet"),
     pipeline="attnbook.atlas.encoders:AcrossPipeline",
+    # it reads chapters 1-3's measurements of their model back from their caches; chapter 4's one stage it shares
+    # (FrameNet links) is short beside chapter 4's fine-tuning, so it does not wait for that chapter
+    after=("01_clark_surface_patterns", "02_clark_probing", "03_clark_clustering"),
     sizes=lambda p: (
         f"models {', '.join(map(str, p.models))}; each model's own sizes (chapters 1-4's for the model they ran "
         f"with, smaller for the others: the chapter's sizes table); {count_text(p.joint_sentences)} sentences read by every "
