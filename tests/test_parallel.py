@@ -133,7 +133,7 @@ def test_the_smoke_book_built_on_two_local_workers_is_the_serial_one(smoke_book,
     assert not differ, f"differ between the serial and the two-worker build: {differ}"
     times = json.loads((smoke_book_dask / "times.json").read_text())
     assert set(CHAPTER_IDS) <= set(times)
-    html = smoke_book_dask / "_build" / "html"
+    html = smoke_book_dask / "_build" / "html" / "book"
     assert all((html / f"{c}.html").exists() for c in CHAPTER_IDS)
 
 
