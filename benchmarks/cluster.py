@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the last commit before the book's jobs went through Dask (its two process pools, chapters one after the other)
-BEFORE = "f5ec386"
+BEFORE = "10c3196"
 
 
 def _project(home: Path, source: Path) -> None:

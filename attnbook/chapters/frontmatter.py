@@ -326,9 +326,12 @@ def cluster_plan_markdown(report: Path | None = None) -> str:
         return ("*`make bench` has not priced the profiles on workers yet: `attnbook plan --profile paper --workers 1 2 "
                 "8 64` prints the table for your machine.*\n")
     m = data.get("machine", {})
+    # a partial `make bench` (--only plan,...) keeps the first run's date and lists its own
+    dates = [u["date"] for u in data.get("partial_updates", []) if "plan" in u.get("parts", [])]
+    when = dates[-1] if dates else data.get("date", "?")
     counts = [r["workers"] for r in next(iter(plans.values()))["workers"]]
     lines = [f"`attnbook plan` on {m.get('cpu', '?')} ({m.get('cores', '?')} cores), in `make bench` of "
-             f"{data.get('date', '?')}: the wall time from an empty cache with one-thread workers, and what sets it "
+             f"{when}: the wall time from an empty cache with one-thread workers, and what sets it "
              "(the chain of chapters that read each other's results, or the total work over the workers).", "",
              "| profile (model) | " + " | ".join(f"{n} worker{'s' if n > 1 else ''}" for n in counts) + " |",
              "|---|" + "---|" * len(counts)]
@@ -336,6 +339,12 @@ def cluster_plan_markdown(report: Path | None = None) -> str:
         cells = [f"{r['wall time']} ({'chain ' + r['chain'] if r['set by'].endswith('chapters') else 'work'})"
                  for r in p["workers"]]
         lines.append(f"| `{profile}` ({p.get('model', '?')}) | " + " | ".join(cells) + " |")
+    for profile, p in plans.items():
+        bound = [r for r in p["workers"] if r["set by"].endswith("chapters")]
+        if bound:
+            lines += ["", f"From {bound[0]['workers']} workers on, the `{profile}` profile's time is set by the chain "
+                          f"{bound[0]['chain']} ({bound[0]['chain time']}): work of those chapters that more workers "
+                          f"do not share, however many there are."]
     c = data.get("cluster") or {}
     if "seconds" in c.get("default", {}) and "seconds" in c.get("local2", {}):
         lines += ["", f"Measured in the same run: the smoke book from an empty cache took "
