@@ -28,6 +28,7 @@ from attnbook.data import framenet as framenet_data
 from attnbook.data.conllu import ud_path
 from attnbook.data.models_fetch import model_dir
 from attnbook.engine.cost import PIECES, UD_SIZES, Shape, StageParams, Work
+from attnbook.engine.job_models import job_encoder
 from attnbook.engine.models import FETCHED_NAMES, KNOWN_SHAPES, LoadedModel, has_mlm_head, resolve_model
 from attnbook.engine.pipeline import Pipeline, no_model_work, stage
 from attnbook.stats import Estimate
@@ -351,17 +352,7 @@ class AcrossPipeline(Pipeline):
 def _model_job(job: dict) -> list[str]:
     """One model's measurements (:meth:`AcrossPipeline.measured`) as a job: the model loaded by name where the job
     runs (its weights checked against the run's), its stages computed into the cache; the cache entries it used."""
-    import torch
-
-    from attnbook.engine.finetune import base_encoder  # lazy: the fine-tuning machinery loads where a job runs
-
-    if executor.in_worker():
-        torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
-    loaded = base_encoder(job["model"])
-    if loaded.key != job["key"]:
-        raise ModelError(f"the model {job['model']!r} where this job runs is not the chapter's (its weights differ): "
-                         f"the workers must read the same model files as the chapter (a shared HF_HUB_CACHE or "
-                         f"model folder)")
+    loaded = job_encoder(job["model"], job["key"])
     before = set(cache.used_entries())
     run = AcrossPipeline({job["model"]: loaded}, job["params"], {job["model"]: job["sources"]})
     for measure in (run.surface, run.gradients, run.syntax, run.coref, run.probes, run.clusters, run.framenet):

@@ -57,7 +57,8 @@ from torch import nn
 from attnbook.core import cache, executor
 from attnbook.core.errors import EmptyDataError, ParameterError
 from attnbook.data.arct import ArctItem, labels_of
-from attnbook.engine.models import LoadedModel, load_encoder
+from attnbook.engine.job_models import job_encoder
+from attnbook.engine.models import LoadedModel
 from attnbook.engine.pairwise import (
     CachedStates,
     PairEncoding,
@@ -216,13 +217,7 @@ def _seed_row(encoder: nn.Module, data: Mapping[str, PairEncoding | CachedStates
 def _seed_job(job: dict) -> dict:
     """One seed of :func:`run_seeds` as a job: the encoder loaded by name where the job runs (its weights checked
     against the run's), the frozen lower layers' states computed here when only the top layers train, one row."""
-    if executor.in_worker():
-        torch.set_num_threads(1)  # one core per worker: the workers share the machine's cores
-    loaded = load_encoder(job["model"])
-    if loaded.key != job["key"]:
-        raise ParameterError(f"{job['model']!r} loads other weights where this job runs ({loaded.key}) than in the "
-                             f"run that sent it ({job['key']}): give a model every worker loads alike (a folder on "
-                             f"the shared filesystem, a hub name with the same revision)")
+    loaded = job_encoder(job["model"], job["key"])
     cfg, enc, pad_id = job["cfg"], job["enc"], job["pad_id"]
     data: Mapping[str, PairEncoding | CachedStates] = enc
     if job["partial"]:
