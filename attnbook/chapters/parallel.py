@@ -7,8 +7,9 @@ paths on every worker, a shared filesystem). A chapter starts when the chapters 
 (:attr:`attnbook.chapters.spec.Chapter.after`: 5 and 6 after 4, the atlas after 1-6) have finished; the others start
 at once, as many at a time as the cluster has workers: each worker offers one unit of the ``chapter`` resource
 (:data:`RESOURCE`) and a chapter takes it. The jobs a chapter's kernel hands out (fine-tuning, chapter 7's seeds,
-chapter 9's models) go to the same cluster: the chapter's task leaves its worker's thread to them while its kernel
-waits (:func:`distributed.secede`), so a cluster whose every worker runs a chapter still runs their jobs.
+chapter 9's models) go to the same cluster. The chapter's kernel is a process of its own, so the task leaves its
+worker's thread for jobs as soon as it starts (:func:`distributed.secede`; the ``chapter`` resource stays taken until
+it ends): a cluster whose every worker runs a chapter still runs their jobs.
 
 A chapter writes its page and results files as a serial build does (all or nothing, by rename), so the book is the
 same whichever worker ran which chapter. A chapter whose cell raises fails once, as
