@@ -61,7 +61,7 @@ def test_a_model_with_its_own_mlm_head_is_not_fitted():
 
 
 def test_plan_table_and_accuracy(monkeypatch):
-    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5, model_name="embedded", profile="quick": {**RATES, "startup": 2.0})
+    monkeypatch.setattr(P, "measure_rates", lambda shape, **kw: {**RATES, "startup": 2.0})
     plan = P.make_plan("smoke", chapters=["01_clark_surface_patterns", "08_head_atlas"])
     per = plan.chapter_seconds()
     # the atlas reads the caches, but builds chapters 1-6's inputs again, parses FrameNet and loads classifiers
@@ -217,7 +217,7 @@ def test_the_empty_cache_estimate_ignores_the_cache_and_the_cached_one_skips_hel
     assert any(w.kind.startswith("train") for w in empty) and not any(w.kind.startswith("train") for w in cached)
     assert [w for w in cached if not w.kind.startswith("train")] == [w for w in empty if not w.kind.startswith("train")]
 
-    monkeypatch.setattr(P, "measure_rates", lambda shape, seconds=1.5, model_name="embedded", profile="quick":
+    monkeypatch.setattr(P, "measure_rates", lambda shape, **kw:
                         {**RATES, "startup": 2.0})
     plan = P.make_plan("smoke", chapters=[c, "05_kovaleva_disabling"])
     per, with_cache = plan.chapter_seconds(), plan.chapter_seconds(cached=True)
@@ -287,3 +287,22 @@ def test_chapter_9s_models_are_jobs_side_by_side_in_the_wall_time():
     assert plan.wall_time(64).path_seconds == 450.0  # no faster than its longest model
     rows = plan.wall_time_rows([1, 2])
     assert [r["workers"] for r in rows] == [1, 2] and rows[1]["chain time"] == "7.5 min"
+
+
+def test_the_plan_times_only_the_fine_tuning_kinds_its_work_uses(monkeypatch):
+    """bfloat16 steps on a CPU without native bfloat16 take minutes to time at the paper's shape: a plan whose
+    recipes train in float32 must not time them (fails on a ``measure_rates`` that times all four kinds)."""
+    for name, value in (("fresh_probe_rate", (1e9, 10.0)), ("encode_rate", 1e4), ("parse_rate", 1e3),
+                        ("load_rate", 1e9), ("kernel_startup", 2.0)):
+        monkeypatch.setattr(P, name, lambda *a, value=value, **k: value)
+    tiny = P.Shape(1, 2, 16, 32, vocab=3000)
+    rates = P.measure_rates(tiny, seconds=0.01, kinds={"train_1", "forward"})
+    assert "train_1" in rates and not {"train", "train_bf16", "train_bf16_1"} & set(rates)
+    assert {"train", "train_bf16", "train_1", "train_bf16_1"} <= set(P.measure_rates(tiny, seconds=0.01))
+
+    asked = []
+    monkeypatch.setattr(P, "measure_rates", lambda shape, kinds=None, **kw: asked.append(set(kinds)) or
+                        {**RATES, "startup": 2.0})
+    plan = P.make_plan("smoke", chapters=["01_clark_surface_patterns", "04_kovaleva_taxonomy"])
+    used = {w.kind for w in plan.work if w.kind != "startup"}
+    assert asked == [used] and all(plan.seconds(w) > 0 for w in plan.work)

@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import nbformat
 import numpy as np
@@ -273,9 +273,13 @@ def chapter_work(chapter: str, p: Mapping[str, Any], s: Shape, recipe: Mapping[s
 
 
 def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_name: str = "embedded",
-                  profile: str = "quick") -> dict[str, float]:
+                  profile: str = "quick", kinds: Collection[str] | None = None) -> dict[str, float]:
     """FLOP/s of each kind of work on this machine, measured for about ``seconds`` each on a random model of
-    shape ``s`` (no weights needed), and the start-up seconds of a chapter's kernel with ``model_name`` loaded."""
+    shape ``s`` (no weights needed), and the start-up seconds of a chapter's kernel with ``model_name`` loaded.
+    ``kinds``: the fine-tuning kinds to time (``train``, ``train_1``, ``train_bf16``, ``train_bf16_1``), by default
+    all four; a plan times only those its work uses, since bfloat16 steps on a CPU without native bfloat16 take
+    minutes to time at the paper's shape."""
+    train_kinds = [k for k in ("train", "train_bf16", "train_1", "train_bf16_1") if kinds is None or k in kinds]
     set_threads()
     torch.manual_seed(0)
     model = random_bert(s.vocab, s.hidden, s.n_layers, s.n_heads, s.ffn)
@@ -307,15 +311,14 @@ def measure_rates(s: Shape, seconds: float = 1.5, startup: bool = True, model_na
         loss.backward()
         opt.step()
 
-    rates["train"] = timed(lambda: step(False), 3 * s.forward_flops(t_train, 32))
-    rates["train_bf16"] = timed(lambda: step(True), 3 * s.forward_flops(t_train, 32))
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one worker's share: fine-tuning with ``workers`` > 1 runs one thread per process
-    try:
-        rates["train_1"] = timed(lambda: step(False), 3 * s.forward_flops(t_train, 32))
-        rates["train_bf16_1"] = timed(lambda: step(True), 3 * s.forward_flops(t_train, 32))
-    finally:
-        torch.set_num_threads(threads)
+    for kind in train_kinds:
+        # ``_1``: one worker's share (fine-tuning with ``workers`` > 1 runs one thread per worker)
+        torch.set_num_threads(1 if kind.endswith("_1") else threads)
+        try:
+            rates[kind] = timed(lambda: step("bf16" in kind), 3 * s.forward_flops(t_train, 32))
+        finally:
+            torch.set_num_threads(threads)
     model.eval()
     emb = model.embeddings.word_embeddings.weight.detach()
 
@@ -531,20 +534,24 @@ def make_plan(profile: str, *, model: str | None = None, chapters: list[str] | N
               for c in chapters}
     name = model or next(iter(params.values())).model
     shape = planned_shape(name)
-    rates = measure_rates(shape, seconds=seconds, model_name=name, profile=profile)
     fetched = profile == "paper"
-    plan = Plan(profile, name, shape, {k: v for k, v in rates.items() if k != "startup"}, cached_work=[],
-                notes=[data_note(fetched)])
     held = CheckpointCache(name)
     trained: set = set()
     trained_held: set = set()
+    work, cached = {}, {}
     for c in chapters:
         p = params[c]
         recipe = glue.recipe(p) if hasattr(p, "recipe_overrides") else None
-        plan.work += chapter_work(c, p, shape, recipe, trained, fetched=fetched)
-        plan.work.append(Work(c, "kernel start-up and imports", "startup", rates["startup"]))
-        plan.cached_work += chapter_work(c, p, shape, recipe, trained_held, fetched=fetched, cache=held)
-        plan.cached_work.append(Work(c, "kernel start-up and imports", "startup", rates["startup"]))
+        work[c] = chapter_work(c, p, shape, recipe, trained, fetched=fetched)
+        cached[c] = chapter_work(c, p, shape, recipe, trained_held, fetched=fetched, cache=held)
+    kinds = {w.kind for items in work.values() for w in items}
+    rates = measure_rates(shape, seconds=seconds, model_name=name, profile=profile, kinds=kinds)
+    plan = Plan(profile, name, shape, {k: v for k, v in rates.items() if k != "startup"}, cached_work=[],
+                notes=[data_note(fetched)])
+    for c in chapters:
+        start = Work(c, "kernel start-up and imports", "startup", rates["startup"])
+        plan.work += [*work[c], start]
+        plan.cached_work += [*cached[c], start]
     return plan
 
 
