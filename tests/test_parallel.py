@@ -147,6 +147,12 @@ def comparable(project: Path, timed_apart: frozenset[str] = frozenset()) -> dict
     return out
 
 
+def _first_difference(a: str, b: str, context: int = 160) -> str:
+    """Where two compared texts first part, with some text around it, for the failure's message."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"…{a[max(0, i - context):i + context]!r} vs …{b[max(0, i - context):i + context]!r}"
+
+
 @pytest.mark.integration
 def test_the_smoke_book_built_on_two_local_workers_is_the_serial_one(smoke_book, smoke_book_dask):
     """Every chapter of the smoke book run side by side on a local cluster of two one-thread workers, from a cache
@@ -156,7 +162,7 @@ def test_the_smoke_book_built_on_two_local_workers_is_the_serial_one(smoke_book,
     apart = frozenset(c for c in verdicts[0] if verdicts[0][c] != verdicts[1].get(c))
     serial, dask = comparable(smoke_book, apart), comparable(smoke_book_dask, apart)
     assert set(serial) == set(dask) and len([k for k in serial if k.startswith("results/")]) >= 9
-    differ = [name for name in serial if serial[name] != dask[name]]
+    differ = {name: _first_difference(serial[name], dask[name]) for name in serial if serial[name] != dask[name]}
     assert not differ, f"differ between the serial and the two-worker build: {differ}"
     times = json.loads((smoke_book_dask / "times.json").read_text())
     assert set(CHAPTER_IDS) <= set(times)
