@@ -3,6 +3,7 @@ chapter, and the smoke book built through two local workers against the serial o
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -201,3 +202,23 @@ def test_the_cluster_page_states_the_executors_retries_and_shows_the_benchmarks_
     text = cluster_plan_markdown(report)
     assert "Some CPU (2 cores)" in text and "2026-11-29 10:00" in text and "| `quick` (embedded) | 60 min (work) |" in text
     assert "10.0 min built serially and 7.0 min" in text
+
+
+def test_the_workers_and_the_chapters_they_run_draw_no_progress_bars(monkeypatch):
+    """As in a serial build: the variable is set before the cluster starts (a local cluster's workers inherit it,
+    and the chapters' jobs run there) and travels with each chapter (fails if the build leaves it unset)."""
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    seen = {}
+
+    def no_cluster(s):
+        seen["at start"] = os.environ.get("TQDM_DISABLE")
+        raise RuntimeError("no cluster in this test")
+
+    monkeypatch.setattr(parallel, "_client", no_cluster)
+    with pytest.raises(RuntimeError, match="no cluster"):
+        parallel.run_chapters(print, executor.parse_scheduler("local:2"), "smoke", [CH1])
+    assert seen == {"at start": "1"}
+    monkeypatch.setenv("TQDM_DISABLE", "0")  # a reader who wants the bars keeps them
+    with pytest.raises(RuntimeError, match="no cluster"):
+        parallel.run_chapters(print, executor.parse_scheduler("local:2"), "smoke", [CH1])
+    assert seen == {"at start": "0"}

@@ -85,6 +85,10 @@ def run_chapters(run: Callable[..., Any], s: Scheduler, profile: str, chapters: 
             raise
     waits = order(chapters, {c: SPECS[c].after for c in chapters})
     first = priorities(waits)
+    # as in a serial build (:func:`attnbook.chapters.runner.run_chapter`), no progress bars: the build reports each
+    # chapter's cell; set before the cluster starts, so that a local cluster's workers, where the chapters' jobs
+    # run, have it too and do not draw their bars in the build's terminal
+    os.environ.setdefault("TQDM_DISABLE", "1")
     env = {k: os.environ[k] for k in CARRIED if k in os.environ}
     env.update(ATTNBOOK_HOME=str(project_root()), ATTNBOOK_RESULTS=str(results_dir()))
     client, close = _client(s)
