@@ -193,15 +193,18 @@ def test_the_cluster_page_states_the_executors_retries_and_shows_the_benchmarks_
     assert "_generated/cluster_plan.md" in page
     assert "has not priced the profiles" in cluster_plan_markdown(tmp_path / "none.json")
     report = tmp_path / "latest.json"
-    rows = lambda p: [{"profile": p, "workers": n, "wall time": f"{60 // n} min", "set by": "the work / workers",  # noqa: E731
+    rows = lambda p: [{"profile": p, "workers": n, "wall time": f"{60 // n} min",  # noqa: E731
+                       "set by": "the work / workers" if n < 8 else "a chain of chapters",
                        "chain": "04 → 05", "chain time": "5 min", "work / workers": "1 min", "hours": 1 / n}
-                      for n in (1, 2)]
+                      for n in (1, 2, 8)]
     report.write_text(json.dumps({"machine": {"cpu": "Some CPU", "cores": 2}, "date": "2026-11-29 10:00",
                                   "plan": {"quick": {"model": "embedded", "workers": rows("quick")}},
                                   "cluster": {"default": {"seconds": 600.0}, "local2": {"seconds": 420.0}}}))
     text = cluster_plan_markdown(report)
     assert "Some CPU (2 cores)" in text and "2026-11-29 10:00" in text and "| `quick` (embedded) | 60 min (work) |" in text
     assert "10.0 min built serially and 7.0 min" in text
+    # the table's cells are short (a column keeps the width of its longest word at 1,280 px); the chain is named below
+    assert "| 7 min (chain) |" in text and "From 8 workers on, the `quick` profile's time is set by the chain 04 → 05" in text
 
 
 def test_the_workers_and_the_chapters_they_run_draw_no_progress_bars(monkeypatch):

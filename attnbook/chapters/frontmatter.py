@@ -331,12 +331,13 @@ def cluster_plan_markdown(report: Path | None = None) -> str:
     when = dates[-1] if dates else data.get("date", "?")
     counts = [r["workers"] for r in next(iter(plans.values()))["workers"]]
     lines = [f"`attnbook plan` on {m.get('cpu', '?')} ({m.get('cores', '?')} cores), in `make bench` of "
-             f"{when}: the wall time from an empty cache with one-thread workers, and what sets it "
-             "(the chain of chapters that read each other's results, or the total work over the workers).", "",
+             f"{when}: the wall time from an empty cache with one-thread workers, and what sets it: *work*, the "
+             "total work over the workers, or *chain*, the chapters that read each other's results (named below the "
+             "table).", "",
              "| profile (model) | " + " | ".join(f"{n} worker{'s' if n > 1 else ''}" for n in counts) + " |",
              "|---|" + "---|" * len(counts)]
     for profile, p in plans.items():
-        cells = [f"{r['wall time']} ({'chain ' + r['chain'] if r['set by'].endswith('chapters') else 'work'})"
+        cells = [f"{r['wall time']} ({'chain' if r['set by'].endswith('chapters') else 'work'})"
                  for r in p["workers"]]
         lines.append(f"| `{profile}` ({p.get('model', '?')}) | " + " | ".join(cells) + " |")
     for profile, p in plans.items():
