@@ -126,6 +126,10 @@ def _copy_project(home: Path, book: bool) -> None:
     if book:  # the book's own pages (intro, results overview ...), without executed chapters or results
         shutil.copytree(ROOT / "book", home / "book",
                         ignore=shutil.ignore_patterns("*.ipynb", "results", "_failed", "attnbook-vega.js"))
+        report = ROOT / "benchmarks" / "results" / "latest.json"  # the cluster page's table is drawn from it
+        if report.exists():
+            (home / "benchmarks" / "results").mkdir(parents=True)
+            shutil.copy(report, home / "benchmarks" / "results" / report.name)
     else:
         (home / "book" / "results").mkdir(parents=True)
 
